@@ -1,0 +1,258 @@
+#include "agent/config.h"
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace lagwatch {
+namespace {
+
+using nlohmann::json;
+
+// Thrown only inside this file to unwind a validation; ParseConfig turns it into a Status.
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void Fail(const std::string& key, const std::string& what) {
+  throw ConfigError(key + ": " + what);
+}
+
+// A JSON object being read: remembers which keys were consumed so leftovers are reported.
+class Obj {
+ public:
+  Obj(const json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) Fail(path_.empty() ? "(top level)" : path_, "must be an object");
+  }
+  // Reports the first key that was never asked for. Call after reading every known key.
+  void RejectUnknownKeys() const {
+    for (const auto& [k, v] : j_.items()) {
+      if (!seen_.count(k)) Fail(Key(k), "unknown key");
+    }
+  }
+  std::string Key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
+  const json* Get(const std::string& k) {
+    seen_.insert(k);
+    auto it = j_.find(k);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  const json& Require(const std::string& k) {
+    const json* v = Get(k);
+    if (!v) Fail(Key(k), "required key is missing");
+    return *v;
+  }
+  int64_t Int(const std::string& k, int64_t def, int64_t lo, int64_t hi, bool required = false) {
+    const json* v = required ? &Require(k) : Get(k);
+    if (!v) return def;
+    if (!v->is_number_integer()) Fail(Key(k), "must be an integer");
+    int64_t x;
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      Fail(Key(k), "out of range");
+    }
+    x = v->get<int64_t>();
+    if (x < lo || x > hi) {
+      Fail(Key(k), "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+                       std::to_string(x));
+    }
+    return x;
+  }
+  std::string Str(const std::string& k, const std::string& def, bool required = false) {
+    const json* v = required ? &Require(k) : Get(k);
+    if (!v) return def;
+    if (!v->is_string()) Fail(Key(k), "must be a string");
+    std::string s = v->get<std::string>();
+    if (s.empty()) Fail(Key(k), "must not be empty");
+    return s;
+  }
+  bool Bool(const std::string& k, bool def) {
+    const json* v = Get(k);
+    if (!v) return def;
+    if (!v->is_boolean()) Fail(Key(k), "must be true or false");
+    return v->get<bool>();
+  }
+
+ private:
+  const json& j_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+bool IsIdentifier(const std::string& s) {
+  static const std::regex re("[A-Za-z0-9_$]{1,64}");
+  return std::regex_match(s, re);
+}
+
+Endpoint ReadEndpoint(Obj& o) {
+  Endpoint e;
+  e.host = o.Str("host", "", true);
+  static const std::regex host_re("[A-Za-z0-9._:-]{1,253}");
+  if (!std::regex_match(e.host, host_re)) Fail(o.Key("host"), "not a valid host name or address");
+  e.port = static_cast<int>(o.Int("port", 3306, 1, 65535));
+  return e;
+}
+
+Config Parse(const json& root) {
+  Config c;
+  Obj top(root, "");
+  c.agent_id = top.Int("agent_id", 1, 1, 2147483647);
+
+  {
+    Obj p(top.Require("primary"), "primary");
+    c.primary = ReadEndpoint(p);
+    c.primary_defaults_file = p.Str("defaults_file", "", true);
+    p.RejectUnknownKeys();
+  }
+  c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
+
+  if (const json* j = top.Get("heartbeat")) {
+    Obj h(*j, "heartbeat");
+    std::string table = h.Str("table", "heartbeat.mysql_heartbeat");
+    auto dot = table.find('.');
+    if (dot == std::string::npos || !IsIdentifier(table.substr(0, dot)) ||
+        !IsIdentifier(table.substr(dot + 1))) {
+      Fail("heartbeat.table",
+           "must be \"database.table\" with each part of [A-Za-z0-9_$], 1-64 chars");
+    }
+    c.heartbeat.database = table.substr(0, dot);
+    c.heartbeat.table = table.substr(dot + 1);
+    c.heartbeat.interval_ms = static_cast<int>(h.Int("interval_ms", 500, 50, 60000));
+    c.heartbeat.create_table = h.Bool("create_table", true);
+    h.RejectUnknownKeys();
+  }
+  if (const json* j = top.Get("sampler")) {
+    Obj s(*j, "sampler");
+    c.sampler_interval_ms = static_cast<int>(s.Int("interval_ms", 50, 5, 10000));
+    s.RejectUnknownKeys();
+  }
+  if (const json* j = top.Get("probe")) {
+    Obj p(*j, "probe");
+    c.probe.interval_ms = static_cast<int>(p.Int("interval_ms", 200, 10, 60000));
+    c.probe.timeout_ms = static_cast<int>(p.Int("timeout_ms", 150, 10, 60000));
+    c.probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
+    p.RejectUnknownKeys();
+    if (c.probe.timeout_ms > c.probe.interval_ms) {
+      Fail("probe.timeout_ms",
+           "must not exceed probe.interval_ms (" + std::to_string(c.probe.interval_ms) + ")");
+    }
+    if (c.probe.status_interval_ms < c.probe.interval_ms) {
+      Fail("probe.status_interval_ms",
+           "must be at least probe.interval_ms (" + std::to_string(c.probe.interval_ms) + ")");
+    }
+  }
+
+  if (const json* j = top.Get("tiers")) {
+    if (!j->is_array() || j->empty()) Fail("tiers", "must be a non-empty array");
+    std::set<std::string> names;
+    for (size_t i = 0; i < j->size(); ++i) {
+      std::string path = "tiers[" + std::to_string(i) + "]";
+      Obj t((*j)[i], path);
+      TierConfig tier;
+      tier.name = t.Str("name", "", true);
+      static const std::regex name_re("[A-Za-z0-9_-]{1,32}");
+      if (!std::regex_match(tier.name, name_re))
+        Fail(t.Key("name"), "must match [A-Za-z0-9_-]{1,32}");
+      if (!names.insert(tier.name).second)
+        Fail(t.Key("name"), "duplicate tier \"" + tier.name + "\"");
+      const json* m = t.Get("max_delay_ms");
+      if (m && !m->is_null()) tier.max_delay_ms = t.Int("max_delay_ms", 0, 1, 86'400'000);
+      tier.enabled = t.Bool("enabled", true);
+      t.RejectUnknownKeys();
+      c.tiers.push_back(tier);
+    }
+  } else {
+    c.tiers = {{"tier1", 200, true}, {"tier2", 1000, true}, {"tier3", std::nullopt, false}};
+  }
+
+  {
+    const json& r = top.Require("replicas");
+    if (!r.is_array() || r.empty()) Fail("replicas", "must be a non-empty array");
+    std::set<std::string> ids;
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::string path = "replicas[" + std::to_string(i) + "]";
+      Obj o(r[i], path);
+      ReplicaConfig rc;
+      rc.endpoint = ReadEndpoint(o);
+      rc.tier = o.Str("tier", c.tiers.front().name);
+      bool known = false;
+      for (const auto& t : c.tiers) known = known || t.name == rc.tier;
+      if (!known) Fail(o.Key("tier"), "unknown tier \"" + rc.tier + "\"");
+      rc.weight = static_cast<int>(o.Int("weight", 1, 0, 1000));
+      o.RejectUnknownKeys();
+      if (!ids.insert(rc.endpoint.Id()).second) {
+        Fail(path, "duplicate replica " + rc.endpoint.Id());
+      }
+      if (rc.endpoint.Id() == c.primary.Id()) Fail(path, "is the primary " + rc.endpoint.Id());
+      c.replicas.push_back(rc);
+    }
+  }
+
+  if (const json* j = top.Get("redis")) {
+    Obj o(*j, "redis");
+    c.redis.host = o.Str("host", c.redis.host);
+    c.redis.port = static_cast<int>(o.Int("port", c.redis.port, 1, 65535));
+    c.redis.key_prefix = o.Str("key_prefix", c.redis.key_prefix);
+    static const std::regex prefix_re("[A-Za-z0-9_.:-]{1,64}");
+    if (!std::regex_match(c.redis.key_prefix, prefix_re)) {
+      Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
+    }
+    c.redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", c.redis.ttl_ms, 100, 600000));
+    o.RejectUnknownKeys();
+  }
+  if (const json* j = top.Get("http")) {
+    Obj o(*j, "http");
+    c.http_listen = o.Str("listen", c.http_listen);
+    static const std::regex listen_re(R"((\[[0-9a-fA-F:]+\]|[0-9.]+|[A-Za-z0-9.-]+):([0-9]{1,5}))");
+    std::smatch m;
+    if (!std::regex_match(c.http_listen, m, listen_re) || std::stoi(m[2].str()) > 65535) {
+      Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
+    }
+    o.RejectUnknownKeys();
+  }
+  if (const json* j = top.Get("slo")) {
+    Obj o(*j, "slo");
+    c.slo_delay_ms = static_cast<int>(o.Int("delay_ms", 200, 1, 3'600'000));
+    o.RejectUnknownKeys();
+  }
+  top.RejectUnknownKeys();
+  return c;
+}
+
+}  // namespace
+
+const TierConfig& Config::Tier(const std::string& name) const {
+  for (const auto& t : tiers) {
+    if (t.name == name) return t;
+  }
+  return tiers.front();
+}
+
+Result<Config> ParseConfig(const std::string& json_text) {
+  json root;
+  try {
+    root = json::parse(json_text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    return Status::InvalidArgument(std::string("(syntax): ") + e.what());
+  }
+  try {
+    return Parse(root);
+  } catch (const ConfigError& e) {
+    return Status::InvalidArgument(e.what());
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("(value): ") + e.what());
+  }
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument(path + ": cannot open config file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Status::InvalidArgument(path + ": cannot read config file");
+  return ParseConfig(buf.str());
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,80 @@
+// lagwatch's configuration (DESIGN.md §6): the JSON file, parsed and validated in one place.
+// Values are plain data, constant after load; safe to share between threads by const reference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/status.h"
+
+namespace lagwatch {
+
+struct Endpoint {
+  std::string host;
+  int port = 3306;
+  // "host:port", the replica's identity in Redis keys and metric labels.
+  std::string Id() const { return host + ":" + std::to_string(port); }
+};
+
+struct TierConfig {
+  std::string name;
+  std::optional<int64_t> max_delay_ms;  // nullopt: no limit
+  bool enabled = true;
+};
+
+struct ReplicaConfig {
+  Endpoint endpoint;
+  std::string tier;  // names one of Config::tiers
+  int weight = 1;    // 0..1000, passed through to routers
+};
+
+struct HeartbeatConfig {
+  std::string database = "heartbeat";
+  std::string table = "mysql_heartbeat";
+  int interval_ms = 500;
+  bool create_table = true;
+  // "db.table", validated: each part matches [A-Za-z0-9_$]{1,64}.
+  std::string QualifiedName() const { return "`" + database + "`.`" + table + "`"; }
+};
+
+struct ProbeConfig {
+  int interval_ms = 200;
+  int timeout_ms = 150;
+  int status_interval_ms = 1000;
+};
+
+struct RedisConfig {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string key_prefix = "slave_delay";
+  int ttl_ms = 1000;
+};
+
+struct Config {
+  int64_t agent_id = 1;
+  Endpoint primary;
+  std::string primary_defaults_file;  // MySQL option file with [client] user/password
+  std::string replica_defaults_file;
+  HeartbeatConfig heartbeat;
+  int sampler_interval_ms = 50;
+  ProbeConfig probe;
+  std::vector<TierConfig> tiers;  // defaults per DESIGN.md when the key is absent
+  std::vector<ReplicaConfig> replicas;
+  RedisConfig redis;
+  std::string http_listen = "127.0.0.1:9877";
+  int slo_delay_ms = 200;
+
+  // REQUIRES: name is a tier in `tiers` (guaranteed after ParseConfig succeeds).
+  const TierConfig& Tier(const std::string& name) const;
+};
+
+// Parses JSON text (comments allowed). On error returns InvalidArgument whose message starts with
+// the offending key path, e.g. "replicas[1].port: must be an integer in 1..65535".
+Result<Config> ParseConfig(const std::string& json_text);
+
+// Reads and parses a file; a read failure names the path.
+Result<Config> LoadConfig(const std::string& path);
+
+}  // namespace lagwatch

@@ -1,0 +1,76 @@
+#include "agent/health.h"
+
+namespace lagwatch {
+
+const char* StateName(ReplicaState s) {
+  switch (s) {
+    case ReplicaState::kOk:
+      return "ok";
+    case ReplicaState::kLagging:
+      return "lagging";
+    case ReplicaState::kStopped:
+      return "stopped";
+    case ReplicaState::kUnreachable:
+      return "unreachable";
+    case ReplicaState::kPrimaryUnknown:
+      return "primary_unknown";
+    case ReplicaState::kDisabled:
+      return "disabled";
+  }
+  return "unknown";
+}
+
+bool HealthTracker::LagWithinLimit(const HealthInput& in) {
+  if (!in.delay_ms) {
+    lag_ok_ = false;
+    good_streak_ = 0;
+    return false;
+  }
+  if (!in.max_delay_ms) {
+    lag_ok_ = true;
+    return true;
+  }
+  const int64_t limit = *in.max_delay_ms;
+  const bool first_measurement = !measured_;
+  measured_ = true;
+  if (*in.delay_ms > limit) {
+    lag_ok_ = false;
+    good_streak_ = 0;
+  } else if (first_measurement) {
+    lag_ok_ = true;
+  } else if (!lag_ok_) {
+    if (*in.delay_ms <= static_cast<int64_t>(policy_.recover_ratio * static_cast<double>(limit))) {
+      if (++good_streak_ >= policy_.recover_probes) lag_ok_ = true;
+    } else {
+      good_streak_ = 0;
+    }
+  }
+  return lag_ok_;
+}
+
+HealthTracker::Verdict HealthTracker::Update(const HealthInput& in) {
+  Verdict v;
+  // The lag hysteresis runs on every measured probe so its streak is right when other conditions
+  // clear.
+  bool lag_ok = in.reachable ? LagWithinLimit(in) : (good_streak_ = 0, lag_ok_ = false);
+  if (!in.reachable) {
+    v.state = ReplicaState::kUnreachable;
+  } else if (!in.threads_running) {
+    v.state = ReplicaState::kStopped;
+  } else if (!in.primary_known) {
+    v.state = ReplicaState::kPrimaryUnknown;
+  } else if (!lag_ok) {
+    v.state = ReplicaState::kLagging;
+  } else if (!in.tier_enabled) {
+    v.state = ReplicaState::kDisabled;
+  } else {
+    v.state = ReplicaState::kOk;
+  }
+  v.healthy = v.state == ReplicaState::kOk;
+  v.changed = first_ || v.state != last_.state || v.healthy != last_.healthy;
+  first_ = false;
+  last_ = v;
+  return v;
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,83 @@
+#include "agent/log.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <unordered_map>
+
+namespace lagwatch {
+namespace {
+
+struct Limiter {
+  std::chrono::steady_clock::time_point last{};
+  long suppressed = 0;
+};
+
+std::mutex g_mu;
+LogLevel g_min_level = LogLevel::kInfo;
+std::unordered_map<std::string, Limiter>* g_limiters = new std::unordered_map<std::string, Limiter>;
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kError:
+      return "ERROR";
+  }
+  return "?";
+}
+
+// REQUIRES: g_mu held.
+void WriteLine(LogLevel level, std::string_view message) {
+  auto now = std::chrono::system_clock::now();
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::fprintf(stderr, "%s.%03dZ %s %.*s\n", stamp, ms, LevelName(level),
+               static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace
+
+void SetLogLevel(LogLevel min_level) {
+  std::lock_guard lock(g_mu);
+  g_min_level = min_level;
+}
+
+void Log(LogLevel level, std::string_view message) {
+  std::lock_guard lock(g_mu);
+  if (level < g_min_level) return;
+  WriteLine(level, message);
+}
+
+void LogLimited(LogLevel level, std::string_view key, std::string_view message, int interval_s) {
+  std::lock_guard lock(g_mu);
+  if (level < g_min_level) return;
+  auto now = std::chrono::steady_clock::now();
+  Limiter& lim = (*g_limiters)[std::string(key)];
+  if (lim.last.time_since_epoch().count() != 0 &&
+      now - lim.last < std::chrono::seconds(interval_s)) {
+    ++lim.suppressed;
+    return;
+  }
+  lim.last = now;
+  if (lim.suppressed > 0) {
+    std::string line(message);
+    line += " (" + std::to_string(lim.suppressed) + " similar suppressed)";
+    lim.suppressed = 0;
+    WriteLine(level, line);
+  } else {
+    WriteLine(level, message);
+  }
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,288 @@
+#include "agent/prober.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/log.h"
+#include "agent/mysql_conn.h"
+#include "agent/strings.h"
+#include "exporters/metrics.h"
+#include "exporters/redis_publisher.h"
+
+namespace lagwatch {
+namespace {
+
+// The primary counts as unknown when no heartbeat was acknowledged for this many intervals: the
+// bounds can no longer advance, and growing lag would be the writer's, not the replica's.
+constexpr int kPrimaryUnknownAfterIntervals = 3;
+
+// The first row's cell in `column`: nullptr when there is no such column or no row; otherwise
+// the cell, which is nullopt for SQL NULL.
+const std::optional<std::string>* Cell(const QueryResult& r, std::string_view column) {
+  int i = r.Column(column);
+  if (i < 0 || r.rows.empty()) return nullptr;
+  return &r.rows[0][static_cast<size_t>(i)];
+}
+
+std::string CellText(const QueryResult& r, std::string_view column) {
+  auto* c = Cell(r, column);
+  return c && *c ? **c : std::string();
+}
+
+double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
+  ReplicationStatus st;
+  st.known = true;
+  if (result.rows.empty()) return st;  // not configured as a replica
+  if (result.Column("Slave_IO_Running") < 0 || result.Column("Slave_SQL_Running") < 0) {
+    return Status::DataError("SHOW SLAVE STATUS has no Slave_IO_Running/Slave_SQL_Running");
+  }
+  st.configured = true;
+  st.io_running = CellText(result, "Slave_IO_Running") == "Yes";
+  st.sql_running = CellText(result, "Slave_SQL_Running") == "Yes";
+  if (auto v = Cell(result, "Seconds_Behind_Master"); v && *v) {
+    st.seconds_behind_master = ParseInt<int64_t>(**v);
+  }
+  if (auto v = Cell(result, "Relay_Log_Space"); v && *v) {
+    st.relay_log_space = ParseInt<int64_t>(**v);
+  }
+  for (const char* col : {"Last_IO_Error", "Last_SQL_Error"}) {
+    if (std::string v = CellText(result, col); !v.empty()) st.last_error = v;
+  }
+  return st;
+}
+
+ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
+                             const HeartbeatLog* log, const PositionHistory* history,
+                             RedisPublisher* publisher, Metrics* metrics, const Clock& clock)
+    : config_(config),
+      replica_(replica),
+      id_(replica.endpoint.Id()),
+      tier_(config.Tier(replica.tier)),
+      sql_(config),
+      log_(log),
+      history_(history),
+      publisher_(publisher),
+      metrics_(metrics),
+      m_(metrics->Replica(id_, replica.tier)),
+      clock_(clock) {
+  m_.lag_upper_seconds->Set(std::nan(""));
+  m_.lag_lower_seconds->Set(std::nan(""));
+  m_.SetState("unreachable");
+}
+
+void ReplicaProber::Start() {
+  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+}
+
+void ReplicaProber::Stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  cv_.notify_all();
+  thread_.join();
+}
+
+ReplicaView ReplicaProber::view() const {
+  std::lock_guard lock(mu_);
+  return view_;
+}
+
+bool ReplicaProber::probed_once() const {
+  std::lock_guard lock(mu_);
+  return probed_once_;
+}
+
+bool ReplicaProber::PrimaryKnown(MonoTime now) const {
+  auto last = log_->LastAck();
+  return last &&
+         now - *last <= Millis(config_.heartbeat.interval_ms) * kPrimaryUnknownAfterIntervals;
+}
+
+void ReplicaProber::Run(std::stop_token stop) {
+  MysqlConn conn(replica_.endpoint, config_.replica_defaults_file, "replica " + id_, stop);
+  const Millis interval(config_.probe.interval_ms);
+  const Millis status_interval(config_.probe.status_interval_ms);
+  MonoTime next = clock_.Now();
+  MonoTime next_status = next;
+  std::mutex wait_mu;
+  while (!stop.stop_requested()) {
+    bool poll_status = clock_.Now() >= next_status;
+    if (poll_status) next_status += status_interval;
+    ProbeOnce(conn, poll_status);
+
+    next += interval;
+    MonoTime now = clock_.Now();
+    if (next < now) next = now;  // fell behind (slow server): skip, do not bunch up
+    if (next_status < now) next_status = now;
+    std::unique_lock lock(wait_mu);
+    cv_.wait_until(lock, stop, next, [] { return false; });
+  }
+}
+
+void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
+  const Millis timeout(config_.probe.timeout_ms);
+  ProbeObservation obs;
+  obs.sent = clock_.Now();
+  auto r = conn.Query(sql_.probe, obs.sent + timeout);
+  obs.received = clock_.Now();
+  if (r.status().code() == Status::Code::kCancelled) return;
+  m_.probes->Increment();
+
+  Status probe_status = r.status();
+  if (r.ok()) {
+    m_.probe_duration_seconds->Observe(
+        Seconds(std::chrono::duration_cast<Micros>(obs.received - obs.sent)));
+    auto seq_cell = Cell(*r, "seq");
+    auto pos_cell = Cell(*r, "pos");
+    if (!pos_cell) {
+      probe_status = Status::DataError("probe returned no row");
+    } else {
+      if (seq_cell && *seq_cell) {
+        obs.seq = ParseInt<uint64_t>(**seq_cell);
+        if (!obs.seq) probe_status = Status::DataError("heartbeat seq is not a number");
+      }
+      if (*pos_cell) {
+        auto pos = GtidPos::Parse(**pos_cell);
+        if (pos.ok()) {
+          obs.applied_pos = pos.value();
+        } else {
+          probe_status = pos.status();
+        }
+      }
+    }
+  }
+  if (probe_status.ok() || (r.ok() && probe_status.code() == Status::Code::kDataError)) {
+    // Whatever parsed is still usable; bounds from a partial observation stay sound.
+    LagBounds est = Estimate(obs, *log_, *history_);
+    if (est.fresh_at) {
+      // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
+      bounds_ = est;
+    }
+    if (est.inconsistent) {
+      LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
+                 "replica " + id_ + ": GTID and heartbeat bounds disagree; using heartbeat only");
+    }
+    if (obs.seq) last_seq_ = *obs.seq;
+  }
+
+  ReplicationStatus status;
+  {
+    std::lock_guard lock(mu_);
+    status = view_.status;
+  }
+  std::optional<Status> status_error;
+  if (poll_status && r.ok()) {
+    auto s = conn.Query("SHOW SLAVE STATUS", clock_.Now() + timeout);
+    if (s.ok()) {
+      auto parsed = ParseSlaveStatus(*s);
+      if (parsed.ok()) {
+        status = parsed.value();
+        m_.status_polls->Increment();
+      } else {
+        status_error = parsed.status();
+      }
+    } else if (s.status().code() != Status::Code::kCancelled) {
+      status_error = s.status();
+    }
+  }
+
+  // The verdict.
+  const MonoTime now = clock_.Now();
+  HealthInput in;
+  in.reachable = r.ok();
+  // Until the first status poll answers, thread state is unknown and does not count against it;
+  // a server that answers with no replication configured is stopped.
+  in.threads_running = !status.known || (status.io_running && status.sql_running);
+  in.primary_known = PrimaryKnown(now);
+  in.tier_enabled = tier_.enabled;
+  in.max_delay_ms = tier_.max_delay_ms;
+  if (bounds_) in.delay_ms = ToMillis(bounds_->UpperAt(obs.received));
+  HealthTracker::Verdict prev = health_.last();
+  HealthTracker::Verdict v = health_.Update(in);
+
+  ReplicaSnapshot snap;
+  snap.id = id_;
+  snap.delay_ms = in.delay_ms.value_or(0);
+  snap.delay_lower_ms = probe_status.ok() && bounds_ ? ToMillis(bounds_->lower) : 0;
+  snap.state = StateName(v.state);
+  snap.healthy = v.healthy;
+  snap.tier = tier_.name;
+  snap.weight = replica_.weight;
+  snap.max_delay_ms = tier_.max_delay_ms;
+  snap.seq = last_seq_;
+  snap.measured_at_ms = UnixMillis(clock_.WallNow());
+  snap.agent_id = config_.agent_id;
+  snap.measured_mono = obs.received;
+
+  // Metrics.
+  if (!probe_status.ok()) m_.ProbeError(probe_status.reason()).Increment();
+  if (status_error) m_.ProbeError(status_error->reason()).Increment();
+  if (in.delay_ms) {
+    double upper = static_cast<double>(*in.delay_ms) / 1000.0;
+    m_.lag_upper_seconds->Set(upper);
+    m_.lag_lower_seconds->Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
+    m_.lag_seconds->Observe(upper);
+    if (r.ok() && *in.delay_ms <= config_.slo_delay_ms) m_.probes_within_slo->Increment();
+  }
+  m_.healthy->Set(v.healthy ? 1 : 0);
+  m_.SetState(snap.state);
+  m_.io_thread_running->Set(status.io_running ? 1 : 0);
+  m_.sql_thread_running->Set(status.sql_running ? 1 : 0);
+  m_.seconds_behind_master->Set(status.seconds_behind_master
+                                    ? static_cast<double>(*status.seconds_behind_master)
+                                    : std::nan(""));
+  if (status.relay_log_space) {
+    m_.relay_log_space_bytes->Set(static_cast<double>(*status.relay_log_space));
+  }
+
+  // A replica is published once it has been measured; before that its key stays absent, which
+  // routers read as "unusable" (DESIGN.md §4).
+  if (bounds_) publisher_->Publish(snap);
+  if (v.changed) {
+    nlohmann::json e = {{"replica", id_},
+                        {"state", snap.state},
+                        {"previous_state", nullptr},
+                        {"healthy", v.healthy ? 1 : 0},
+                        {"previous_healthy", nullptr},
+                        {"delay_ms", snap.delay_ms},
+                        {"measured_at_ms", snap.measured_at_ms},
+                        {"agent", config_.agent_id}};
+    if (had_verdict_) {
+      e["previous_state"] = StateName(prev.state);
+      e["previous_healthy"] = prev.healthy ? 1 : 0;
+    }
+    had_verdict_ = true;
+    publisher_->PublishEvent(e.dump());
+    std::string why = !probe_status.ok()           ? " (" + probe_status.ToString() + ")"
+                      : !status.last_error.empty() ? " (" + status.last_error + ")"
+                                                   : "";
+    Log(LogLevel::kInfo,
+        "replica " + id_ + " is now " + snap.state + (v.healthy ? " healthy" : " unhealthy") +
+            ", delay_ms<=" + (in.delay_ms ? std::to_string(*in.delay_ms) : "unknown") + why);
+  }
+  if (!probe_status.ok()) {
+    LogLimited(LogLevel::kWarn, "probe:" + id_,
+               "probe of " + id_ + " failed: " + probe_status.ToString());
+  }
+  if (status_error) {
+    LogLimited(LogLevel::kWarn, "status:" + id_,
+               "SHOW SLAVE STATUS on " + id_ + " failed: " + status_error->ToString());
+  }
+
+  std::lock_guard lock(mu_);
+  view_.status = status;
+  if (bounds_) view_.last = snap;
+  ++view_.probes;
+  if (!probe_status.ok() || status_error) {
+    ++view_.failures;
+    view_.last_error = (!probe_status.ok() ? probe_status : *status_error).ToString();
+    view_.last_error_at_ms = snap.measured_at_ms;
+  }
+  probed_once_ = true;
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,105 @@
+// The prober of one replica: every probe.interval_ms it reads our heartbeat row and
+// @@gtid_slave_pos in one autocommit round trip, every probe.status_interval_ms also SHOW SLAVE
+// STATUS, turns that into lag bounds (heartbeat/estimator.h) and a verdict (agent/health.h), and
+// hands the record to the publisher and the metrics.
+//
+// Each replica has its own thread, connection and schedule, and every query has a deadline of
+// probe.timeout_ms, so a slow or hung replica never delays another.
+// Thread-safe; owns one thread (Start/Stop; the destructor stops).
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent/clock.h"
+#include "agent/config.h"
+#include "agent/health.h"
+#include "agent/snapshot.h"
+#include "heartbeat/estimator.h"
+#include "heartbeat/history.h"
+#include "heartbeat/writer.h"
+
+namespace lagwatch {
+
+class Metrics;
+class MysqlConn;
+class RedisPublisher;
+struct ReplicaMetrics;
+
+// The parts of SHOW SLAVE STATUS lagwatch uses.
+struct ReplicationStatus {
+  bool known = false;       // a poll has answered
+  bool configured = false;  // the server returned a row: it is a replica
+  bool io_running = false;
+  bool sql_running = false;
+  std::optional<int64_t> seconds_behind_master;  // NULL while the SQL thread is stopped
+  std::optional<int64_t> relay_log_space;
+  std::string last_error;  // Last_IO_Error or Last_SQL_Error, if any
+};
+
+// Parses a SHOW SLAVE STATUS result; DataError if the columns are not there.
+Result<ReplicationStatus> ParseSlaveStatus(const struct QueryResult& result);
+
+// Everything the prober knows about its replica, for the API and the live view.
+struct ReplicaView {
+  std::optional<ReplicaSnapshot> last;  // nullopt until the first measurement
+  ReplicationStatus status;
+  std::string last_error;
+  int64_t last_error_at_ms = 0;
+  uint64_t probes = 0;
+  uint64_t failures = 0;
+};
+
+class ReplicaProber {
+ public:
+  // `log`, `history`, `publisher` and `metrics` must outlive the prober.
+  ReplicaProber(const Config& config, const ReplicaConfig& replica, const HeartbeatLog* log,
+                const PositionHistory* history, RedisPublisher* publisher, Metrics* metrics,
+                const Clock& clock);
+  ~ReplicaProber() { Stop(); }
+
+  void Start();
+  void Stop();
+
+  const std::string& id() const { return id_; }
+  ReplicaView view() const;
+
+  // True once the first probe (successful or not) has completed.
+  bool probed_once() const;
+
+ private:
+  void Run(std::stop_token stop);
+  void ProbeOnce(MysqlConn& conn, bool poll_status);
+  bool PrimaryKnown(MonoTime now) const;
+
+  // Constant after construction.
+  const Config config_;
+  const ReplicaConfig replica_;
+  const std::string id_;
+  const TierConfig tier_;
+  const HeartbeatSql sql_;
+  const HeartbeatLog* const log_;
+  const PositionHistory* const history_;
+  RedisPublisher* const publisher_;
+  Metrics* const metrics_;
+  ReplicaMetrics& m_;
+  const Clock& clock_;
+
+  // Used only by the probing thread.
+  HealthTracker health_;
+  std::optional<LagBounds> bounds_;  // the last successful estimate
+  uint64_t last_seq_ = 0;
+  bool had_verdict_ = false;
+
+  mutable std::mutex mu_;
+  ReplicaView view_;          // GUARDED_BY(mu_)
+  bool probed_once_ = false;  // GUARDED_BY(mu_)
+
+  std::condition_variable_any cv_;
+  std::jthread thread_;
+};
+
+}  // namespace lagwatch

@@ -1,0 +1,75 @@
+#include "exporters/http_server.h"
+
+#include <sstream>
+
+#include <CivetServer.h>
+#include <prometheus/text_serializer.h>
+
+namespace lagwatch {
+
+class HttpServer::Route : public CivetHandler {
+ public:
+  explicit Route(Handler h) : handler_(std::move(h)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    HttpResponse resp;
+    try {
+      resp = handler_();
+    } catch (const std::exception& e) {
+      resp = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
+    }
+    mg_printf(conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+              resp.code, mg_get_response_code_text(conn, resp.code), resp.content_type.c_str(),
+              resp.body.size());
+    mg_write(conn, resp.body.data(), resp.body.size());
+    return true;
+  }
+
+ private:
+  Handler handler_;
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
+    std::map<std::string, Handler> routes) {
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->registry_ = registry;
+  std::weak_ptr<prometheus::Registry> weak = registry;
+  routes["/metrics"] = [weak] {
+    HttpResponse r;
+    auto reg = weak.lock();
+    if (!reg) return HttpResponse{503, "text/plain", "shutting down\n"};
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, reg->Collect());
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = out.str();
+    return r;
+  };
+  routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+
+  // CivetWeb takes "addr:port"; IPv6 as "[::1]:port" needs a "+" suffix form we do not offer.
+  std::vector<std::string> options = {"listening_ports",    listen, "num_threads",       "4",
+                                      "request_timeout_ms", "5000", "enable_keep_alive", "no"};
+  try {
+    s->server_ = std::make_unique<CivetServer>(options);
+  } catch (const CivetException& e) {
+    return Status::InvalidArgument("http.listen: cannot listen on " + listen + ": " + e.what());
+  }
+  for (auto& [path, handler] : routes) {
+    s->routes_.push_back(std::make_unique<Route>(std::move(handler)));
+    s->server_->addHandler(path, s->routes_.back().get());
+  }
+  return s;
+}
+
+HttpServer::~HttpServer() {
+  if (server_) server_->close();
+}
+
+int HttpServer::port() const {
+  auto ports = server_->getListeningPorts();
+  return ports.empty() ? 0 : ports[0];
+}
+
+}  // namespace lagwatch

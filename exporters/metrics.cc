@@ -1,0 +1,198 @@
+#include "exporters/metrics.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace lagwatch {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// Sub-second resolution around the 200 ms SLO (DESIGN.md §5).
+const Histogram::BucketBoundaries& LagBuckets() {
+  static const Histogram::BucketBoundaries b = {0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3,
+                                                0.5,   0.75, 1,     2,    5,   10,  30};
+  return b;
+}
+const Histogram::BucketBoundaries& LatencyBuckets() {
+  static const Histogram::BucketBoundaries b = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
+                                                0.05,   0.1,   0.15,  0.25,  0.5,  1};
+  return b;
+}
+
+}  // namespace
+
+void ReplicaMetrics::SetState(const std::string& state) {
+  for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
+    this->state[i]->Set(state == kReplicaStates[i] ? 1 : 0);
+  }
+}
+
+prometheus::Counter& ReplicaMetrics::ProbeError(const std::string& reason) {
+  auto l = labels;
+  l["reason"] = reason;
+  return probe_errors_family->Add(l);
+}
+
+Metrics::Metrics(const std::string& version)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      build_info(BuildGauge()
+                     .Name("lagwatch_build_info")
+                     .Help("Always 1; the version label says which lagwatch is running.")
+                     .Register(*registry_)),
+      start_time_seconds(BuildGauge()
+                             .Name("lagwatch_start_time_seconds")
+                             .Help("Unix time the agent started.")
+                             .Register(*registry_)
+                             .Add({})),
+      heartbeat_writes(BuildCounter()
+                           .Name("lagwatch_heartbeat_writes_total")
+                           .Help("Heartbeat writes acknowledged by the primary.")
+                           .Register(*registry_)
+                           .Add({})),
+      heartbeat_errors(BuildCounter()
+                           .Name("lagwatch_heartbeat_errors_total")
+                           .Help("Heartbeat writes that failed or timed out, by reason.")
+                           .Register(*registry_)),
+      heartbeat_age_seconds(BuildGauge()
+                                .Name("lagwatch_heartbeat_age_seconds")
+                                .Help("Seconds since the primary last acknowledged a heartbeat.")
+                                .Register(*registry_)
+                                .Add({})),
+      heartbeat_last_seq(BuildGauge()
+                             .Name("lagwatch_heartbeat_last_seq")
+                             .Help("Sequence number of the last acknowledged heartbeat.")
+                             .Register(*registry_)
+                             .Add({})),
+      sampler_samples(BuildCounter()
+                          .Name("lagwatch_sampler_samples_total")
+                          .Help("Primary GTID position samples taken.")
+                          .Register(*registry_)
+                          .Add({})),
+      sampler_errors(BuildCounter()
+                         .Name("lagwatch_sampler_errors_total")
+                         .Help("Primary GTID position samples that failed, by reason.")
+                         .Register(*registry_)),
+      redis_publishes(BuildCounter()
+                          .Name("lagwatch_redis_publishes_total")
+                          .Help("Replica records written to Redis.")
+                          .Register(*registry_)
+                          .Add({})),
+      redis_errors(BuildCounter()
+                       .Name("lagwatch_redis_errors_total")
+                       .Help("Redis connection or command failures, by reason.")
+                       .Register(*registry_)),
+      redis_publish_duration_seconds(BuildHistogram()
+                                         .Name("lagwatch_redis_publish_duration_seconds")
+                                         .Help("Time to write one batch of records to Redis.")
+                                         .Register(*registry_)
+                                         .Add({}, LatencyBuckets())),
+      redis_connected(BuildGauge()
+                          .Name("lagwatch_redis_connected")
+                          .Help("1 while the publisher holds a working Redis connection.")
+                          .Register(*registry_)
+                          .Add({})),
+      events_published(BuildCounter()
+                           .Name("lagwatch_events_published_total")
+                           .Help("Health/state change events published on the events channel.")
+                           .Register(*registry_)
+                           .Add({})),
+      lag_upper_(BuildGauge()
+                     .Name("lagwatch_replica_lag_upper_seconds")
+                     .Help("Upper bound of the replica's staleness at the last probe: its data is "
+                           "at most this old (published as delay_ms).")
+                     .Register(*registry_)),
+      lag_lower_(BuildGauge()
+                     .Name("lagwatch_replica_lag_lower_seconds")
+                     .Help("Lower bound of the replica's staleness at the last probe.")
+                     .Register(*registry_)),
+      healthy_(BuildGauge()
+                   .Name("lagwatch_replica_healthy")
+                   .Help("1 if routers may read from the replica (DESIGN.md 3.5), else 0.")
+                   .Register(*registry_)),
+      io_running_(BuildGauge()
+                      .Name("lagwatch_replica_io_thread_running")
+                      .Help("1 if Slave_IO_Running is Yes at the last status poll.")
+                      .Register(*registry_)),
+      sql_running_(BuildGauge()
+                       .Name("lagwatch_replica_sql_thread_running")
+                       .Help("1 if Slave_SQL_Running is Yes at the last status poll.")
+                       .Register(*registry_)),
+      sbm_(BuildGauge()
+               .Name("lagwatch_replica_seconds_behind_master")
+               .Help("Seconds_Behind_Master as the server reports it (NaN when NULL), for "
+                     "comparison.")
+               .Register(*registry_)),
+      relay_space_(BuildGauge()
+                       .Name("lagwatch_replica_relay_log_space_bytes")
+                       .Help("Relay_Log_Space at the last status poll.")
+                       .Register(*registry_)),
+      state_(BuildGauge()
+                 .Name("lagwatch_replica_state")
+                 .Help("1 for the replica's current state, 0 for the others.")
+                 .Register(*registry_)),
+      lag_hist_(BuildHistogram()
+                    .Name("lagwatch_replica_lag_seconds")
+                    .Help("Distribution of the published upper bound, one observation per probe.")
+                    .Register(*registry_)),
+      probe_duration_(BuildHistogram()
+                          .Name("lagwatch_probe_duration_seconds")
+                          .Help("Round trip of the heartbeat/position probe.")
+                          .Register(*registry_)),
+      probes_(BuildCounter()
+                  .Name("lagwatch_probes_total")
+                  .Help("Probes attempted, successful or not.")
+                  .Register(*registry_)),
+      probes_within_slo_(BuildCounter()
+                             .Name("lagwatch_probes_within_slo_total")
+                             .Help("Successful probes whose upper bound was within slo.delay_ms "
+                                   "(SLAR numerator).")
+                             .Register(*registry_)),
+      status_polls_(BuildCounter()
+                        .Name("lagwatch_status_polls_total")
+                        .Help("SHOW SLAVE STATUS polls that succeeded.")
+                        .Register(*registry_)),
+      probe_errors_(BuildCounter()
+                        .Name("lagwatch_probe_errors_total")
+                        .Help("Failed probes and status polls, by reason.")
+                        .Register(*registry_)) {
+  build_info.Add({{"version", version}}).Set(1);
+  start_time_seconds.Set(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  redis_connected.Set(0);
+}
+
+ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& tier) {
+  std::lock_guard lock(mu_);
+  auto& slot = replicas_[replica + "\n" + tier];
+  if (slot) return *slot;
+  slot = std::make_unique<ReplicaMetrics>();
+  ReplicaMetrics& m = *slot;
+  const prometheus::Labels l = {{"replica", replica}, {"tier", tier}};
+  m.labels = l;
+  m.lag_upper_seconds = &lag_upper_.Add(l);
+  m.lag_lower_seconds = &lag_lower_.Add(l);
+  m.healthy = &healthy_.Add(l);
+  m.io_thread_running = &io_running_.Add(l);
+  m.sql_thread_running = &sql_running_.Add(l);
+  m.seconds_behind_master = &sbm_.Add(l);
+  m.seconds_behind_master->Set(std::nan(""));
+  m.relay_log_space_bytes = &relay_space_.Add(l);
+  for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
+    auto sl = l;
+    sl["state"] = kReplicaStates[i];
+    m.state[i] = &state_.Add(sl);
+  }
+  m.lag_seconds = &lag_hist_.Add(l, LagBuckets());
+  m.probe_duration_seconds = &probe_duration_.Add(l, LatencyBuckets());
+  m.probes = &probes_.Add(l);
+  m.probes_within_slo = &probes_within_slo_.Add(l);
+  m.status_polls = &status_polls_.Add(l);
+  m.probe_errors_family = &probe_errors_;
+  return m;
+}
+
+}  // namespace lagwatch

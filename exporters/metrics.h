@@ -1,0 +1,98 @@
+// Every Prometheus metric lagwatch exports (DESIGN.md §5), declared in one place with its help
+// text. Base units, `lagwatch_` namespace, `replica="host:port"` and `tier` labels.
+//
+// Thread-safe: prometheus-cpp metrics are updated atomically and a scrape (Collect) never blocks a
+// prober for longer than a family's internal lock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace lagwatch {
+
+// The replica states of DESIGN.md §4, in the order of the enum gauge's series.
+inline constexpr const char* kReplicaStates[] = {"ok",          "lagging",         "stopped",
+                                                 "unreachable", "primary_unknown", "disabled"};
+
+// Handles to one replica's series; created once per replica, valid as long as the Metrics.
+struct ReplicaMetrics {
+  prometheus::Gauge* lag_upper_seconds;
+  prometheus::Gauge* lag_lower_seconds;
+  prometheus::Gauge* healthy;
+  prometheus::Gauge* io_thread_running;
+  prometheus::Gauge* sql_thread_running;
+  prometheus::Gauge* seconds_behind_master;
+  prometheus::Gauge* relay_log_space_bytes;
+  prometheus::Gauge* state[std::size(kReplicaStates)];
+  prometheus::Histogram* lag_seconds;
+  prometheus::Histogram* probe_duration_seconds;
+  prometheus::Counter* probes;
+  prometheus::Counter* probes_within_slo;
+  prometheus::Counter* status_polls;
+
+  void SetState(const std::string& state);
+  // Counter of probe errors for `reason` (Status::reason()).
+  prometheus::Counter& ProbeError(const std::string& reason);
+
+  prometheus::Family<prometheus::Counter>* probe_errors_family;
+  std::map<std::string, std::string> labels;
+};
+
+class Metrics {
+  // Declared first: the public references below are initialised from it.
+  std::shared_ptr<prometheus::Registry> registry_;
+
+ public:
+  explicit Metrics(const std::string& version);
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // The handles for `replica` ("host:port") in `tier`; creates its series on first use.
+  ReplicaMetrics& Replica(const std::string& replica, const std::string& tier);
+
+  // Agent-wide series.
+  prometheus::Family<prometheus::Gauge>& build_info;  // label version
+  prometheus::Gauge& start_time_seconds;
+  prometheus::Counter& heartbeat_writes;
+  prometheus::Family<prometheus::Counter>& heartbeat_errors;  // label reason
+  prometheus::Gauge& heartbeat_age_seconds;
+  prometheus::Gauge& heartbeat_last_seq;
+  prometheus::Counter& sampler_samples;
+  prometheus::Family<prometheus::Counter>& sampler_errors;  // label reason
+  prometheus::Counter& redis_publishes;
+  prometheus::Family<prometheus::Counter>& redis_errors;  // label reason
+  prometheus::Histogram& redis_publish_duration_seconds;
+  prometheus::Gauge& redis_connected;
+  prometheus::Counter& events_published;
+
+ private:
+  prometheus::Family<prometheus::Gauge>& lag_upper_;
+  prometheus::Family<prometheus::Gauge>& lag_lower_;
+  prometheus::Family<prometheus::Gauge>& healthy_;
+  prometheus::Family<prometheus::Gauge>& io_running_;
+  prometheus::Family<prometheus::Gauge>& sql_running_;
+  prometheus::Family<prometheus::Gauge>& sbm_;
+  prometheus::Family<prometheus::Gauge>& relay_space_;
+  prometheus::Family<prometheus::Gauge>& state_;
+  prometheus::Family<prometheus::Histogram>& lag_hist_;
+  prometheus::Family<prometheus::Histogram>& probe_duration_;
+  prometheus::Family<prometheus::Counter>& probes_;
+  prometheus::Family<prometheus::Counter>& probes_within_slo_;
+  prometheus::Family<prometheus::Counter>& status_polls_;
+  prometheus::Family<prometheus::Counter>& probe_errors_;
+
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<ReplicaMetrics>> replicas_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace lagwatch

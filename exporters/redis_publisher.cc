@@ -1,0 +1,225 @@
+#include "exporters/redis_publisher.h"
+
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "agent/log.h"
+#include "exporters/metrics.h"
+
+namespace lagwatch {
+namespace {
+
+constexpr Millis kIoTimeout(250);
+constexpr Millis kMinBackoff(100);
+constexpr Millis kMaxBackoff(2000);
+
+timeval ToTimeval(Millis d) {
+  return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+}
+
+// Appends one command to the connection's output buffer.
+void Append(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+}
+
+}  // namespace
+
+RedisPublisher::RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock)
+    : config_(config), metrics_(metrics), clock_(clock) {}
+
+void RedisPublisher::Start() {
+  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+}
+
+void RedisPublisher::Stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    cv_.notify_all();
+    thread_.join();
+  }
+  Disconnect();
+}
+
+void RedisPublisher::SetReplicas(const std::vector<std::string>& ids) {
+  std::lock_guard lock(mu_);
+  members_ = std::set<std::string>(ids.begin(), ids.end());
+  members_dirty_ = true;
+  cv_.notify_all();
+}
+
+void RedisPublisher::Publish(const ReplicaSnapshot& snap) {
+  std::lock_guard lock(mu_);
+  pending_[snap.id] = snap;
+  cv_.notify_all();
+}
+
+void RedisPublisher::PublishEvent(std::string json) {
+  std::lock_guard lock(mu_);
+  events_.push_back(std::move(json));
+  while (events_.size() > kMaxEvents) events_.pop_front();
+  cv_.notify_all();
+}
+
+bool RedisPublisher::connected() const {
+  std::lock_guard lock(mu_);
+  return connected_;
+}
+
+std::vector<std::string> RedisPublisher::HsetArgs(const std::string& prefix,
+                                                  const ReplicaSnapshot& s) {
+  return {"HSET",
+          prefix + ":" + s.id,
+          "delay_ms",
+          std::to_string(s.delay_ms),
+          "delay_lower_ms",
+          std::to_string(s.delay_lower_ms),
+          "state",
+          s.state,
+          "healthy",
+          s.healthy ? "1" : "0",
+          "tier",
+          s.tier,
+          "weight",
+          std::to_string(s.weight),
+          "max_delay_ms",
+          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1",
+          "seq",
+          std::to_string(s.seq),
+          "measured_at_ms",
+          std::to_string(s.measured_at_ms),
+          "agent",
+          std::to_string(s.agent_id)};
+}
+
+bool RedisPublisher::Connect() {
+  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, ToTimeval(kIoTimeout));
+  if (!ctx_ || ctx_->err) {
+    std::string why = ctx_ ? ctx_->errstr : "out of memory";
+    LogLimited(LogLevel::kWarn, "redis-connect",
+               "cannot connect to Redis " + config_.host + ":" + std::to_string(config_.port) +
+                   ": " + why);
+    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
+    Disconnect();
+    return false;
+  }
+  redisSetTimeout(ctx_, ToTimeval(kIoTimeout));
+  Log(LogLevel::kInfo, "connected to Redis " + config_.host + ":" + std::to_string(config_.port));
+  std::lock_guard lock(mu_);
+  connected_ = true;
+  members_dirty_ = true;
+  metrics_->redis_connected.Set(1);
+  return true;
+}
+
+void RedisPublisher::Disconnect() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+  std::lock_guard lock(mu_);
+  connected_ = false;
+  metrics_->redis_connected.Set(0);
+}
+
+bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
+                           std::deque<std::string> events, bool with_members) {
+  const std::string set_key = config_.key_prefix + ":replicas";
+  const std::string channel = config_.key_prefix + ":events";
+  const MonoTime now = clock_.Now();
+  auto started = std::chrono::steady_clock::now();
+
+  size_t replies = 0;
+  if (with_members) {
+    std::vector<std::string> sadd = {"SADD", set_key};
+    {
+      std::lock_guard lock(mu_);
+      sadd.insert(sadd.end(), members_.begin(), members_.end());
+    }
+    if (sadd.size() > 2) {
+      Append(ctx_, sadd);
+      ++replies;
+    }
+  }
+  size_t written = 0;
+  for (const auto& [id, snap] : records) {
+    if (now - snap.measured_mono > Millis(config_.ttl_ms)) continue;  // too old to publish
+    Append(ctx_, {"MULTI"});
+    Append(ctx_, HsetArgs(config_.key_prefix, snap));
+    Append(ctx_, {"PEXPIRE", config_.key_prefix + ":" + id, std::to_string(config_.ttl_ms)});
+    Append(ctx_, {"EXEC"});
+    replies += 4;
+    ++written;
+  }
+  for (const auto& e : events) {
+    Append(ctx_, {"PUBLISH", channel, e});
+    ++replies;
+  }
+
+  bool ok = true;
+  std::string error;
+  for (size_t i = 0; i < replies; ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(ctx_, &raw) != REDIS_OK) {
+      ok = false;
+      error = ctx_->errstr;
+      break;
+    }
+    auto* reply = static_cast<redisReply*>(raw);
+    if (reply->type == REDIS_REPLY_ERROR) {
+      // The server refused a command (e.g. wrong key type, OOM): count it, keep the connection.
+      metrics_->redis_errors.Add({{"reason", "command"}}).Increment();
+      LogLimited(LogLevel::kWarn, "redis-command",
+                 std::string("Redis refused a command: ") + reply->str);
+    }
+    freeReplyObject(reply);
+  }
+  if (!ok) {
+    metrics_->redis_errors.Add({{"reason", "io"}}).Increment();
+    LogLimited(LogLevel::kWarn, "redis-io", "Redis write failed: " + error);
+    std::lock_guard lock(mu_);
+    // Put back what may not have been written, unless a newer record arrived meanwhile.
+    for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
+    if (with_members) members_dirty_ = true;
+    return false;
+  }
+  metrics_->redis_publishes.Increment(static_cast<double>(written));
+  metrics_->events_published.Increment(static_cast<double>(events.size()));
+  metrics_->redis_publish_duration_seconds.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return true;
+}
+
+void RedisPublisher::Run(std::stop_token stop) {
+  Millis backoff = kMinBackoff;
+  std::mutex wait_mu;
+  while (!stop.stop_requested()) {
+    if (!ctx_ && !Connect()) {
+      std::unique_lock lock(wait_mu);
+      cv_.wait_for(lock, stop, backoff, [] { return false; });
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      continue;
+    }
+    backoff = kMinBackoff;
+
+    std::map<std::string, ReplicaSnapshot> records;
+    std::deque<std::string> events;
+    bool with_members = false;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, stop, [&] { return !pending_.empty() || !events_.empty() || members_dirty_; });
+      if (stop.stop_requested()) break;
+      records.swap(pending_);
+      events.swap(events_);
+      with_members = members_dirty_;
+      members_dirty_ = false;
+    }
+    if (!Flush(std::move(records), std::move(events), with_members)) Disconnect();
+  }
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,78 @@
+// The Redis publisher (DESIGN.md §4). Probers hand it records; its own thread writes each one as
+// `<prefix>:<host>:<port>` with MULTI / HSET / PEXPIRE / EXEC, keeps `<prefix>:replicas`, and
+// publishes change events on `<prefix>:events`.
+//
+// Only the latest record per replica is kept while Redis is slow or away (no unbounded queue), and
+// a record older than the key's TTL is dropped rather than written late: a key must never look
+// fresher than its measurement. Reconnects with capped exponential backoff.
+// Thread-safe; owns one thread (Start/Stop; the destructor stops).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/clock.h"
+#include "agent/config.h"
+#include "agent/snapshot.h"
+
+struct redisContext;
+
+namespace lagwatch {
+
+class Metrics;
+
+class RedisPublisher {
+ public:
+  RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock);
+  ~RedisPublisher() { Stop(); }
+
+  void Start();
+  void Stop();
+
+  // The members of `<prefix>:replicas`.
+  void SetReplicas(const std::vector<std::string>& ids);
+  // Queues `snap` for writing, replacing an unwritten older record of the same replica.
+  void Publish(const ReplicaSnapshot& snap);
+  // Queues a JSON event for the events channel; at most kMaxEvents wait, the oldest are dropped.
+  void PublishEvent(std::string json);
+
+  bool connected() const;
+
+  // Redis argument lists for one record (exposed for tests of the contract).
+  static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
+
+  static constexpr size_t kMaxEvents = 1000;
+
+ private:
+  void Run(std::stop_token stop);
+  bool Connect();
+  void Disconnect();
+  // Writes everything pending; false on a connection failure (what was not written is requeued).
+  bool Flush(std::map<std::string, ReplicaSnapshot> records, std::deque<std::string> events,
+             bool with_members);
+
+  const RedisConfig config_;
+  Metrics* const metrics_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::map<std::string, ReplicaSnapshot> pending_;  // GUARDED_BY(mu_)
+  std::deque<std::string> events_;                  // GUARDED_BY(mu_)
+  std::set<std::string> members_;                   // GUARDED_BY(mu_)
+  bool members_dirty_ = true;                       // GUARDED_BY(mu_)
+  bool connected_ = false;                          // GUARDED_BY(mu_)
+
+  // Used only by the publisher thread.
+  redisContext* ctx_ = nullptr;
+  std::jthread thread_;
+};
+
+}  // namespace lagwatch

@@ -1,0 +1,65 @@
+#include "heartbeat/estimator.h"
+
+#include <algorithm>
+
+namespace lagwatch {
+namespace {
+
+Micros Since(MonoTime later, MonoTime earlier) {
+  return std::max(Micros(0), std::chrono::duration_cast<Micros>(later - earlier));
+}
+
+}  // namespace
+
+LagBounds HeartbeatBounds(const ProbeObservation& obs, const HeartbeatLog& log) {
+  LagBounds b;
+  if (!obs.seq) return b;
+  if (auto rec = log.Find(*obs.seq)) {
+    b.fresh_at = rec->sent;
+    b.upper_source = BoundSource::kHeartbeat;
+  }
+  // Heartbeat k+1 was committed by the time its OK arrived; if that was before the probe left,
+  // the replica (which lacks it) was at least sent - acked(k+1) behind.
+  if (auto next = log.Find(*obs.seq + 1); next && next->acked && *next->acked <= obs.sent) {
+    b.lower = Since(obs.sent, *next->acked);
+  }
+  return b;
+}
+
+LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& history) {
+  LagBounds b;
+  if (!obs.applied_pos) return b;
+  PositionHistory::Bounds pb = history.Locate(*obs.applied_pos);
+  if (pb.fresh_at) {
+    b.fresh_at = pb.fresh_at;
+    b.upper_source = BoundSource::kPosition;
+  }
+  if (pb.missing_since && *pb.missing_since <= obs.sent)
+    b.lower = Since(obs.sent, *pb.missing_since);
+  return b;
+}
+
+LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
+                   const PositionHistory& history) {
+  LagBounds hb = HeartbeatBounds(obs, log);
+  LagBounds pos = PositionBounds(obs, history);
+  LagBounds out;
+  // The later fresh_at is the smaller upper bound.
+  out.fresh_at = hb.fresh_at;
+  out.upper_source = hb.upper_source;
+  if (pos.fresh_at && (!out.fresh_at || *pos.fresh_at > *out.fresh_at)) {
+    out.fresh_at = pos.fresh_at;
+    out.upper_source = BoundSource::kPosition;
+  }
+  out.lower = std::max(hb.lower, pos.lower);
+  if (out.fresh_at && out.lower > out.UpperAt(obs.received)) {
+    // Both bound families are sound on their own, so a contradiction means their premises broke
+    // (e.g. positions compared across a primary change). Fall back to the heartbeat alone,
+    // which depends on nothing but our own row.
+    hb.inconsistent = true;
+    return hb;
+  }
+  return out;
+}
+
+}  // namespace lagwatch

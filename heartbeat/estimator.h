@@ -1,0 +1,56 @@
+// The lag estimator (DESIGN.md §3.2–3.4): turns one probe of a replica into bounds on how stale the
+// replica's data is, using only times on the agent's clock.
+//
+// Staleness of a replica at time τ is τ minus the commit time of the oldest transaction the
+// primary had committed and the replica has not applied (0 when it has applied everything).
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "agent/clock.h"
+#include "heartbeat/gtid.h"
+#include "heartbeat/history.h"
+
+namespace lagwatch {
+
+// What one probe of a replica read, and when.
+struct ProbeObservation {
+  MonoTime sent;                       // the probe query left the agent
+  MonoTime received;                   // its answer arrived
+  std::optional<uint64_t> seq;         // heartbeat seq in our row; nullopt: no row yet
+  std::optional<GtidPos> applied_pos;  // @@gtid_slave_pos; nullopt: unknown or unusable
+};
+
+enum class BoundSource { kNone, kHeartbeat, kPosition };
+
+struct LagBounds {
+  // The replica's data was complete up to this moment: staleness at time t is at most
+  // t - fresh_at. nullopt: nothing is known (no heartbeat seen that the agent remembers).
+  std::optional<MonoTime> fresh_at;
+  // Lower bound on staleness at the probe (≥ 0).
+  Micros lower{0};
+  BoundSource upper_source = BoundSource::kNone;
+  // Heartbeat and position bounds contradicted each other (lower > upper); the heartbeat bounds
+  // were used alone. Indicates a primary change or a GTID oddity worth logging.
+  bool inconsistent = false;
+
+  // Upper bound on staleness at time `at`. REQUIRES: fresh_at.
+  Micros UpperAt(MonoTime at) const {
+    return std::max(Micros(0), std::chrono::duration_cast<Micros>(at - *fresh_at));
+  }
+};
+
+// Heartbeat bounds alone: reading seq k means heartbeat k applied (fresh at sent(k)) and k+1 not
+// applied (missing since acked(k+1), if k+1 was acknowledged before the probe was sent).
+LagBounds HeartbeatBounds(const ProbeObservation& obs, const HeartbeatLog& log);
+
+// Position bounds alone, from the primary's sampled GTID positions.
+LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& history);
+
+// The tightest consistent combination of both (the published estimate).
+LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
+                   const PositionHistory& history);
+
+}  // namespace lagwatch

@@ -1,0 +1,82 @@
+#include "heartbeat/history.h"
+
+namespace lagwatch {
+
+void HeartbeatLog::RecordSent(uint64_t seq, MonoTime sent) {
+  std::lock_guard lock(mu_);
+  records_.push_back({seq, sent, std::nullopt});
+  while (records_.size() > capacity_) records_.pop_front();
+}
+
+void HeartbeatLog::RecordAcked(uint64_t seq, MonoTime acked) {
+  std::lock_guard lock(mu_);
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
+    if (it->seq == seq) {
+      it->acked = acked;
+      last_ack_ = acked;
+      return;
+    }
+    if (it->seq < seq) return;
+  }
+}
+
+std::optional<HeartbeatRecord> HeartbeatLog::Find(uint64_t seq) const {
+  std::lock_guard lock(mu_);
+  if (records_.empty() || seq < records_.front().seq || seq > records_.back().seq) {
+    return std::nullopt;
+  }
+  // Seqs are usually consecutive; fall back to a search when a restart left a gap.
+  size_t guess = static_cast<size_t>(seq - records_.front().seq);
+  if (guess < records_.size() && records_[guess].seq == seq) return records_[guess];
+  for (const auto& r : records_) {
+    if (r.seq == seq) return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
+  std::lock_guard lock(mu_);
+  if (records_.empty()) return std::nullopt;
+  return records_.back();
+}
+
+std::optional<MonoTime> HeartbeatLog::LastAck() const {
+  std::lock_guard lock(mu_);
+  return last_ack_;
+}
+
+void PositionHistory::Add(const GtidPos& pos, MonoTime sent, MonoTime received) {
+  std::lock_guard lock(mu_);
+  if (!runs_.empty() && runs_.back().pos == pos) {
+    runs_.back().last_sent = sent;
+    return;
+  }
+  // A position that does not include the previous one (RESET MASTER, a different primary) makes
+  // the old samples incomparable with it.
+  if (!runs_.empty() && !pos.Reaches(runs_.back().pos)) runs_.clear();
+  runs_.push_back({pos, sent, received, sent});
+  while (runs_.size() > capacity_) runs_.pop_front();
+}
+
+PositionHistory::Bounds PositionHistory::Locate(const GtidPos& replica_pos) const {
+  std::lock_guard lock(mu_);
+  Bounds b;
+  // Positions only grow, so the runs the replica has reached form a prefix: walk back from the
+  // newest to the first one reached.
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    if (replica_pos.Reaches(it->pos)) {
+      b.fresh_at = it->last_sent;
+      return b;
+    }
+    b.missing_since = it->first_received;
+  }
+  return b;
+}
+
+std::optional<MonoTime> PositionHistory::LastSample() const {
+  std::lock_guard lock(mu_);
+  if (runs_.empty()) return std::nullopt;
+  return runs_.back().last_sent;
+}
+
+}  // namespace lagwatch

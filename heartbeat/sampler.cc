@@ -1,0 +1,63 @@
+#include "heartbeat/sampler.h"
+
+#include "agent/log.h"
+#include "agent/mysql_conn.h"
+#include "exporters/metrics.h"
+#include "heartbeat/gtid.h"
+
+namespace lagwatch {
+
+PositionSampler::PositionSampler(const Config& config, PositionHistory* history, Metrics* metrics)
+    : config_(config), history_(history), metrics_(metrics) {}
+
+void PositionSampler::Start() {
+  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+}
+
+void PositionSampler::Stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  cv_.notify_all();
+  thread_.join();
+}
+
+void PositionSampler::Run(std::stop_token stop) {
+  const Millis interval(config_.sampler_interval_ms);
+  // A connect can take longer than one 50 ms sampling interval; allow it a few.
+  const Millis connect_allowance = std::max(interval, Millis(500));
+  MysqlConn conn(config_.primary, config_.primary_defaults_file, "primary " + config_.primary.Id(),
+                 stop);
+  MonoTime next = std::chrono::steady_clock::now();
+  std::mutex wait_mu;
+  while (!stop.stop_requested()) {
+    MonoTime sent = std::chrono::steady_clock::now();
+    MonoTime deadline = sent + (conn.connected() ? interval : connect_allowance);
+    auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
+    MonoTime received = std::chrono::steady_clock::now();
+    Status st = r.status();
+    if (r.ok()) {
+      if (r->rows.size() != 1 || r->rows[0].size() != 1) {
+        st = Status::DataError("unexpected result shape for @@gtid_binlog_pos");
+      } else {
+        auto pos = GtidPos::Parse(r->rows[0][0].value_or(""));
+        if (pos.ok()) {
+          history_->Add(pos.value(), sent, received);
+          metrics_->sampler_samples.Increment();
+        } else {
+          st = pos.status();
+        }
+      }
+    }
+    if (!st.ok() && st.code() != Status::Code::kCancelled) {
+      metrics_->sampler_errors.Add({{"reason", st.reason()}}).Increment();
+      LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
+    }
+    next += interval;
+    MonoTime now = std::chrono::steady_clock::now();
+    if (next < now) next = now;
+    std::unique_lock lock(wait_mu);
+    cv_.wait_until(lock, stop, next, [] { return false; });
+  }
+}
+
+}  // namespace lagwatch
