@@ -1,1 +1,183 @@
+#include "agent/config.h"
+
 #include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace lagwatch {
+namespace {
+
+using nlohmann::json;
+
+json Valid() {
+  return json::parse(R"({
+    "agent_id": 1,
+    "primary":   { "host": "127.0.0.1", "port": 3306, "defaults_file": "/etc/lagwatch/primary.cnf" },
+    "replica_defaults_file": "/etc/lagwatch/replica.cnf",
+    "heartbeat": { "table": "heartbeat.mysql_heartbeat", "interval_ms": 500, "create_table": true },
+    "sampler":   { "interval_ms": 50 },
+    "probe":     { "interval_ms": 200, "timeout_ms": 150, "status_interval_ms": 1000 },
+    "tiers": [ { "name": "tier1", "max_delay_ms": 200 },
+               { "name": "tier2", "max_delay_ms": 1000 },
+               { "name": "tier3", "max_delay_ms": null, "enabled": false } ],
+    "replicas": [ { "host": "127.0.0.1", "port": 3307, "tier": "tier1", "weight": 50 },
+                  { "host": "127.0.0.1", "port": 3308, "tier": "tier2", "weight": 50 } ],
+    "redis": { "host": "127.0.0.1", "port": 6379, "key_prefix": "slave_delay", "ttl_ms": 1000 },
+    "http":  { "listen": "127.0.0.1:9877" },
+    "slo":   { "delay_ms": 200 }
+  })");
+}
+
+// Expects `j` to be rejected with a message that starts with `key`.
+void ExpectRejected(const json& j, const std::string& key) {
+  auto r = ParseConfig(j.dump());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::Code::kInvalidArgument);
+  INFO("message: " << r.status().message());
+  CHECK(r.status().message().rfind(key + ":", 0) == 0);
+}
+
+TEST_CASE("the DESIGN.md example config parses with every value kept") {
+  auto r = ParseConfig(Valid().dump());
+  REQUIRE(r.ok());
+  const Config& c = r.value();
+  CHECK(c.agent_id == 1);
+  CHECK(c.primary.Id() == "127.0.0.1:3306");
+  CHECK(c.primary_defaults_file == "/etc/lagwatch/primary.cnf");
+  CHECK(c.heartbeat.database == "heartbeat");
+  CHECK(c.heartbeat.table == "mysql_heartbeat");
+  CHECK(c.heartbeat.interval_ms == 500);
+  CHECK(c.sampler_interval_ms == 50);
+  CHECK(c.probe.timeout_ms == 150);
+  REQUIRE(c.tiers.size() == 3);
+  CHECK(c.tiers[2].max_delay_ms == std::nullopt);
+  CHECK_FALSE(c.tiers[2].enabled);
+  REQUIRE(c.replicas.size() == 2);
+  CHECK(c.replicas[1].tier == "tier2");
+  CHECK(c.Tier("tier2").max_delay_ms == 1000);
+  CHECK(c.redis.ttl_ms == 1000);
+  CHECK(c.http_listen == "127.0.0.1:9877");
+}
+
+TEST_CASE("comments are allowed and omitted sections take DESIGN.md defaults") {
+  auto r = ParseConfig(R"({
+    // the minimum
+    "primary": { "host": "db1", "defaults_file": "/p.cnf" },
+    "replica_defaults_file": "/r.cnf",  /* probers */
+    "replicas": [ { "host": "db2" } ]
+  })");
+  REQUIRE(r.ok());
+  CHECK(r->heartbeat.interval_ms == 500);
+  CHECK(r->probe.interval_ms == 200);
+  CHECK(r->probe.timeout_ms == 150);
+  CHECK(r->tiers.size() == 3);
+  CHECK(r->replicas[0].tier == "tier1");
+  CHECK(r->replicas[0].endpoint.port == 3306);
+  CHECK(r->redis.key_prefix == "slave_delay");
+}
+
+TEST_CASE("an unknown key is rejected with its path") {
+  json j = Valid();
+  j["probe"]["interval"] = 200;
+  ExpectRejected(j, "probe.interval");
+  j = Valid();
+  j["replicas"][1]["wieght"] = 5;
+  ExpectRejected(j, "replicas[1].wieght");
+  j = Valid();
+  j["verbose"] = true;
+  ExpectRejected(j, "verbose");
+}
+
+TEST_CASE("a wrong type is rejected with the key") {
+  json j = Valid();
+  j["probe"]["interval_ms"] = "200";
+  ExpectRejected(j, "probe.interval_ms");
+  j = Valid();
+  j["heartbeat"]["create_table"] = 1;
+  ExpectRejected(j, "heartbeat.create_table");
+  j = Valid();
+  j["replicas"][0]["port"] = 3307.5;
+  ExpectRejected(j, "replicas[0].port");
+  j = Valid();
+  j["replicas"] = json::object();
+  ExpectRejected(j, "replicas");
+}
+
+TEST_CASE("out-of-range intervals are rejected with the key") {
+  json j = Valid();
+  j["probe"]["interval_ms"] = 0;
+  ExpectRejected(j, "probe.interval_ms");
+  j = Valid();
+  j["heartbeat"]["interval_ms"] = 10;
+  ExpectRejected(j, "heartbeat.interval_ms");
+  j = Valid();
+  j["sampler"]["interval_ms"] = -5;
+  ExpectRejected(j, "sampler.interval_ms");
+  j = Valid();
+  j["probe"]["timeout_ms"] = 300;  // longer than the 200 ms cadence it serves
+  ExpectRejected(j, "probe.timeout_ms");
+  j = Valid();
+  j["probe"]["status_interval_ms"] = 100;
+  ExpectRejected(j, "probe.status_interval_ms");
+  j = Valid();
+  j["redis"]["ttl_ms"] = 5;
+  ExpectRejected(j, "redis.ttl_ms");
+}
+
+TEST_CASE("bad heartbeat table identifiers are rejected") {
+  for (const char* bad :
+       {"heartbeat", "hb.t; DROP TABLE x", "a.b.c", "`hb`.`t`", ".t", "hb.", "hb.t--", "hb .t"}) {
+    json j = Valid();
+    j["heartbeat"]["table"] = bad;
+    INFO("table: " << bad);
+    ExpectRejected(j, "heartbeat.table");
+  }
+}
+
+TEST_CASE("duplicate replicas, a replica that is the primary and unknown tiers are rejected") {
+  json j = Valid();
+  j["replicas"][1]["port"] = 3307;
+  ExpectRejected(j, "replicas[1]");
+  j = Valid();
+  j["replicas"][0]["port"] = 3306;
+  ExpectRejected(j, "replicas[0]");
+  j = Valid();
+  j["replicas"][0]["tier"] = "gold";
+  ExpectRejected(j, "replicas[0].tier");
+  j = Valid();
+  j["tiers"][1]["name"] = "tier1";
+  ExpectRejected(j, "tiers[1].name");
+}
+
+TEST_CASE("missing required keys are named") {
+  json j = Valid();
+  j.erase("primary");
+  ExpectRejected(j, "primary");
+  j = Valid();
+  j["primary"].erase("defaults_file");
+  ExpectRejected(j, "primary.defaults_file");
+  j = Valid();
+  j.erase("replica_defaults_file");
+  ExpectRejected(j, "replica_defaults_file");
+}
+
+TEST_CASE("bad listen addresses and key prefixes are rejected") {
+  json j = Valid();
+  j["http"]["listen"] = "9877";
+  ExpectRejected(j, "http.listen");
+  j = Valid();
+  j["http"]["listen"] = "127.0.0.1:99999";
+  ExpectRejected(j, "http.listen");
+  j = Valid();
+  j["redis"]["key_prefix"] = "slave delay";
+  ExpectRejected(j, "redis.key_prefix");
+}
+
+TEST_CASE("a syntax error is reported, not thrown") {
+  auto r = ParseConfig("{ \"agent_id\": 1,, }");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("syntax") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace lagwatch

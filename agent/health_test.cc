@@ -1,1 +1,97 @@
+#include "agent/health.h"
+
 #include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+HealthInput Measured(int64_t delay_ms, int64_t limit = 200) {
+  HealthInput in;
+  in.reachable = true;
+  in.threads_running = true;
+  in.max_delay_ms = limit;
+  in.delay_ms = delay_ms;
+  return in;
+}
+
+TEST_CASE("a replica within its tier limit is ok and healthy from the first probe") {
+  HealthTracker h;
+  auto v = h.Update(Measured(20));
+  CHECK(v.state == ReplicaState::kOk);
+  CHECK(v.healthy);
+  CHECK(v.changed);
+  v = h.Update(Measured(40));
+  CHECK_FALSE(v.changed);
+}
+
+TEST_CASE("crossing the limit is unhealthy at once; recovery needs two probes under 80 %") {
+  HealthTracker h;
+  h.Update(Measured(50));
+  auto v = h.Update(Measured(201));
+  CHECK(v.state == ReplicaState::kLagging);
+  CHECK_FALSE(v.healthy);
+  CHECK(v.changed);
+  // At the limit but above the recovery level: stays out.
+  CHECK_FALSE(h.Update(Measured(190)).healthy);
+  CHECK_FALSE(h.Update(Measured(170)).healthy);
+  CHECK_FALSE(h.Update(Measured(150)).healthy);  // first good one
+  v = h.Update(Measured(150));                   // second good one
+  CHECK(v.healthy);
+  CHECK(v.changed);
+}
+
+TEST_CASE("a replica hovering at its limit does not flap") {
+  HealthTracker h;
+  h.Update(Measured(50));
+  int flips = 0;
+  bool last = true;
+  for (int i = 0; i < 100; ++i) {
+    bool healthy = h.Update(Measured(i % 2 ? 205 : 180)).healthy;
+    flips += healthy != last;
+    last = healthy;
+  }
+  CHECK(flips == 1);
+}
+
+TEST_CASE("states take precedence: unreachable, stopped, primary_unknown, lagging, disabled") {
+  HealthTracker h;
+  HealthInput in = Measured(500);
+  in.reachable = false;
+  CHECK(h.Update(in).state == ReplicaState::kUnreachable);
+  in.reachable = true;
+  in.threads_running = false;
+  CHECK(h.Update(in).state == ReplicaState::kStopped);
+  in.threads_running = true;
+  in.primary_known = false;
+  CHECK(h.Update(in).state == ReplicaState::kPrimaryUnknown);
+  in.primary_known = true;
+  CHECK(h.Update(in).state == ReplicaState::kLagging);
+  HealthTracker d;
+  HealthInput off = Measured(10);
+  off.tier_enabled = false;
+  auto v = d.Update(off);
+  CHECK(v.state == ReplicaState::kDisabled);
+  CHECK_FALSE(v.healthy);
+}
+
+TEST_CASE("a tier without a limit is healthy at any measured lag, never when unmeasured") {
+  HealthTracker h;
+  HealthInput in = Measured(100000);
+  in.max_delay_ms.reset();
+  CHECK(h.Update(in).healthy);
+  in.delay_ms.reset();
+  CHECK_FALSE(h.Update(in).healthy);
+}
+
+TEST_CASE("after being unreachable a replica must prove itself again") {
+  HealthTracker h;
+  h.Update(Measured(10));
+  HealthInput down = Measured(10);
+  down.reachable = false;
+  CHECK_FALSE(h.Update(down).healthy);
+  CHECK_FALSE(h.Update(Measured(10)).healthy);
+  CHECK(h.Update(Measured(10)).healthy);
+}
+
+}  // namespace
+}  // namespace lagwatch

@@ -110,7 +110,8 @@ void ReplicaProber::Run(std::stop_token stop) {
   MonoTime next_status = next;
   std::mutex wait_mu;
   while (!stop.stop_requested()) {
-    bool poll_status = clock_.Now() >= next_status;
+    // While replication is reported stopped, poll every probe so a restart is seen at once.
+    bool poll_status = clock_.Now() >= next_status || replication_stopped_;
     if (poll_status) next_status += status_interval;
     ProbeOnce(conn, poll_status);
 
@@ -273,6 +274,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
                "SHOW SLAVE STATUS on " + id_ + " failed: " + status_error->ToString());
   }
 
+  replication_stopped_ = status.known && !in.threads_running;
   std::lock_guard lock(mu_);
   view_.status = status;
   if (bounds_) view_.last = snap;

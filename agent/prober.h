@@ -93,6 +93,7 @@ class ReplicaProber {
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
+  bool replication_stopped_ = false;  // the last status poll found a thread not running
 
   mutable std::mutex mu_;
   ReplicaView view_;          // GUARDED_BY(mu_)

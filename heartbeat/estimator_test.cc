@@ -1,1 +1,134 @@
+#include "heartbeat/estimator.h"
+
 #include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+GtidPos P(const char* s) { return GtidPos::Parse(s).value(); }
+int64_t Ms(Micros d) { return std::chrono::duration_cast<Millis>(d).count(); }
+
+ProbeObservation Probe(int sent_ms, int received_ms, std::optional<uint64_t> seq,
+                       std::optional<const char*> pos = std::nullopt) {
+  ProbeObservation o;
+  o.sent = T(sent_ms);
+  o.received = T(received_ms);
+  o.seq = seq;
+  if (pos) o.applied_pos = P(*pos);
+  return o;
+}
+
+// Heartbeats every 500 ms: seq k sent at 500k ms, acknowledged 2 ms later.
+void Heartbeats(HeartbeatLog& log, int count) {
+  for (int k = 1; k <= count; ++k) {
+    log.RecordSent(static_cast<uint64_t>(k), T(500 * k));
+    log.RecordAcked(static_cast<uint64_t>(k), T(500 * k + 2));
+  }
+}
+
+TEST_CASE("heartbeat bounds: seq k read means fresh at sent(k), behind since acked(k+1)") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);  // seqs 1..4 sent at 500..2000
+  // Probe at 2100 reads seq 2: applied 2 (sent 1000), lacks 3 (acked 1502).
+  LagBounds b = HeartbeatBounds(Probe(2100, 2103, 2), log);
+  REQUIRE(b.fresh_at.has_value());
+  CHECK(b.upper_source == BoundSource::kHeartbeat);
+  CHECK(Ms(b.UpperAt(T(2103))) == 1103);
+  CHECK(Ms(b.lower) == 598);  // 2100 - 1502
+}
+
+TEST_CASE("heartbeat bounds: the newest heartbeat read gives lower bound 0") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  LagBounds b = HeartbeatBounds(Probe(2100, 2101, 4), log);
+  CHECK(Ms(b.UpperAt(T(2101))) == 101);
+  CHECK(Ms(b.lower) == 0);
+}
+
+TEST_CASE("heartbeat bounds: k+1 acknowledged after the probe left gives no lower bound") {
+  HeartbeatLog log;
+  Heartbeats(log, 3);
+  log.RecordSent(4, T(2000));
+  log.RecordAcked(4, T(2050));
+  // The probe left at 2010, before heartbeat 4 was known committed.
+  LagBounds b = HeartbeatBounds(Probe(2010, 2020, 3), log);
+  CHECK(Ms(b.lower) == 0);
+  CHECK(Ms(b.UpperAt(T(2020))) == 520);
+}
+
+TEST_CASE("heartbeat bounds: an unacknowledged k+1 gives no lower bound") {
+  HeartbeatLog log;
+  Heartbeats(log, 3);
+  log.RecordSent(4, T(2000));  // timed out: outcome unknown
+  LagBounds b = HeartbeatBounds(Probe(2600, 2601, 3), log);
+  CHECK(Ms(b.lower) == 0);
+}
+
+TEST_CASE("heartbeat bounds: a seq the agent never wrote gives nothing") {
+  HeartbeatLog log;
+  Heartbeats(log, 3);
+  CHECK_FALSE(HeartbeatBounds(Probe(2000, 2001, 99), log).fresh_at.has_value());
+  CHECK_FALSE(HeartbeatBounds(Probe(2000, 2001, std::nullopt), log).fresh_at.has_value());
+}
+
+TEST_CASE("position bounds narrow a caught-up replica to about one sampling interval") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  PositionHistory h;
+  for (int t = 0; t <= 2100; t += 50) {
+    // The primary's position grows with each heartbeat (every 500 ms).
+    std::string pos = "0-1-" + std::to_string(t / 500);
+    h.Add(P(pos.c_str()), T(t), T(t + 1));
+  }
+  // The replica has applied everything (0-1-4) and seq 4 (sent at 2000).
+  ProbeObservation o = Probe(2120, 2122, 4, "0-1-4");
+  LagBounds hb = HeartbeatBounds(o, log);
+  LagBounds pos = PositionBounds(o, h);
+  LagBounds est = Estimate(o, log, h);
+  CHECK(Ms(hb.UpperAt(o.received)) == 122);
+  CHECK(Ms(pos.UpperAt(o.received)) == 22);  // newest sample, sent at 2100
+  CHECK(Ms(est.UpperAt(o.received)) == 22);
+  CHECK(est.upper_source == BoundSource::kPosition);
+  CHECK(Ms(est.lower) == 0);
+}
+
+TEST_CASE("estimate takes the tighter bound from each side") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  PositionHistory h;
+  h.Add(P("0-1-2"), T(1000), T(1001));
+  h.Add(P("0-1-2"), T(1400), T(1401));
+  h.Add(P("0-1-3"), T(1600), T(1601));
+  // Replica at seq 2 / pos 0-1-2, probed at 1700.
+  ProbeObservation o = Probe(1700, 1702, 2, "0-1-2");
+  LagBounds est = Estimate(o, log, h);
+  CHECK(Ms(est.UpperAt(o.received)) == 302);  // position: 1702 - 1400 beats heartbeat 1702 - 1000
+  CHECK(Ms(est.lower) == 198);                // heartbeat: 1700 - acked(3)=1502 beats 1700 - 1601
+}
+
+TEST_CASE("contradicting bounds fall back to the heartbeat alone") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  PositionHistory h;
+  // A position history that claims the replica is fresh as of 2000 ...
+  h.Add(P("0-1-9"), T(2000), T(2001));
+  // ... while the heartbeat says it lacks seq 3, acknowledged at 1502.
+  ProbeObservation o = Probe(2100, 2101, 2, "0-1-9");
+  LagBounds est = Estimate(o, log, h);
+  CHECK(est.inconsistent);
+  CHECK(est.upper_source == BoundSource::kHeartbeat);
+  CHECK(Ms(est.UpperAt(o.received)) == 1101);
+  CHECK(Ms(est.lower) == 598);
+}
+
+TEST_CASE("the upper bound keeps growing from the last fresh moment") {
+  HeartbeatLog log;
+  Heartbeats(log, 2);
+  LagBounds b = HeartbeatBounds(Probe(1100, 1101, 2), log);
+  CHECK(Ms(b.UpperAt(T(1101))) == 101);
+  CHECK(Ms(b.UpperAt(T(6000))) == 5000);
+}
+
+}  // namespace
+}  // namespace lagwatch

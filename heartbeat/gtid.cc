@@ -33,6 +33,7 @@ Result<GtidPos> GtidPos::Parse(std::string_view text) {
     size_t comma = text.find(',');
     std::string_view item = Trim(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (comma != std::string_view::npos && Trim(text).empty()) return bad("trailing comma");
     size_t d1 = item.find('-');
     size_t d2 = d1 == std::string_view::npos ? d1 : item.find('-', d1 + 1);
     if (d2 == std::string_view::npos) return bad("expected domain-server-seq");

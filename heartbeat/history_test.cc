@@ -1,1 +1,60 @@
+#include "heartbeat/history.h"
+
 #include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+GtidPos P(const char* s) { return GtidPos::Parse(s).value(); }
+
+TEST_CASE("heartbeat log finds records by seq and forgets the oldest beyond capacity") {
+  HeartbeatLog log(3);
+  for (uint64_t s = 10; s < 15; ++s) log.RecordSent(s, T(static_cast<int>(s) * 100));
+  log.RecordAcked(14, T(1405));
+  CHECK_FALSE(log.Find(11).has_value());
+  REQUIRE(log.Find(12).has_value());
+  CHECK(log.Find(12)->sent == T(1200));
+  CHECK_FALSE(log.Find(12)->acked.has_value());
+  CHECK(log.Find(14)->acked == T(1405));
+  CHECK(log.LastAck() == T(1405));
+  CHECK(log.Latest()->seq == 14);
+  CHECK_FALSE(log.Find(15).has_value());
+}
+
+TEST_CASE("position history compresses equal samples into runs and locates a replica") {
+  PositionHistory h;
+  h.Add(P("0-1-1"), T(0), T(1));
+  h.Add(P("0-1-1"), T(50), T(51));
+  h.Add(P("0-1-2"), T(100), T(101));
+  h.Add(P("0-1-2"), T(150), T(151));
+  h.Add(P("0-1-3"), T(200), T(201));
+
+  // Caught up: fresh as of the newest sample's send time.
+  auto b = h.Locate(P("0-1-3"));
+  CHECK(b.fresh_at == T(200));
+  CHECK_FALSE(b.missing_since.has_value());
+
+  // Has 2 but not 3: fresh as of the last sample that still read 2, missing since 3 was seen.
+  b = h.Locate(P("0-1-2"));
+  CHECK(b.fresh_at == T(150));
+  CHECK(b.missing_since == T(201));
+
+  // Behind everything remembered: only a lower bound from the oldest run.
+  b = h.Locate(P("0-1-0"));
+  CHECK_FALSE(b.fresh_at.has_value());
+  CHECK(b.missing_since == T(1));
+}
+
+TEST_CASE("a primary position that goes backwards discards the history it cannot be compared to") {
+  PositionHistory h;
+  h.Add(P("0-1-100"), T(0), T(1));
+  h.Add(P("0-1-5"), T(50), T(51));  // e.g. RESET MASTER
+  auto b = h.Locate(P("0-1-3"));
+  CHECK_FALSE(b.fresh_at.has_value());
+  CHECK(b.missing_since == T(51));  // not T(1): the pre-reset run is gone
+  CHECK(h.LastSample() == T(50));
+}
+
+}  // namespace
+}  // namespace lagwatch

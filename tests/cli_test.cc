@@ -1,0 +1,104 @@
+// The command line: --version, --help, and --check-config / --config rejecting each kind of bad
+// config with exit code 2 and the offending key named.
+#include <sys/stat.h>
+
+#include <functional>
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kDir = "/tmp/lw-cli";
+
+json Valid() {
+  return json::parse(R"({
+    "agent_id": 1,
+    "primary": { "host": "127.0.0.1", "port": 3306, "defaults_file": "/nonexistent/primary.cnf" },
+    "replica_defaults_file": "/nonexistent/replica.cnf",
+    "replicas": [ { "host": "127.0.0.1", "port": 3307, "tier": "tier1", "weight": 50 },
+                  { "host": "127.0.0.1", "port": 3308, "tier": "tier1", "weight": 50 } ],
+    "http": { "listen": "127.0.0.1:0" }
+  })");
+}
+
+RunResult Check(const json& config, const std::string& name) {
+  mkdir(kDir.c_str(), 0700);
+  std::string path = WriteTempFile(kDir, name, config.dump(2));
+  return RunCommand({LAGWATCH_BINARY, "--check-config", path});
+}
+
+TEST_CASE("--version and --help exit 0; a bad command line exits 2") {
+  auto v = RunCommand({LAGWATCH_BINARY, "--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.output.rfind("lagwatch ", 0) == 0);
+  auto h = RunCommand({LAGWATCH_BINARY, "--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.output.find("--check-config") != std::string::npos);
+  CHECK(RunCommand({LAGWATCH_BINARY, "--bogus"}).exit_code == 2);
+  CHECK(RunCommand({LAGWATCH_BINARY}).exit_code == 2);
+}
+
+TEST_CASE("--check-config accepts a valid config") {
+  auto r = Check(Valid(), "valid.json");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("each kind of bad config exits 2 naming the key") {
+  struct Case {
+    const char* what;
+    std::function<void(json&)> mutate;
+    const char* key;
+  };
+  const std::vector<Case> cases = {
+      {"unknown key",
+       [](json& j) {
+         j["probe"] = {{"intervall_ms", 200}};
+       },
+       "probe.intervall_ms"},
+      {"wrong type", [](json& j) { j["replicas"][0]["port"] = "3307"; }, "replicas[0].port"},
+      {"out-of-range interval",
+       [](json& j) {
+         j["probe"] = {{"interval_ms", 0}};
+       },
+       "probe.interval_ms"},
+      {"bad table identifier",
+       [](json& j) {
+         j["heartbeat"] = {{"table", "heartbeat.hb;DROP TABLE users"}};
+       },
+       "heartbeat.table"},
+      {"duplicate replica", [](json& j) { j["replicas"][1]["port"] = 3307; }, "replicas[1]"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    json j = Valid();
+    c.mutate(j);
+    auto r = Check(j, "bad.json");
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(std::string(c.key) + ":") != std::string::npos);
+  }
+}
+
+TEST_CASE("--config with a bad config exits 2 before starting anything") {
+  mkdir(kDir.c_str(), 0700);
+  json j = Valid();
+  j["slo"] = {{"delay_ms", "fast"}};
+  std::string path = WriteTempFile(kDir, "bad-run.json", j.dump());
+  auto r = RunCommand({LAGWATCH_BINARY, "--config", path});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("slo.delay_ms:") != std::string::npos);
+  auto missing = RunCommand({LAGWATCH_BINARY, "--config", kDir + "/does-not-exist.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.output.find("does-not-exist.json") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace lagwatch::test

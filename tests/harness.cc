@@ -1,0 +1,244 @@
+#include "tests/harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <hiredis/hiredis.h>
+#include <mysql.h>
+
+namespace lagwatch::test {
+namespace {
+
+std::vector<char*> Argv(const std::vector<std::string>& args) {
+  std::vector<char*> v;
+  for (const auto& a : args) v.push_back(const_cast<char*>(a.c_str()));
+  v.push_back(nullptr);
+  return v;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+// No doctest macros here: this also runs from destructors after the test run has ended.
+RunResult RunCommand(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe(fds) != 0) return {-1, "pipe failed"};
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {-1, "fork failed"};
+  }
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    auto v = Argv(argv);
+    execv(v[0], v.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  RunResult r;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  r.exit_code = WaitExit(pid);
+  return r;
+}
+
+Sandbox::Sandbox(std::string dir, int base_port) : dir_(std::move(dir)), base_port_(base_port) {
+  const std::string script = std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox";
+  RunCommand({script, "down", "--dir", dir_, "--base-port", std::to_string(base_port_)});
+  RunResult r =
+      RunCommand({script, "up", "--dir", dir_, "--base-port", std::to_string(base_port_)});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+Sandbox::~Sandbox() {
+  RunCommand({std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox", "down", "--dir", dir_,
+              "--base-port", std::to_string(base_port_)});
+}
+
+std::optional<std::string> AdminQuery(const std::string& socket, const std::string& sql) {
+  MYSQL* m = mysql_init(nullptr);
+  REQUIRE(m != nullptr);
+  unsigned timeout = 10;
+  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &timeout);
+  if (!mysql_real_connect(m, nullptr, "root", nullptr, nullptr, 0, socket.c_str(), 0)) {
+    std::string err = mysql_error(m);
+    mysql_close(m);
+    FAIL("admin connect to " << socket << " failed: " << err);
+  }
+  if (mysql_query(m, sql.c_str()) != 0) {
+    std::string err = mysql_error(m);
+    mysql_close(m);
+    FAIL("admin query failed: " << sql << ": " << err);
+  }
+  std::optional<std::string> out;
+  if (MYSQL_RES* res = mysql_store_result(m)) {
+    if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) out = row[0];
+    mysql_free_result(res);
+  }
+  mysql_close(m);
+  return out;
+}
+
+Agent::Agent(const std::string& config_path, std::string log_path)
+    : log_path_(std::move(log_path)) {
+  pid_ = fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    dup2(fd, 1);
+    const std::vector<std::string> args = {LAGWATCH_BINARY, "--config", config_path};
+    auto v = Argv(args);  // points into `args`, which must outlive it
+    execv(v[0], v.data());
+    _exit(127);
+  }
+}
+
+int Agent::Stop() {
+  if (pid_ < 0) return -1;
+  kill(pid_, SIGTERM);
+  int code = WaitExit(pid_);
+  pid_ = -1;
+  return code;
+}
+
+Agent::~Agent() { Stop(); }
+
+std::string Agent::Log() const { return ReadFile(log_path_); }
+
+Redis::Redis(int port) {
+  timeval tv = {2, 0};
+  ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+  REQUIRE(ctx_ != nullptr);
+  REQUIRE_MESSAGE(ctx_->err == 0, ctx_->errstr);
+  redisSetTimeout(ctx_, tv);
+}
+
+Redis::~Redis() {
+  if (ctx_) redisFree(ctx_);
+}
+
+std::map<std::string, std::string> Redis::HGetAll(const std::string& key) {
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "HGETALL %s", key.c_str()));
+  REQUIRE(r != nullptr);
+  std::map<std::string, std::string> out;
+  if (r->type == REDIS_REPLY_ARRAY) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      out[r->element[i]->str] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+    }
+  }
+  freeReplyObject(r);
+  return out;
+}
+
+long long Redis::PTtl(const std::string& key) {
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "PTTL %s", key.c_str()));
+  REQUIRE(r != nullptr);
+  long long v = r->integer;
+  freeReplyObject(r);
+  return v;
+}
+
+std::vector<std::string> Redis::SMembers(const std::string& key) {
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS %s", key.c_str()));
+  REQUIRE(r != nullptr);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str);
+  freeReplyObject(r);
+  return out;
+}
+
+std::pair<int, std::string> HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return {0, ""};
+  }
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return {0, ""};
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  int code = 0;
+  if (resp.rfind("HTTP/1.", 0) == 0 && resp.size() > 12) code = std::atoi(resp.c_str() + 9);
+  size_t body = resp.find("\r\n\r\n");
+  return {code, body == std::string::npos ? "" : resp.substr(body + 4)};
+}
+
+bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string WriteTempFile(const std::string& dir, const std::string& name,
+                          const std::string& text) {
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace lagwatch::test
+
+namespace lagwatch::test {
+std::optional<double> MetricValue(const std::string& exposition, const std::string& series) {
+  std::istringstream in(exposition);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series, 0) != 0) continue;
+    char next = line.size() > series.size() ? line[series.size()] : '\0';
+    if (series.back() != ',' && next != ' ' && next != '{') continue;  // a longer metric name
+    size_t sp = line.rfind(' ');
+    return std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return std::nullopt;
+}
+}  // namespace lagwatch::test

@@ -1,0 +1,93 @@
+// Test harness for integration tests: a sandbox (scripts/sandbox: a MariaDB primary, two GTID
+// replicas and Redis on loopback), the lagwatch binary as a child process, and small clients for
+// Redis, SQL over the admin socket, and HTTP. Everything it starts it stops by PID.
+// Not thread-safe; one test thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+struct redisContext;
+
+namespace lagwatch::test {
+
+// Runs `argv` and waits; returns the exit code (or 128+signal) and captured stdout+stderr.
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+RunResult RunCommand(const std::vector<std::string>& argv);
+
+// A sandbox from scripts/sandbox at `dir` with ports from `base_port`; `down` on destruction.
+class Sandbox {
+ public:
+  Sandbox(std::string dir, int base_port);
+  ~Sandbox();
+  const std::string& dir() const { return dir_; }
+  int primary_port() const { return base_port_; }
+  int replica_port(int i) const { return base_port_ + i; }  // i = 1 or 2
+  int redis_port() const { return base_port_ + 3; }
+  int http_port() const { return base_port_ + 4; }
+  std::string config_path() const { return dir_ + "/lagwatch.json"; }
+  std::string socket(const std::string& server) const {
+    return dir_ + "/" + server + "/mysqld.sock";
+  }
+  std::string replica_id(int i) const { return "127.0.0.1:" + std::to_string(replica_port(i)); }
+
+ private:
+  std::string dir_;
+  int base_port_;
+};
+
+// Runs one statement as root over `socket`; fails the test on error. Returns the first column
+// of the first row, if any.
+std::optional<std::string> AdminQuery(const std::string& socket, const std::string& sql);
+
+// The lagwatch daemon as a child process, stderr captured to `log_path`.
+class Agent {
+ public:
+  Agent(const std::string& config_path, std::string log_path);
+  ~Agent();  // SIGTERM, then waits
+  pid_t pid() const { return pid_; }
+  // Stops with SIGTERM; returns the exit status.
+  int Stop();
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+class Redis {
+ public:
+  explicit Redis(int port);
+  ~Redis();
+  std::map<std::string, std::string> HGetAll(const std::string& key);
+  long long PTtl(const std::string& key);
+  std::vector<std::string> SMembers(const std::string& key);
+
+ private:
+  redisContext* ctx_ = nullptr;
+};
+
+// GET http://127.0.0.1:port/path; returns the status code and body (code 0 on connect failure).
+std::pair<int, std::string> HttpGet(int port, const std::string& path);
+
+// Polls `cond` every 20 ms until it holds or `timeout` passes; returns whether it held.
+bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+std::string WriteTempFile(const std::string& dir, const std::string& name, const std::string& text);
+
+}  // namespace lagwatch::test
+
+namespace lagwatch::test {
+// The value of the first sample in a Prometheus text exposition whose series starts with
+// `series` (a metric name, optionally with its opening labels), or nullopt.
+std::optional<double> MetricValue(const std::string& exposition, const std::string& series);
+}  // namespace lagwatch::test

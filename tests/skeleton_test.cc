@@ -1,0 +1,183 @@
+// The walking skeleton against a real replication sandbox: zero lag stays healthy, a stopped SQL
+// thread is caught within 2 s, /metrics serves both replicas, and keys expire when the agent dies.
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+#include "agent/strings.h"
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Env {
+  Sandbox sandbox{"/tmp/lw-it", 27306};
+  Agent agent{sandbox.config_path(), sandbox.dir() + "/agent.log"};
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
+
+bool OkAndHealthy(Redis& redis, int replica) {
+  auto h = redis.HGetAll(Key(replica));
+  return h["state"] == "ok" && h["healthy"] == "1";
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms for 30 s") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return OkAndHealthy(redis, 1) && OkAndHealthy(redis, 2); }, 10s),
+                  E().agent.Log());
+  auto events = [&] {
+    return MetricValue(HttpGet(E().sandbox.http_port(), "/metrics").second,
+                       "lagwatch_events_published_total");
+  };
+  auto events_before = events();
+  REQUIRE(events_before.has_value());
+
+  int samples = 0;
+  std::vector<std::string> bad;
+  int64_t max_delay = 0;
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int r : {1, 2}) {
+      auto h = redis.HGetAll(Key(r));
+      ++samples;
+      if (h["state"] != "ok" || h["healthy"] != "1") {
+        bad.push_back("replica" + std::to_string(r) + " state=" + h["state"] +
+                      " healthy=" + h["healthy"] + " delay_ms=" + h["delay_ms"]);
+      }
+      max_delay = std::max(max_delay, ParseInt<int64_t>(h["delay_ms"]).value_or(1 << 30));
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  INFO("first bad samples: " << (bad.empty() ? "" : bad.front()));
+  CHECK(samples > 1000);
+  CHECK(bad.empty());
+  CHECK(max_delay <= 200);
+  // No health or state change was published in the whole window: not even a flip too brief to
+  // be sampled.
+  CHECK(events() == events_before);
+}
+
+TEST_CASE("each replica's key carries every Redis contract field with a TTL within ttl_ms") {
+  Redis redis(E().sandbox.redis_port());
+  const std::set<std::string> fields = {
+      "delay_ms", "delay_lower_ms", "state", "healthy",        "tier",
+      "weight",   "max_delay_ms",   "seq",   "measured_at_ms", "agent"};
+  for (int r : {1, 2}) {
+    CAPTURE(r);
+    auto h = redis.HGetAll(Key(r));
+    std::set<std::string> got;
+    for (const auto& [k, v] : h) got.insert(k);
+    CHECK(got == fields);
+    CHECK(h["tier"] == "tier1");
+    CHECK(h["weight"] == "50");
+    CHECK(h["max_delay_ms"] == "200");
+    CHECK(h["agent"] == "1");
+    auto delay = ParseInt<int64_t>(h["delay_ms"]);
+    auto lower = ParseInt<int64_t>(h["delay_lower_ms"]);
+    REQUIRE(delay.has_value());
+    REQUIRE(lower.has_value());
+    CHECK(*lower >= 0);
+    CHECK(*lower <= *delay);
+    CHECK(ParseInt<uint64_t>(h["seq"]).value_or(0) > 0);
+    auto at = ParseInt<int64_t>(h["measured_at_ms"]);
+    REQUIRE(at.has_value());
+    CHECK(std::llabs(WallMs() - *at) < 2000);
+    long long ttl = redis.PTtl(Key(r));
+    CHECK(ttl > 0);
+    CHECK(ttl <= 1000);
+  }
+  auto members = redis.SMembers("slave_delay:replicas");
+  CHECK(std::set<std::string>(members.begin(), members.end()) ==
+        std::set<std::string>{E().sandbox.replica_id(1), E().sandbox.replica_id(2)});
+}
+
+TEST_CASE(
+    "a stopped SQL thread is stopped, unhealthy and over 1 s within 2 s; the other stays ok") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return OkAndHealthy(redis, 1) && OkAndHealthy(redis, 2); }, 10s));
+  const std::string sock = E().sandbox.socket("replica1");
+  AdminQuery(sock, "STOP SLAVE SQL_THREAD");
+  auto stopped_at = std::chrono::steady_clock::now();
+
+  bool other_stayed_ok = true;
+  bool caught = WaitFor(
+      [&] {
+        other_stayed_ok = other_stayed_ok && OkAndHealthy(redis, 2);
+        auto h = redis.HGetAll(Key(1));
+        return h["state"] == "stopped" && h["healthy"] == "0" &&
+               ParseInt<int64_t>(h["delay_ms"]).value_or(0) > 1000;
+      },
+      2s);
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - stopped_at);
+  INFO("replica1: " << redis.HGetAll(Key(1))["state"] << " after " << took.count() << " ms");
+  CHECK(caught);
+  CHECK(other_stayed_ok);
+
+  // The bound keeps growing while nothing is applied.
+  auto d1 = ParseInt<int64_t>(redis.HGetAll(Key(1))["delay_ms"]).value_or(0);
+  std::this_thread::sleep_for(500ms);
+  auto d2 = ParseInt<int64_t>(redis.HGetAll(Key(1))["delay_ms"]).value_or(0);
+  CHECK(d2 >= d1 + 300);
+
+  AdminQuery(sock, "START SLAVE SQL_THREAD");
+  CHECK(WaitFor([&] { return OkAndHealthy(redis, 1); }, 5s));
+  CHECK(OkAndHealthy(redis, 2));
+}
+
+TEST_CASE("/metrics serves the lag, state and thread gauges for both replicas") {
+  auto [code, body] = HttpGet(E().sandbox.http_port(), "/metrics");
+  REQUIRE(code == 200);
+  for (int r : {1, 2}) {
+    const std::string l = "{replica=\"" + E().sandbox.replica_id(r) + "\",tier=\"tier1\"}";
+    CAPTURE(l);
+    auto upper = MetricValue(body, "lagwatch_replica_lag_upper_seconds" + l);
+    REQUIRE(upper.has_value());
+    CHECK(*upper >= 0);
+    CHECK(*upper < 1);
+    CHECK(MetricValue(body, "lagwatch_replica_lag_lower_seconds" + l).has_value());
+    CHECK(MetricValue(body, "lagwatch_replica_healthy" + l) == 1);
+    CHECK(MetricValue(body, "lagwatch_replica_io_thread_running" + l) == 1);
+    CHECK(MetricValue(body, "lagwatch_replica_sql_thread_running" + l) == 1);
+    CHECK(MetricValue(body, "lagwatch_replica_seconds_behind_master" + l) == 0);
+    CHECK(MetricValue(body, "lagwatch_replica_relay_log_space_bytes" + l).value_or(0) > 0);
+    CHECK(MetricValue(body, "lagwatch_probes_total" + l).value_or(0) > 100);
+    CHECK(MetricValue(body, "lagwatch_replica_state{replica=\"" + E().sandbox.replica_id(r) +
+                                "\",state=\"ok\",tier=\"tier1\"}") == 1);
+  }
+  CHECK(MetricValue(body, "lagwatch_heartbeat_writes_total").value_or(0) > 10);
+  CHECK(MetricValue(body, "lagwatch_sampler_samples_total").value_or(0) > 100);
+  CHECK(MetricValue(body, "lagwatch_redis_connected") == 1);
+  CHECK(body.find("lagwatch_build_info{version=") != std::string::npos);
+}
+
+TEST_CASE("keys expire within ttl_ms once the agent stops, so routers fail safe") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_FALSE(redis.HGetAll(Key(1)).empty());
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(E().agent.Stop() == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 < 3s);
+  CHECK(WaitFor([&] { return redis.HGetAll(Key(1)).empty() && redis.HGetAll(Key(2)).empty(); },
+                1500ms));
+  std::string log = E().agent.Log();
+  CHECK(log.find("stopped") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace lagwatch::test
