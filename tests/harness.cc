@@ -235,7 +235,8 @@ std::optional<double> MetricValue(const std::string& exposition, const std::stri
   while (std::getline(in, line)) {
     if (line.rfind(series, 0) != 0) continue;
     char next = line.size() > series.size() ? line[series.size()] : '\0';
-    if (series.back() != ',' && next != ' ' && next != '{') continue;  // a longer metric name
+    bool has_labels = series.find('{') != std::string::npos;
+    if (!has_labels && next != ' ' && next != '{') continue;  // a longer metric name
     size_t sp = line.rfind(' ');
     return std::strtod(line.c_str() + sp + 1, nullptr);
   }

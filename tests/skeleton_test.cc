@@ -1,6 +1,9 @@
 // The walking skeleton against a real replication sandbox: zero lag stays healthy, a stopped SQL
 // thread is caught within 2 s, /metrics serves both replicas, and keys expire when the agent dies.
+#include <signal.h>
+
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -165,6 +168,49 @@ TEST_CASE("/metrics serves the lag, state and thread gauges for both replicas") 
   CHECK(MetricValue(body, "lagwatch_sampler_samples_total").value_or(0) > 100);
   CHECK(MetricValue(body, "lagwatch_redis_connected") == 1);
   CHECK(body.find("lagwatch_build_info{version=") != std::string::npos);
+}
+
+TEST_CASE("the agent survives Redis going away and republishes every key once it is back") {
+  const std::string pid_file = E().sandbox.dir() + "/redis/redis.pid";
+  std::ifstream in(pid_file);
+  pid_t redis_pid = 0;
+  in >> redis_pid;
+  REQUIRE(redis_pid > 0);
+  REQUIRE(kill(redis_pid, SIGTERM) == 0);
+  REQUIRE(WaitFor(
+      [&] {
+        return HttpGet(E().sandbox.http_port(), "/metrics")
+                   .second.find("lagwatch_redis_connected 0") != std::string::npos;
+      },
+      3s));
+  // Probing and /metrics carry on without Redis.
+  auto metrics = [] { return HttpGet(E().sandbox.http_port(), "/metrics").second; };
+  auto probes = [&] {
+    return MetricValue(metrics(),
+                       "lagwatch_probes_total{replica=\"" + E().sandbox.replica_id(1) + "\"")
+        .value_or(0);
+  };
+  double before = probes();
+  std::this_thread::sleep_for(1s);
+  CHECK(probes() >= before + 3);
+  CHECK(MetricValue(metrics(), "lagwatch_redis_errors_total{reason=\"connect\"}").value_or(0) > 0);
+
+  RunResult up =
+      RunCommand({std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox", "up", "--dir",
+                  E().sandbox.dir(), "--base-port", std::to_string(E().sandbox.primary_port())});
+  INFO(up.output);
+  REQUIRE(up.exit_code == 0);
+  auto back_at = std::chrono::steady_clock::now();
+  Redis redis(E().sandbox.redis_port());
+  // Backoff is capped at 2 s; then the next probe (200 ms) writes each key.
+  CHECK(WaitFor([&] { return OkAndHealthy(redis, 1) && OkAndHealthy(redis, 2); }, 4s));
+  MESSAGE("keys back " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - back_at)
+                              .count()
+                       << " ms after Redis restarted");
+  auto members = redis.SMembers("slave_delay:replicas");
+  CHECK(members.size() == 2);
+  CHECK(kill(E().agent.pid(), 0) == 0);
 }
 
 TEST_CASE("keys expire within ttl_ms once the agent stops, so routers fail safe") {
