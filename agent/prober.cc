@@ -1,11 +1,13 @@
 #include "agent/prober.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/log.h"
 #include "agent/mysql_conn.h"
+#include "agent/schedule.h"
 #include "agent/strings.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
@@ -70,6 +72,11 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
       metrics_(metrics),
       m_(metrics->Replica(id_, replica.tier)),
       clock_(clock) {
+  for (const auto& t : config.tiers) {
+    if (t.enabled && t.max_delay_ms) limits_ms_.push_back(*t.max_delay_ms);
+  }
+  std::sort(limits_ms_.begin(), limits_ms_.end());
+  limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   m_.lag_upper_seconds->Set(std::nan(""));
   m_.lag_lower_seconds->Set(std::nan(""));
   m_.SetState("unreachable");
@@ -106,21 +113,25 @@ void ReplicaProber::Run(std::stop_token stop) {
   MysqlConn conn(replica_.endpoint, config_.replica_defaults_file, "replica " + id_, stop);
   const Millis interval(config_.probe.interval_ms);
   const Millis status_interval(config_.probe.status_interval_ms);
-  MonoTime next = clock_.Now();
-  MonoTime next_status = next;
+  MonoTime next_tick = clock_.Now();
+  MonoTime next_status = next_tick;
   std::mutex wait_mu;
   while (!stop.stop_requested()) {
+    const MonoTime started = clock_.Now();
     // While replication is reported stopped, poll every probe so a restart is seen at once.
-    bool poll_status = clock_.Now() >= next_status || replication_stopped_;
-    if (poll_status) next_status += status_interval;
+    bool poll_status = started >= next_status || replication_stopped_;
+    if (started >= next_status) next_status = started + status_interval;
     ProbeOnce(conn, poll_status);
 
-    next += interval;
-    MonoTime now = clock_.Now();
-    if (next < now) next = now;  // fell behind (slow server): skip, do not bunch up
-    if (next_status < now) next_status = now;
+    const MonoTime now = clock_.Now();
+    if (started >= next_tick) {
+      next_tick += interval;
+      if (next_tick < now) next_tick = now;  // fell behind (slow server): skip, do not bunch up
+    }
+    MonoTime wake = NextProbeAt(now, started, next_tick, bounds_ ? bounds_->fresh_at : std::nullopt,
+                                limits_ms_);
     std::unique_lock lock(wait_mu);
-    cv_.wait_until(lock, stop, next, [] { return false; });
+    cv_.wait_until(lock, stop, wake, [] { return false; });
   }
 }
 

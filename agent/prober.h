@@ -3,7 +3,8 @@
 // STATUS, turns that into lag bounds (heartbeat/estimator.h) and a verdict (agent/health.h), and
 // hands the record to the publisher and the metrics.
 //
-// Each replica has its own thread, connection and schedule, and every query has a deadline of
+// Each replica has its own thread, connection and schedule (agent/schedule.h: a fixed tick plus
+// a probe at the moment the bound would cross a tier limit), and every query has a deadline of
 // probe.timeout_ms, so a slow or hung replica never delays another.
 // Thread-safe; owns one thread (Start/Stop; the destructor stops).
 #pragma once
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/clock.h"
 #include "agent/config.h"
@@ -81,6 +83,9 @@ class ReplicaProber {
   const std::string id_;
   const TierConfig tier_;
   const HeartbeatSql sql_;
+  // Every enabled tier's limit: the prober probes the moment its bound would cross one, so
+  // delay_ms in Redis crosses each limit on time, whatever tier a router cares about.
+  std::vector<int64_t> limits_ms_;
   const HeartbeatLog* const log_;
   const PositionHistory* const history_;
   RedisPublisher* const publisher_;

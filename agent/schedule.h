@@ -1,0 +1,33 @@
+// When a replica's next probe starts (DESIGN.md §3.5). Pure functions; thread-safe.
+//
+// Probes run on a fixed tick (probe.interval_ms). Between ticks the upper bound grows by itself
+// (it is t - fresh_at), so the moment it would cross a tier limit is known in advance; the prober
+// probes at that moment instead of waiting for the next tick. If the replica has advanced the
+// bound resets; if not, the replica is reported over the limit within one round trip of the
+// crossing instead of up to one interval late.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "agent/clock.h"
+
+namespace lagwatch {
+
+// Probing earlier than this after the previous probe started is pointless: the bound cannot
+// cross anything useful in less, and it caps the probe rate of a replica that keeps advancing a
+// little at a time.
+inline constexpr Millis kMinProbeGap{5};
+
+// Returns the start time of the next probe.
+//   now: after the last probe finished; previous_start: when it started;
+//   next_tick: the fixed-rate schedule's next slot;
+//   fresh_at: the replica's last known-fresh moment (nullopt: never measured);
+//   limits_ms: the thresholds whose crossing must be seen at once (tier limits).
+// A limit is only scheduled for while the bound is still under it: crossing moments already in
+// the past were reported by the probe that just ran.
+MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
+                     std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms);
+
+}  // namespace lagwatch

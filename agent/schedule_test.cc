@@ -1,0 +1,43 @@
+#include "agent/schedule.h"
+
+#include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+const std::vector<int64_t> kLimits = {200, 1000};
+
+TEST_CASE("a replica at zero lag is probed on the tick") {
+  // Fresh at 1000: its bound would cross 200 ms at 1201, after the tick at 1200.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(1000), kLimits) == T(1200));
+}
+
+TEST_CASE("a falling-behind replica is probed the moment its bound would cross a limit") {
+  // Fresh at 900: the bound crosses 200 ms at 1100, before the next tick at 1200.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(900), kLimits) == T(1101));
+}
+
+TEST_CASE("limits already crossed are not scheduled; the next one is") {
+  // Fresh at 100: 200 ms was crossed at 300 (reported by the last probe); 1000 ms comes at 1100.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(100), kLimits) == T(1101));
+  // Both crossed: back to the tick.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(-500), kLimits) == T(1200));
+}
+
+TEST_CASE("an unmeasured replica is probed on the tick") {
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), std::nullopt, kLimits) == T(1200));
+}
+
+TEST_CASE("probes never start closer together than the minimum gap") {
+  // The crossing is 1 ms after the previous probe started.
+  CHECK(NextProbeAt(T(1000), T(1000), T(1200), T(800), kLimits) == T(1000) + kMinProbeGap);
+}
+
+TEST_CASE("a tick missed while a slow probe ran means probing at once") {
+  // The probe started at 1250 and ended at 1300, past the 1200 tick.
+  CHECK(NextProbeAt(T(1300), T(1250), T(1200), T(1250), kLimits) <= T(1300));
+}
+
+}  // namespace
+}  // namespace lagwatch
