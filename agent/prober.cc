@@ -139,7 +139,14 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   const Millis timeout(config_.probe.timeout_ms);
   ProbeObservation obs;
   obs.sent = clock_.Now();
-  auto r = conn.Query(sql_.probe, obs.sent + timeout);
+  auto r = conn.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only, obs.sent + timeout);
+  if (!r.ok() && use_gtid_ && conn.last_errno() == kErUnknownSystemVariable) {
+    Log(LogLevel::kWarn,
+        "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only");
+    use_gtid_ = false;
+    obs.sent = clock_.Now();
+    r = conn.Query(sql_.probe_heartbeat_only, obs.sent + timeout);
+  }
   obs.received = clock_.Now();
   if (r.status().code() == Status::Code::kCancelled) return;
   m_.probes->Increment();
@@ -150,14 +157,14 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
         Seconds(std::chrono::duration_cast<Micros>(obs.received - obs.sent)));
     auto seq_cell = Cell(*r, "seq");
     auto pos_cell = Cell(*r, "pos");
-    if (!pos_cell) {
+    if (!seq_cell || (use_gtid_ && !pos_cell)) {
       probe_status = Status::DataError("probe returned no row");
     } else {
       if (seq_cell && *seq_cell) {
         obs.seq = ParseInt<uint64_t>(**seq_cell);
         if (!obs.seq) probe_status = Status::DataError("heartbeat seq is not a number");
       }
-      if (*pos_cell) {
+      if (pos_cell && *pos_cell) {
         auto pos = GtidPos::Parse(**pos_cell);
         if (pos.ok()) {
           obs.applied_pos = pos.value();

@@ -98,6 +98,7 @@ class ReplicaProber {
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
+  bool use_gtid_ = true;  // false once the server turned out to have no @@gtid_slave_pos
   bool replication_stopped_ = false;  // the last status poll found a thread not running
 
   mutable std::mutex mu_;

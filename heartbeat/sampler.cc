@@ -4,6 +4,7 @@
 #include "agent/mysql_conn.h"
 #include "exporters/metrics.h"
 #include "heartbeat/gtid.h"
+#include "heartbeat/writer.h"
 
 namespace lagwatch {
 
@@ -47,6 +48,12 @@ void PositionSampler::Run(std::stop_token stop) {
           st = pos.status();
         }
       }
+    }
+    if (!r.ok() && conn.last_errno() == kErUnknownSystemVariable) {
+      Log(LogLevel::kWarn, "primary " + config_.primary.Id() +
+                               " has no @@gtid_binlog_pos (not MariaDB?): position sampling off, "
+                               "heartbeat bounds only");
+      return;
     }
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
       metrics_->sampler_errors.Add({{"reason", st.reason()}}).Increment();

@@ -20,8 +20,9 @@ HeartbeatSql::HeartbeatSql(const Config& config) {
   // NOW(6), not SYSDATE(6): it replicates as the primary's time (PLATFORM.md).
   upsert_prefix =
       "INSERT INTO " + t + " (id, updated_at, seq, server_id) VALUES (" + id + ", NOW(6), ";
-  probe =
-      "SELECT (SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq, @@gtid_slave_pos AS pos";
+  const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq";
+  probe = "SELECT " + seq + ", @@gtid_slave_pos AS pos";
+  probe_heartbeat_only = "SELECT " + seq;
 }
 
 std::string HeartbeatSql::Upsert(uint64_t seq) const {

@@ -31,7 +31,13 @@ struct HeartbeatSql {
   std::string upsert_prefix;  // completed by Upsert()
   std::string Upsert(uint64_t seq) const;
   std::string probe;  // one autocommit round trip: our seq and @@gtid_slave_pos
+  // For servers without MariaDB's GTID variables (MySQL): heartbeat bounds only.
+  std::string probe_heartbeat_only;
 };
+
+// ER_UNKNOWN_SYSTEM_VARIABLE: the server has no @@gtid_slave_pos / @@gtid_binlog_pos (MySQL);
+// lagwatch then falls back to heartbeat bounds.
+inline constexpr unsigned kErUnknownSystemVariable = 1193;
 
 class HeartbeatWriter {
  public:
