@@ -12,7 +12,7 @@ Agent::Agent(Config config, const Clock& clock)
       clock_(clock),
       metrics_(LAGWATCH_VERSION),
       publisher_(config_.redis, &metrics_, clock_),
-      writer_(config_, &heartbeat_log_, &metrics_),
+      writer_(config_, &heartbeat_log_, &metrics_, &publisher_),
       sampler_(config_, &positions_, &metrics_) {
   for (const auto& r : config_.replicas) {
     probers_.push_back(std::make_unique<ReplicaProber>(config_, r, &heartbeat_log_, &positions_,

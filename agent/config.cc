@@ -190,6 +190,23 @@ Config Parse(const json& root) {
     }
   }
 
+  if (const json* j = top.Get("health")) {
+    Obj o(*j, "health");
+    if (const json* v = o.Get("primary_unknown")) {
+      if (!v->is_string() || (*v != "keep_caught_up" && *v != "unhealthy")) {
+        Fail("health.primary_unknown", "must be \"keep_caught_up\" or \"unhealthy\"");
+      }
+      c.health.keep_caught_up_when_primary_unknown = *v == "keep_caught_up";
+    }
+    if (const json* v = o.Get("recover_ratio")) {
+      if (!v->is_number() || v->get<double>() <= 0 || v->get<double>() > 1) {
+        Fail("health.recover_ratio", "must be a number in (0, 1]");
+      }
+      c.health.recover_ratio = v->get<double>();
+    }
+    c.health.recover_probes = static_cast<int>(o.Int("recover_probes", 2, 1, 100));
+    o.RejectUnknownKeys();
+  }
   if (const json* j = top.Get("redis")) {
     Obj o(*j, "redis");
     c.redis.host = o.Str("host", c.redis.host);

@@ -45,6 +45,16 @@ struct ProbeConfig {
   int status_interval_ms = 1000;
 };
 
+struct HealthConfig {
+  // While the primary is unknown (no heartbeat acknowledged and no position sampled lately), a
+  // replica that had applied everything the primary had when last heard from stays healthy
+  // (true, the default: reads keep flowing to the freshest copies there are) or turns unhealthy
+  // (false).
+  bool keep_caught_up_when_primary_unknown = true;
+  double recover_ratio = 0.8;  // back to healthy only at or under this share of the tier limit
+  int recover_probes = 2;      // ... for this many probes in a row
+};
+
 struct RedisConfig {
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -62,6 +72,7 @@ struct Config {
   ProbeConfig probe;
   std::vector<TierConfig> tiers;  // defaults per DESIGN.md when the key is absent
   std::vector<ReplicaConfig> replicas;
+  HealthConfig health;
   RedisConfig redis;
   std::string http_listen = "127.0.0.1:9877";
   int slo_delay_ms = 200;

@@ -52,7 +52,14 @@ HealthTracker::Verdict HealthTracker::Update(const HealthInput& in) {
   Verdict v;
   // The lag hysteresis runs on every measured probe so its streak is right when other conditions
   // clear.
-  bool lag_ok = in.reachable ? LagWithinLimit(in) : (good_streak_ = 0, lag_ok_ = false);
+  bool lag_ok = false;
+  if (in.reachable) {
+    lag_ok = LagWithinLimit(in);
+  } else {
+    good_streak_ = 0;
+    lag_ok_ = false;
+    measured_ = false;
+  }
   if (!in.reachable) {
     v.state = ReplicaState::kUnreachable;
   } else if (!in.threads_running) {
@@ -66,7 +73,9 @@ HealthTracker::Verdict HealthTracker::Update(const HealthInput& in) {
   } else {
     v.state = ReplicaState::kOk;
   }
-  v.healthy = v.state == ReplicaState::kOk;
+  v.healthy = v.state == ReplicaState::kOk ||
+              (v.state == ReplicaState::kPrimaryUnknown && in.threads_running && in.tier_enabled &&
+               in.caught_up_with_primary && policy_.keep_caught_up_when_primary_unknown);
   v.changed = first_ || v.state != last_.state || v.healthy != last_.healthy;
   first_ = false;
   last_ = v;

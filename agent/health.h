@@ -1,8 +1,9 @@
 // The routing verdict for one replica (DESIGN.md §3.5): its state and whether routers may read
 // from it, with hysteresis so a replica near its tier's limit does not flap.
 //
-// Going unhealthy is immediate (a router must stop reading stale data at once); coming back
-// requires `recover_probes` consecutive probes at or under `recover_ratio` × the tier limit.
+// Going unhealthy is immediate (a router must stop reading stale data at once); coming back from
+// lag requires `recover_probes` consecutive probes at or under `recover_ratio` × the tier limit.
+// After being unreachable, the first measurement decides at once, as at start-up.
 // Thread-compatible: owned by the replica's prober.
 #pragma once
 
@@ -20,7 +21,9 @@ const char* StateName(ReplicaState s);
 struct HealthInput {
   bool reachable = false;
   bool threads_running = false;  // Slave_IO_Running and Slave_SQL_Running both Yes
-  bool primary_known = true;     // heartbeats are being acknowledged
+  bool primary_known = true;     // the primary answered lately (heartbeat acked or position read)
+  // The replica had applied everything the primary had when it was last heard from.
+  bool caught_up_with_primary = false;
   bool tier_enabled = true;
   std::optional<int64_t> max_delay_ms;  // nullopt: the tier has no limit
   std::optional<int64_t> delay_ms;      // upper bound; nullopt: never measured
@@ -29,6 +32,8 @@ struct HealthInput {
 struct HealthPolicy {
   double recover_ratio = 0.8;
   int recover_probes = 2;
+  // While the primary is unknown, a caught-up replica stays healthy (state primary_unknown).
+  bool keep_caught_up_when_primary_unknown = true;
 };
 
 class HealthTracker {
@@ -48,7 +53,9 @@ class HealthTracker {
   bool LagWithinLimit(const HealthInput& in);
 
   const HealthPolicy policy_;
-  bool measured_ = false;  // a delay has been seen; before that nothing needs recovering from
+  // A delay has been seen since the replica was last reachable; a first measurement needs no
+  // recovery streak (there is nothing to recover from).
+  bool measured_ = false;
   bool lag_ok_ = false;
   int good_streak_ = 0;
   Verdict last_;

@@ -83,14 +83,44 @@ TEST_CASE("a tier without a limit is healthy at any measured lag, never when unm
   CHECK_FALSE(h.Update(in).healthy);
 }
 
-TEST_CASE("after being unreachable a replica must prove itself again") {
+TEST_CASE("after being unreachable the first measurement decides at once, as at start-up") {
   HealthTracker h;
   h.Update(Measured(10));
   HealthInput down = Measured(10);
   down.reachable = false;
   CHECK_FALSE(h.Update(down).healthy);
-  CHECK_FALSE(h.Update(Measured(10)).healthy);
   CHECK(h.Update(Measured(10)).healthy);
+  CHECK_FALSE(h.Update(down).healthy);
+  CHECK_FALSE(h.Update(Measured(250)).healthy);
+}
+
+TEST_CASE("while the primary is unknown only caught-up replicas stay healthy, if so configured") {
+  HealthInput in = Measured(900);  // the bound grows while nothing is heard from the primary
+  in.primary_known = false;
+  in.caught_up_with_primary = true;
+  HealthTracker keep;
+  auto v = keep.Update(in);
+  CHECK(v.state == ReplicaState::kPrimaryUnknown);
+  CHECK(v.healthy);
+  in.caught_up_with_primary = false;
+  CHECK_FALSE(keep.Update(in).healthy);
+
+  HealthTracker strict(HealthPolicy{.keep_caught_up_when_primary_unknown = false});
+  in.caught_up_with_primary = true;
+  v = strict.Update(in);
+  CHECK(v.state == ReplicaState::kPrimaryUnknown);
+  CHECK_FALSE(v.healthy);
+}
+
+TEST_CASE("a stopped replica is not kept healthy by a primary outage") {
+  HealthTracker h;
+  HealthInput in = Measured(10);
+  in.primary_known = false;
+  in.caught_up_with_primary = true;
+  in.threads_running = false;
+  auto v = h.Update(in);
+  CHECK(v.state == ReplicaState::kStopped);
+  CHECK_FALSE(v.healthy);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ namespace {
 // The primary counts as unknown when no heartbeat was acknowledged for this many intervals: the
 // bounds can no longer advance, and growing lag would be the writer's, not the replica's.
 constexpr int kPrimaryUnknownAfterIntervals = 3;
+constexpr Millis kMaxReconnectBackoff(500);
 
 // The first row's cell in `column`: nullptr when there is no such column or no row; otherwise
 // the cell, which is nullopt for SQL NULL.
@@ -44,7 +45,8 @@ Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
     return Status::DataError("SHOW SLAVE STATUS has no Slave_IO_Running/Slave_SQL_Running");
   }
   st.configured = true;
-  st.io_running = CellText(result, "Slave_IO_Running") == "Yes";
+  st.io_state = CellText(result, "Slave_IO_Running");
+  st.io_running = st.io_state == "Yes";
   st.sql_running = CellText(result, "Slave_SQL_Running") == "Yes";
   if (auto v = Cell(result, "Seconds_Behind_Master"); v && *v) {
     st.seconds_behind_master = ParseInt<int64_t>(**v);
@@ -71,7 +73,9 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
       publisher_(publisher),
       metrics_(metrics),
       m_(metrics->Replica(id_, replica.tier)),
-      clock_(clock) {
+      clock_(clock),
+      health_(HealthPolicy{config.health.recover_ratio, config.health.recover_probes,
+                           config.health.keep_caught_up_when_primary_unknown}) {
   for (const auto& t : config.tiers) {
     if (t.enabled && t.max_delay_ms) limits_ms_.push_back(*t.max_delay_ms);
   }
@@ -104,9 +108,34 @@ bool ReplicaProber::probed_once() const {
 }
 
 bool ReplicaProber::PrimaryKnown(MonoTime now) const {
-  auto last = log_->LastAck();
-  return last &&
-         now - *last <= Millis(config_.heartbeat.interval_ms) * kPrimaryUnknownAfterIntervals;
+  // The primary is known while the source the bounds advance from answers. Positions are sampled
+  // every 50 ms, so once sampling works it decides: a failed sample counts at once, and a dead or
+  // hung primary is seen within one sampling deadline, before any replica's bound could cross a
+  // limit and make it look lagged. A read-only primary or a writer without privileges still has
+  // its positions sampled. Without positions (MySQL) heartbeat acknowledgements decide.
+  const Millis horizon = Millis(config_.heartbeat.interval_ms) * kPrimaryUnknownAfterIntervals;
+  auto live = [&](std::optional<MonoTime> ok, std::optional<MonoTime> failed) {
+    return ok && now - *ok <= horizon && !(failed && *failed > *ok);
+  };
+  if (auto sample = history_->LastSample()) return live(sample, history_->LastFailure());
+  return live(log_->LastAck(), log_->LastFailure());
+}
+
+bool ReplicaProber::CaughtUpWithPrimary() const {
+  if (!bounds_ || !bounds_->fresh_at) return false;
+  std::optional<MonoTime> last_contact = log_->LastAckedSent();
+  if (auto sample = history_->LastSample(); sample && (!last_contact || *sample > *last_contact)) {
+    last_contact = sample;
+  }
+  return last_contact && *bounds_->fresh_at >= *last_contact;
+}
+
+Millis ReplicaProber::ReconnectBackoff(int failures) const {
+  // interval, 2x, 4x ... capped: a dead server is retried a few times a second, not hammered,
+  // and a revived one is found again within kMaxReconnectBackoff.
+  Millis b(config_.probe.interval_ms);
+  for (int i = 1; i < failures && b < kMaxReconnectBackoff; ++i) b *= 2;
+  return std::min(b, kMaxReconnectBackoff);
 }
 
 void ReplicaProber::Run(std::stop_token stop) {
@@ -139,8 +168,12 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   const Millis timeout(config_.probe.timeout_ms);
   ProbeObservation obs;
   obs.sent = clock_.Now();
-  auto r = conn.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only, obs.sent + timeout);
-  if (!r.ok() && use_gtid_ && conn.last_errno() == kErUnknownSystemVariable) {
+  Result<QueryResult> r = Status::Unavailable("waiting to reconnect to replica " + id_);
+  const bool backing_off = !conn.connected() && obs.sent < reconnect_at_;
+  if (!backing_off) {
+    r = conn.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only, obs.sent + timeout);
+  }
+  if (!r.ok() && !backing_off && use_gtid_ && conn.last_errno() == kErUnknownSystemVariable) {
     Log(LogLevel::kWarn,
         "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only");
     use_gtid_ = false;
@@ -149,6 +182,13 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   }
   obs.received = clock_.Now();
   if (r.status().code() == Status::Code::kCancelled) return;
+  if (!backing_off) {
+    if (!conn.connected()) {
+      reconnect_at_ = obs.received + ReconnectBackoff(++connect_failures_);
+    } else {
+      connect_failures_ = 0;
+    }
+  }
   m_.probes->Increment();
 
   Status probe_status = r.status();
@@ -215,8 +255,11 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   in.reachable = r.ok();
   // Until the first status poll answers, thread state is unknown and does not count against it;
   // a server that answers with no replication configured is stopped.
-  in.threads_running = !status.known || (status.io_running && status.sql_running);
+  // An IO thread that is "Connecting" (e.g. to a dead primary) is running, not stopped: if the
+  // replica falls behind because of it, its bound shows that.
+  in.threads_running = !status.known || (status.io_state != "No" && status.sql_running);
   in.primary_known = PrimaryKnown(now);
+  in.caught_up_with_primary = CaughtUpWithPrimary();
   in.tier_enabled = tier_.enabled;
   in.max_delay_ms = tier_.max_delay_ms;
   if (bounds_) in.delay_ms = ToMillis(bounds_->UpperAt(obs.received));
@@ -238,7 +281,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   snap.measured_mono = obs.received;
 
   // Metrics.
-  if (!probe_status.ok()) m_.ProbeError(probe_status.reason()).Increment();
+  if (!probe_status.ok() && !backing_off) m_.ProbeError(probe_status.reason()).Increment();
   if (status_error) m_.ProbeError(status_error->reason()).Increment();
   if (in.delay_ms) {
     double upper = static_cast<double>(*in.delay_ms) / 1000.0;
@@ -283,7 +326,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
         "replica " + id_ + " is now " + snap.state + (v.healthy ? " healthy" : " unhealthy") +
             ", delay_ms<=" + (in.delay_ms ? std::to_string(*in.delay_ms) : "unknown") + why);
   }
-  if (!probe_status.ok()) {
+  if (!probe_status.ok() && !backing_off) {
     LogLimited(LogLevel::kWarn, "probe:" + id_,
                "probe of " + id_ + " failed: " + probe_status.ToString());
   }

@@ -35,6 +35,7 @@ struct ReplicaMetrics;
 struct ReplicationStatus {
   bool known = false;       // a poll has answered
   bool configured = false;  // the server returned a row: it is a replica
+  std::string io_state;     // Slave_IO_Running: "Yes", "No" or "Connecting"
   bool io_running = false;
   bool sql_running = false;
   std::optional<int64_t> seconds_behind_master;  // NULL while the SQL thread is stopped
@@ -76,6 +77,8 @@ class ReplicaProber {
   void Run(std::stop_token stop);
   void ProbeOnce(MysqlConn& conn, bool poll_status);
   bool PrimaryKnown(MonoTime now) const;
+  bool CaughtUpWithPrimary() const;
+  Millis ReconnectBackoff(int failures) const;
 
   // Constant after construction.
   const Config config_;
@@ -98,7 +101,10 @@ class ReplicaProber {
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
-  bool use_gtid_ = true;  // false once the server turned out to have no @@gtid_slave_pos
+  bool use_gtid_ = true;
+  int connect_failures_ = 0;  // consecutive probes that ended without a connection
+  MonoTime reconnect_at_{};   // no new connection attempt before this  // false once the server
+                              // turned out to have no @@gtid_slave_pos
   bool replication_stopped_ = false;  // the last status poll found a thread not running
 
   mutable std::mutex mu_;

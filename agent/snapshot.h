@@ -26,3 +26,17 @@ struct ReplicaSnapshot {
 };
 
 }  // namespace lagwatch
+
+namespace lagwatch {
+
+// The primary's published record: `lagwatch:primary:<host>:<port>` (DESIGN.md §4).
+struct PrimarySnapshot {
+  std::string id;             // "host:port"
+  std::string state;          // "up", "degraded", "down"
+  int64_t last_write_ms = 0;  // unix ms of the last acknowledged heartbeat; 0: none yet
+  int consecutive_failures = 0;
+  bool read_only = false;  // the primary is read-only, so the writer is paused
+  MonoTime measured_mono;  // when this was decided (not published)
+};
+
+}  // namespace lagwatch

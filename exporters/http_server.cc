@@ -1,6 +1,13 @@
 #include "exporters/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <sstream>
+#include <thread>
 
 #include <CivetServer.h>
 #include <prometheus/text_serializer.h>
@@ -51,6 +58,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
   // CivetWeb takes "addr:port"; IPv6 as "[::1]:port" needs a "+" suffix form we do not offer.
   std::vector<std::string> options = {"listening_ports",    listen, "num_threads",       "4",
                                       "request_timeout_ms", "5000", "enable_keep_alive", "no"};
+  // Where to knock at shutdown: the listen address, or loopback for a wildcard.
+  std::string host = listen.substr(0, listen.rfind(':'));
+  in_addr_t wake = inet_addr(host.c_str());
+  s->wake_address_ =
+      (wake == INADDR_NONE || wake == htonl(INADDR_ANY)) ? htonl(INADDR_LOOPBACK) : wake;
   try {
     s->server_ = std::make_unique<CivetServer>(options);
   } catch (const CivetException& e) {
@@ -64,7 +76,26 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 HttpServer::~HttpServer() {
-  if (server_) server_->close();
+  if (!server_) return;
+  // CivetWeb's listener thread notices the stop flag only when its poll() returns, which without
+  // traffic is after up to 2 s. Knock on our own port until close() has joined it.
+  const int port = this->port();
+  std::atomic<bool> closed{false};
+  std::thread knocker([&] {
+    while (!closed.load()) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      addr.sin_addr.s_addr = wake_address_;
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  server_->close();
+  closed = true;
+  knocker.join();
 }
 
 int HttpServer::port() const {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <prometheus/registry.h>
 
@@ -42,6 +43,7 @@ class HttpServer {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<CivetServer> server_;
   std::vector<std::unique_ptr<Route>> routes_;
+  uint32_t wake_address_ = 0;  // network byte order
 };
 
 }  // namespace lagwatch

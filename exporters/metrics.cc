@@ -67,6 +67,21 @@ Metrics::Metrics(const std::string& version)
                              .Help("Sequence number of the last acknowledged heartbeat.")
                              .Register(*registry_)
                              .Add({})),
+      primary_state(BuildGauge()
+                        .Name("lagwatch_primary_circuit_state")
+                        .Help("The primary's circuit breaker: 1 for the current state (up, "
+                              "degraded, down), 0 for the others.")
+                        .Register(*registry_)),
+      primary_consecutive_failures(BuildGauge()
+                                       .Name("lagwatch_primary_consecutive_failures")
+                                       .Help("Heartbeat writes failed in a row.")
+                                       .Register(*registry_)
+                                       .Add({})),
+      primary_read_only(BuildGauge()
+                            .Name("lagwatch_primary_read_only")
+                            .Help("1 while the primary is read-only and heartbeats are paused.")
+                            .Register(*registry_)
+                            .Add({})),
       sampler_samples(BuildCounter()
                           .Name("lagwatch_sampler_samples_total")
                           .Help("Primary GTID position samples taken.")
@@ -163,6 +178,9 @@ Metrics::Metrics(const std::string& version)
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   redis_connected.Set(0);
+  for (const char* state : kPrimaryStates) {
+    primary_state.Add({{"state", state}}).Set(std::string(state) == "down" ? 1 : 0);
+  }
 }
 
 ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& tier) {

@@ -22,6 +22,9 @@ namespace lagwatch {
 inline constexpr const char* kReplicaStates[] = {"ok",          "lagging",         "stopped",
                                                  "unreachable", "primary_unknown", "disabled"};
 
+// The primary's circuit states (DESIGN.md §4), in the order of the enum gauge's series.
+inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
+
 // Handles to one replica's series; created once per replica, valid as long as the Metrics.
 struct ReplicaMetrics {
   prometheus::Gauge* lag_upper_seconds;
@@ -67,6 +70,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& heartbeat_errors;  // label reason
   prometheus::Gauge& heartbeat_age_seconds;
   prometheus::Gauge& heartbeat_last_seq;
+  prometheus::Family<prometheus::Gauge>& primary_state;  // label state: 1 for the current one
+  prometheus::Gauge& primary_consecutive_failures;
+  prometheus::Gauge& primary_read_only;
   prometheus::Counter& sampler_samples;
   prometheus::Family<prometheus::Counter>& sampler_errors;  // label reason
   prometheus::Counter& redis_publishes;

@@ -12,7 +12,8 @@ namespace {
 
 constexpr Millis kIoTimeout(250);
 constexpr Millis kMinBackoff(100);
-constexpr Millis kMaxBackoff(2000);
+// Capped low so that every key is back within a second of Redis returning.
+constexpr Millis kMaxBackoff(500);
 
 timeval ToTimeval(Millis d) {
   return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
@@ -60,6 +61,12 @@ void RedisPublisher::Publish(const ReplicaSnapshot& snap) {
   cv_.notify_all();
 }
 
+void RedisPublisher::PublishPrimary(const PrimarySnapshot& snap) {
+  std::lock_guard lock(mu_);
+  primary_ = snap;
+  cv_.notify_all();
+}
+
 void RedisPublisher::PublishEvent(std::string json) {
   std::lock_guard lock(mu_);
   events_.push_back(std::move(json));
@@ -98,6 +105,19 @@ std::vector<std::string> RedisPublisher::HsetArgs(const std::string& prefix,
           std::to_string(s.agent_id)};
 }
 
+std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
+  return {"HSET",
+          "lagwatch:primary:" + s.id,
+          "state",
+          s.state,
+          "last_write_ms",
+          std::to_string(s.last_write_ms),
+          "consecutive_failures",
+          std::to_string(s.consecutive_failures),
+          "read_only",
+          s.read_only ? "1" : "0"};
+}
+
 bool RedisPublisher::Connect() {
   ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, ToTimeval(kIoTimeout));
   if (!ctx_ || ctx_->err) {
@@ -127,7 +147,8 @@ void RedisPublisher::Disconnect() {
 }
 
 bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
-                           std::deque<std::string> events, bool with_members) {
+                           std::optional<PrimarySnapshot> primary, std::deque<std::string> events,
+                           bool with_members) {
   const std::string set_key = config_.key_prefix + ":replicas";
   const std::string channel = config_.key_prefix + ":events";
   const MonoTime now = clock_.Now();
@@ -154,6 +175,14 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     Append(ctx_, {"EXEC"});
     replies += 4;
     ++written;
+  }
+  if (primary && now - primary->measured_mono <= Millis(config_.ttl_ms)) {
+    const std::string key = "lagwatch:primary:" + primary->id;
+    Append(ctx_, {"MULTI"});
+    Append(ctx_, HsetArgs(*primary));
+    Append(ctx_, {"PEXPIRE", key, std::to_string(config_.ttl_ms)});
+    Append(ctx_, {"EXEC"});
+    replies += 4;
   }
   for (const auto& e : events) {
     Append(ctx_, {"PUBLISH", channel, e});
@@ -184,6 +213,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     std::lock_guard lock(mu_);
     // Put back what may not have been written, unless a newer record arrived meanwhile.
     for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
+    if (primary && !primary_) primary_ = std::move(primary);
     if (with_members) members_dirty_ = true;
     return false;
   }
@@ -207,18 +237,23 @@ void RedisPublisher::Run(std::stop_token stop) {
     backoff = kMinBackoff;
 
     std::map<std::string, ReplicaSnapshot> records;
+    std::optional<PrimarySnapshot> primary;
     std::deque<std::string> events;
     bool with_members = false;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, stop, [&] { return !pending_.empty() || !events_.empty() || members_dirty_; });
+      cv_.wait(lock, stop,
+               [&] { return !pending_.empty() || primary_ || !events_.empty() || members_dirty_; });
       if (stop.stop_requested()) break;
       records.swap(pending_);
+      primary.swap(primary_);
       events.swap(events_);
       with_members = members_dirty_;
       members_dirty_ = false;
     }
-    if (!Flush(std::move(records), std::move(events), with_members)) Disconnect();
+    if (!Flush(std::move(records), std::move(primary), std::move(events), with_members)) {
+      Disconnect();
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,6 +41,8 @@ class RedisPublisher {
   void SetReplicas(const std::vector<std::string>& ids);
   // Queues `snap` for writing, replacing an unwritten older record of the same replica.
   void Publish(const ReplicaSnapshot& snap);
+  // Queues the primary's record (`lagwatch:primary:<host>:<port>`), replacing an unwritten one.
+  void PublishPrimary(const PrimarySnapshot& snap);
   // Queues a JSON event for the events channel; at most kMaxEvents wait, the oldest are dropped.
   void PublishEvent(std::string json);
 
@@ -47,6 +50,7 @@ class RedisPublisher {
 
   // Redis argument lists for one record (exposed for tests of the contract).
   static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
+  static std::vector<std::string> HsetArgs(const PrimarySnapshot& s);
 
   static constexpr size_t kMaxEvents = 1000;
 
@@ -55,8 +59,8 @@ class RedisPublisher {
   bool Connect();
   void Disconnect();
   // Writes everything pending; false on a connection failure (what was not written is requeued).
-  bool Flush(std::map<std::string, ReplicaSnapshot> records, std::deque<std::string> events,
-             bool with_members);
+  bool Flush(std::map<std::string, ReplicaSnapshot> records, std::optional<PrimarySnapshot> primary,
+             std::deque<std::string> events, bool with_members);
 
   const RedisConfig config_;
   Metrics* const metrics_;
@@ -65,6 +69,7 @@ class RedisPublisher {
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::map<std::string, ReplicaSnapshot> pending_;  // GUARDED_BY(mu_)
+  std::optional<PrimarySnapshot> primary_;          // GUARDED_BY(mu_)
   std::deque<std::string> events_;                  // GUARDED_BY(mu_)
   std::set<std::string> members_;                   // GUARDED_BY(mu_)
   bool members_dirty_ = true;                       // GUARDED_BY(mu_)

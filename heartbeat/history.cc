@@ -14,6 +14,7 @@ void HeartbeatLog::RecordAcked(uint64_t seq, MonoTime acked) {
     if (it->seq == seq) {
       it->acked = acked;
       last_ack_ = acked;
+      last_acked_sent_ = it->sent;
       return;
     }
     if (it->seq < seq) return;
@@ -32,6 +33,21 @@ std::optional<HeartbeatRecord> HeartbeatLog::Find(uint64_t seq) const {
     if (r.seq == seq) return r;
   }
   return std::nullopt;
+}
+
+std::optional<MonoTime> HeartbeatLog::LastAckedSent() const {
+  std::lock_guard lock(mu_);
+  return last_acked_sent_;
+}
+
+void HeartbeatLog::RecordFailure(MonoTime at) {
+  std::lock_guard lock(mu_);
+  last_failure_ = at;
+}
+
+std::optional<MonoTime> HeartbeatLog::LastFailure() const {
+  std::lock_guard lock(mu_);
+  return last_failure_;
 }
 
 std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
@@ -77,6 +93,20 @@ std::optional<MonoTime> PositionHistory::LastSample() const {
   std::lock_guard lock(mu_);
   if (runs_.empty()) return std::nullopt;
   return runs_.back().last_sent;
+}
+
+}  // namespace lagwatch
+
+namespace lagwatch {
+
+void PositionHistory::RecordFailure(MonoTime at) {
+  std::lock_guard lock(mu_);
+  last_failure_ = at;
+}
+
+std::optional<MonoTime> PositionHistory::LastFailure() const {
+  std::lock_guard lock(mu_);
+  return last_failure_;
 }
 
 }  // namespace lagwatch

@@ -34,12 +34,19 @@ class HeartbeatLog {
   std::optional<HeartbeatRecord> Latest() const;
   // Time of the newest acknowledgement, if any.
   std::optional<MonoTime> LastAck() const;
+  // When the newest acknowledged heartbeat was sent: a replica that shows it was complete then.
+  std::optional<MonoTime> LastAckedSent() const;
+  // A write that failed at `at` (no ack will come); cleared by the next acknowledgement.
+  void RecordFailure(MonoTime at);
+  std::optional<MonoTime> LastFailure() const;
 
  private:
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<HeartbeatRecord> records_;  // GUARDED_BY(mu_), increasing seq
-  std::optional<MonoTime> last_ack_;     // GUARDED_BY(mu_)
+  std::deque<HeartbeatRecord> records_;      // GUARDED_BY(mu_), increasing seq
+  std::optional<MonoTime> last_ack_;         // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_acked_sent_;  // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_failure_;     // GUARDED_BY(mu_)
 };
 
 // A run of consecutive samples that all read the same primary position.
@@ -69,11 +76,15 @@ class PositionHistory {
   Bounds Locate(const GtidPos& replica_pos) const;
 
   std::optional<MonoTime> LastSample() const;
+  // A sample that failed at `at`.
+  void RecordFailure(MonoTime at);
+  std::optional<MonoTime> LastFailure() const;
 
  private:
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<PositionRun> runs_;  // GUARDED_BY(mu_), oldest first
+  std::deque<PositionRun> runs_;          // GUARDED_BY(mu_), oldest first
+  std::optional<MonoTime> last_failure_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

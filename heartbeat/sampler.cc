@@ -7,6 +7,9 @@
 #include "heartbeat/writer.h"
 
 namespace lagwatch {
+namespace {
+constexpr Millis kMaxBackoff(1000);
+}  // namespace
 
 PositionSampler::PositionSampler(const Config& config, PositionHistory* history, Metrics* metrics)
     : config_(config), history_(history), metrics_(metrics) {}
@@ -30,6 +33,7 @@ void PositionSampler::Run(std::stop_token stop) {
                  stop);
   MonoTime next = std::chrono::steady_clock::now();
   std::mutex wait_mu;
+  int failures = 0;
   while (!stop.stop_requested()) {
     MonoTime sent = std::chrono::steady_clock::now();
     MonoTime deadline = sent + (conn.connected() ? interval : connect_allowance);
@@ -56,10 +60,15 @@ void PositionSampler::Run(std::stop_token stop) {
       return;
     }
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
+      history_->RecordFailure(received);
       metrics_->sampler_errors.Add({{"reason", st.reason()}}).Increment();
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
     }
-    next += interval;
+    // On a dead or hung primary, back off (up to a second) instead of a connection every 50 ms.
+    failures = st.ok() ? 0 : failures + 1;
+    Millis wait = interval;
+    for (int i = 0; i < failures && wait < kMaxBackoff; ++i) wait *= 2;
+    next += std::min(wait, std::max(kMaxBackoff, interval));
     MonoTime now = std::chrono::steady_clock::now();
     if (next < now) next = now;
     std::unique_lock lock(wait_mu);

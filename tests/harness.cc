@@ -243,3 +243,19 @@ std::optional<double> MetricValue(const std::string& exposition, const std::stri
   return std::nullopt;
 }
 }  // namespace lagwatch::test
+
+namespace lagwatch::test {
+pid_t ReadPidFile(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+void SandboxUp(const Sandbox& sandbox) {
+  RunResult up = RunCommand({std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox", "up", "--dir",
+                             sandbox.dir(), "--base-port", std::to_string(sandbox.primary_port())});
+  INFO(up.output);
+  REQUIRE(up.exit_code == 0);
+}
+}  // namespace lagwatch::test

@@ -91,3 +91,10 @@ namespace lagwatch::test {
 // `series` (a metric name, optionally with its opening labels), or nullopt.
 std::optional<double> MetricValue(const std::string& exposition, const std::string& series);
 }  // namespace lagwatch::test
+
+namespace lagwatch::test {
+// The PID in a pid file, or 0.
+pid_t ReadPidFile(const std::string& path);
+// Restarts whatever of the sandbox is down (scripts/sandbox up); fails the test on error.
+void SandboxUp(const Sandbox& sandbox);
+}  // namespace lagwatch::test

@@ -1,0 +1,219 @@
+// Faults injected with real signals and restarts (issue: survive faults): a hung replica, a dead
+// replica, a dead and a hung primary, a read-only primary, and shutdown while servers hang. Each
+// case starts and ends with both replicas ok.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+#include "agent/strings.h"
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Env {
+  Sandbox sandbox{"/tmp/lw-ft", 27406};
+  Agent agent{sandbox.config_path(), sandbox.dir() + "/agent.log"};
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
+std::string PrimaryKey() {
+  return "lagwatch:primary:127.0.0.1:" + std::to_string(E().sandbox.primary_port());
+}
+pid_t ServerPid(const std::string& name) {
+  return ReadPidFile(E().sandbox.dir() + "/" + name + "/mysqld.pid");
+}
+int64_t Delay(Redis& redis, int replica) {
+  return ParseInt<int64_t>(redis.HGetAll(Key(replica))["delay_ms"]).value_or(-1);
+}
+bool Is(Redis& redis, int replica, const std::string& state, const std::string& healthy) {
+  auto h = redis.HGetAll(Key(replica));
+  return h["state"] == state && h["healthy"] == healthy;
+}
+bool BothOk(Redis& redis) { return Is(redis, 1, "ok", "1") && Is(redis, 2, "ok", "1"); }
+long Ms(Clock::duration d) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+// Follows replica `r`'s measured_at_ms in Redis and reports the largest gap between probes.
+class CadenceWatch {
+ public:
+  CadenceWatch(Redis& redis, int replica) : redis_(redis), replica_(replica) {}
+  void Poll() {
+    auto at = ParseInt<int64_t>(redis_.HGetAll(Key(replica_))["measured_at_ms"]);
+    if (!at || *at == last_) return;
+    if (last_ != 0) max_gap_ms_ = std::max(max_gap_ms_, *at - last_);
+    last_ = *at;
+    ++probes_;
+  }
+  int64_t max_gap_ms() const { return max_gap_ms_; }
+  int probes() const { return probes_; }
+
+ private:
+  Redis& redis_;
+  int replica_;
+  int64_t last_ = 0;
+  int64_t max_gap_ms_ = 0;
+  int probes_ = 0;
+};
+
+TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and delays no other") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothOk(redis); }, 10s), E().agent.Log());
+  const pid_t pid = ServerPid("replica1");
+  REQUIRE(pid > 0);
+
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  auto frozen = Clock::now();
+  CadenceWatch other(redis, 2);
+  bool down = WaitFor(
+      [&] {
+        other.Poll();
+        return Is(redis, 1, "unreachable", "0");
+      },
+      2s);
+  auto took = Clock::now() - frozen;
+  MESSAGE("hung replica reported unreachable after " << Ms(took) << " ms");
+  CHECK(down);
+  CHECK(took < 1s);  // ~ probe.timeout_ms (150) plus up to one interval
+
+  // Its bound keeps growing from the last moment it was known fresh; the other keeps its cadence.
+  int64_t d1 = Delay(redis, 1);
+  auto until = Clock::now() + 3s;
+  while (Clock::now() < until) {
+    other.Poll();
+    std::this_thread::sleep_for(5ms);
+  }
+  int64_t d2 = Delay(redis, 1);
+  CHECK(d2 >= d1 + 2000);
+  MESSAGE("healthy replica: " << other.probes() << " probes, largest gap " << other.max_gap_ms()
+                              << " ms while the other was hung");
+  CHECK(other.probes() >= 12);
+  CHECK(other.max_gap_ms() <= 250);
+  CHECK(Is(redis, 2, "ok", "1"));
+
+  REQUIRE(kill(pid, SIGCONT) == 0);
+  auto resumed = Clock::now();
+  CHECK(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 3s));
+  MESSAGE("back to ok " << Ms(Clock::now() - resumed) << " ms after SIGCONT");
+  CHECK(Clock::now() - resumed < 1500ms);
+}
+
+TEST_CASE("a killed replica is unreachable at once and back to ok after restart, agent untouched") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  REQUIRE(kill(ServerPid("replica1"), SIGKILL) == 0);
+  auto killed = Clock::now();
+  CHECK(WaitFor([&] { return Is(redis, 1, "unreachable", "0"); }, 2s));
+  MESSAGE("killed replica reported unreachable after " << Ms(Clock::now() - killed) << " ms");
+  CHECK(Is(redis, 2, "ok", "1"));
+  std::this_thread::sleep_for(2s);  // several reconnect attempts, with backoff
+  CHECK(Is(redis, 1, "unreachable", "0"));
+
+  SandboxUp(E().sandbox);
+  auto restarted = Clock::now();
+  CHECK(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 5s));
+  MESSAGE("back to ok " << Ms(Clock::now() - restarted) << " ms after the restart");
+  CHECK(kill(E().agent.pid(), 0) == 0);
+}
+
+TEST_CASE("a dead primary opens the circuit; replicas are primary_unknown, not lagging") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  CHECK(redis.HGetAll(PrimaryKey())["state"] == "up");
+
+  REQUIRE(kill(ServerPid("primary"), SIGKILL) == 0);
+  CHECK(WaitFor([&] { return redis.HGetAll(PrimaryKey())["state"] == "down"; }, 5s));
+  auto p = redis.HGetAll(PrimaryKey());
+  CHECK(ParseInt<int>(p["consecutive_failures"]).value_or(0) >= 3);
+  CHECK(ParseInt<int64_t>(p["last_write_ms"]).value_or(0) > 0);
+  CHECK(redis.PTtl(PrimaryKey()) <= 1000);
+
+  // Nothing more was committed, so both replicas hold all there is: primary_unknown, and by the
+  // documented default they stay healthy. Their bound still grows (nothing proves freshness).
+  CHECK(WaitFor([&] { return Is(redis, 1, "primary_unknown", "1"); }, 3s));
+  CHECK(Is(redis, 2, "primary_unknown", "1"));
+  auto metrics = HttpGet(E().sandbox.http_port(), "/metrics").second;
+  CHECK(MetricValue(metrics, "lagwatch_primary_circuit_state{state=\"down\"}") == 1);
+
+  SandboxUp(E().sandbox);
+  auto restarted = Clock::now();
+  CHECK(WaitFor([&] { return redis.HGetAll(PrimaryKey())["state"] == "up" && BothOk(redis); }, 8s));
+  MESSAGE("primary up and replicas ok " << Ms(Clock::now() - restarted)
+                                        << " ms after the primary restarted");
+}
+
+TEST_CASE("a hung primary is the same: no replica is called lagging") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  const pid_t pid = ServerPid("primary");
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  bool lagging_seen = false;
+  bool unknown = WaitFor(
+      [&] {
+        lagging_seen = lagging_seen || Is(redis, 1, "lagging", "0") || Is(redis, 2, "lagging", "0");
+        return Is(redis, 1, "primary_unknown", "1") && Is(redis, 2, "primary_unknown", "1") &&
+               redis.HGetAll(PrimaryKey())["state"] == "down";
+      },
+      6s);
+  REQUIRE(kill(pid, SIGCONT) == 0);
+  CHECK(unknown);
+  CHECK_FALSE(lagging_seen);
+  CHECK(WaitFor([&] { return redis.HGetAll(PrimaryKey())["state"] == "up" && BothOk(redis); }, 8s));
+}
+
+TEST_CASE("a read-only primary is not written to; positions keep the replicas measured") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  const std::string sock = E().sandbox.socket("primary");
+  auto writes = [] {
+    return MetricValue(HttpGet(E().sandbox.http_port(), "/metrics").second,
+                       "lagwatch_heartbeat_writes_total")
+        .value_or(-1);
+  };
+  AdminQuery(sock, "SET GLOBAL read_only = 1");
+  CHECK(WaitFor([&] { return redis.HGetAll(PrimaryKey())["read_only"] == "1"; }, 3s));
+  double w1 = writes();
+  std::this_thread::sleep_for(1500ms);
+  CHECK(writes() == w1);
+  CHECK(BothOk(redis));
+  CHECK(Delay(redis, 1) < 200);
+  CHECK(E().agent.Log().find("is read_only") != std::string::npos);
+
+  AdminQuery(sock, "SET GLOBAL read_only = 0");
+  CHECK(WaitFor([&] { return writes() > w1; }, 3s));
+  CHECK(redis.HGetAll(PrimaryKey())["read_only"] == "0");
+  CHECK(BothOk(redis));
+}
+
+TEST_CASE("SIGTERM stops the agent within 1 s even while the primary and a replica hang") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  const pid_t primary = ServerPid("primary");
+  const pid_t replica = ServerPid("replica1");
+  REQUIRE(kill(primary, SIGSTOP) == 0);
+  REQUIRE(kill(replica, SIGSTOP) == 0);
+  std::this_thread::sleep_for(700ms);  // queries in flight against both
+  auto t0 = Clock::now();
+  int code = E().agent.Stop();
+  auto took = Clock::now() - t0;
+  kill(primary, SIGCONT);
+  kill(replica, SIGCONT);
+  MESSAGE("stopped in " << Ms(took) << " ms");
+  CHECK(code == 0);
+  CHECK(took < 1s);
+}
+
+}  // namespace
+}  // namespace lagwatch::test
