@@ -6,27 +6,75 @@
 #include "version.h"
 
 namespace lagwatch {
+namespace {
+
+bool SameTier(const TierConfig& a, const TierConfig& b) {
+  return a.name == b.name && a.max_delay_ms == b.max_delay_ms && a.enabled == b.enabled;
+}
+
+bool SameTiers(const std::vector<TierConfig>& a, const std::vector<TierConfig>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameTier(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+bool SameHealth(const HealthConfig& a, const HealthConfig& b) {
+  return a.keep_caught_up_when_primary_unknown == b.keep_caught_up_when_primary_unknown &&
+         a.recover_ratio == b.recover_ratio && a.recover_probes == b.recover_probes;
+}
+
+}  // namespace
+
+std::string FirstUnreloadableChange(const Config& a, const Config& b) {
+  if (a.agent_id != b.agent_id) return "agent_id";
+  if (a.primary.Id() != b.primary.Id() || a.primary_defaults_file != b.primary_defaults_file) {
+    return "primary";
+  }
+  if (a.replica_defaults_file != b.replica_defaults_file) return "replica_defaults_file";
+  if (a.heartbeat.QualifiedName() != b.heartbeat.QualifiedName() ||
+      a.heartbeat.interval_ms != b.heartbeat.interval_ms ||
+      a.heartbeat.create_table != b.heartbeat.create_table) {
+    return "heartbeat";
+  }
+  if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
+  if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
+      a.probe.status_interval_ms != b.probe.status_interval_ms) {
+    return "probe";
+  }
+  if (a.redis.host != b.redis.host || a.redis.port != b.redis.port ||
+      a.redis.key_prefix != b.redis.key_prefix || a.redis.ttl_ms != b.redis.ttl_ms) {
+    return "redis";
+  }
+  if (a.http_listen != b.http_listen) return "http";
+  return "";
+}
 
 Agent::Agent(Config config, const Clock& clock)
-    : config_(std::move(config)),
-      clock_(clock),
+    : clock_(clock),
       metrics_(LAGWATCH_VERSION),
-      publisher_(config_.redis, &metrics_, clock_),
-      writer_(config_, &heartbeat_log_, &metrics_, &publisher_),
-      sampler_(config_, &positions_, &metrics_) {
-  for (const auto& r : config_.replicas) {
-    probers_.push_back(std::make_unique<ReplicaProber>(config_, r, &heartbeat_log_, &positions_,
-                                                       &publisher_, &metrics_, clock_));
-  }
+      initial_(config),
+      publisher_(initial_.redis, &metrics_, clock_),
+      writer_(initial_, &heartbeat_log_, &metrics_, &publisher_),
+      sampler_(initial_, &positions_, &metrics_),
+      config_(std::move(config)) {
+  for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(config_, r);
+}
+
+std::unique_ptr<ReplicaProber> Agent::MakeProber(const Config& config, const ReplicaConfig& r) {
+  return std::make_unique<ReplicaProber>(config, r, &heartbeat_log_, &positions_, &publisher_,
+                                         &metrics_, clock_);
 }
 
 Status Agent::Start() {
-  auto http = HttpServer::Start(config_.http_listen, metrics_.registry(), {});
+  auto http = HttpServer::Start(initial_.http_listen, metrics_.registry(), {});
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
 
+  std::lock_guard lock(mu_);
   std::vector<std::string> ids;
-  for (const auto& p : probers_) ids.push_back(p->id());
+  for (const auto& [id, p] : probers_) ids.push_back(id);
   publisher_.SetReplicas(ids);
   publisher_.Start();
   sampler_.Start();
@@ -38,44 +86,126 @@ Status Agent::Start() {
   if (!heartbeat_log_.LastAck()) {
     Log(LogLevel::kWarn,
         "no heartbeat acknowledged by the primary yet; replicas will show "
-        "primary_unknown until one is");
+        "primary_unknown until the primary answers");
   }
-  for (auto& p : probers_) p->Start();
+  for (auto& [id, p] : probers_) p->Start();
+  started_ = true;
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " + std::to_string(probers_.size()) +
-                           " replicas of primary " + config_.primary.Id() + "; metrics on http://" +
-                           config_.http_listen + "/metrics");
+                           " replicas of primary " + initial_.primary.Id() +
+                           "; metrics on http://" + initial_.http_listen + "/metrics");
   return Status::Ok();
 }
 
 void Agent::Stop() {
-  for (auto& p : probers_) p->Stop();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, p] : probers_) p->Stop();
+    started_ = false;
+  }
   writer_.Stop();
   sampler_.Stop();
   publisher_.Stop();
   http_.reset();
 }
 
+Status Agent::Reload(const Config& next) {
+  std::lock_guard lock(mu_);
+  if (std::string key = FirstUnreloadableChange(config_, next); !key.empty()) {
+    return Status::InvalidArgument(key + ": cannot change at run time; restart lagwatch to apply");
+  }
+  // Settings every prober uses: if they change, every prober restarts.
+  const bool shared_changed = !SameTiers(config_.tiers, next.tiers) ||
+                              !SameHealth(config_.health, next.health) ||
+                              config_.slo_delay_ms != next.slo_delay_ms;
+  std::map<std::string, const ReplicaConfig*> wanted;
+  for (const auto& r : next.replicas) wanted[r.endpoint.Id()] = &r;
+
+  int added = 0, removed = 0, restarted = 0, kept = 0;
+  for (auto it = probers_.begin(); it != probers_.end();) {
+    auto w = wanted.find(it->first);
+    if (w == wanted.end()) {
+      it->second->Stop();
+      metrics_.RemoveReplica(it->first);
+      it = probers_.erase(it);
+      ++removed;
+      continue;
+    }
+    const ReplicaConfig* old_rc = nullptr;
+    for (const auto& r : config_.replicas) {
+      if (r.endpoint.Id() == it->first) old_rc = &r;
+    }
+    const bool changed = shared_changed || !old_rc || old_rc->tier != w->second->tier ||
+                         old_rc->weight != w->second->weight;
+    if (changed) {
+      it->second->Stop();
+      if (old_rc && old_rc->tier != w->second->tier) metrics_.RemoveReplica(it->first);
+      it->second = MakeProber(next, *w->second);
+      if (started_) it->second->Start();
+      ++restarted;
+    } else {
+      ++kept;
+    }
+    ++it;
+  }
+  for (const auto& [id, rc] : wanted) {
+    if (probers_.count(id)) continue;
+    probers_[id] = MakeProber(next, *rc);
+    if (started_) probers_[id]->Start();
+    ++added;
+  }
+  std::vector<std::string> ids;
+  for (const auto& [id, p] : probers_) ids.push_back(id);
+  publisher_.SetReplicas(ids);
+  config_ = next;
+  Log(LogLevel::kInfo, "configuration reloaded: " + std::to_string(added) + " added, " +
+                           std::to_string(removed) + " removed, " + std::to_string(restarted) +
+                           " restarted, " + std::to_string(kept) + " unchanged");
+  return Status::Ok();
+}
+
+Status Agent::ReloadFile(const std::string& path) {
+  auto next = LoadConfig(path);
+  Status st = next.ok() ? Reload(next.value()) : next.status();
+  metrics_.config_reloads.Add({{"result", st.ok() ? "success" : "failure"}}).Increment();
+  if (!st.ok()) {
+    Log(LogLevel::kError, "reload rejected, keeping the running configuration: " + st.message());
+  }
+  return st;
+}
+
 bool Agent::FirstRoundDone() const {
-  for (const auto& p : probers_) {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, p] : probers_) {
     if (!p->probed_once()) return false;
   }
   return true;
 }
 
-std::string Agent::Summary() const {
-  std::string out;
-  for (const auto& p : probers_) {
-    ReplicaView v = p->view();
-    if (!out.empty()) out += "; ";
-    out += p->id() + " ";
-    if (v.last) {
-      out += v.last->state + (v.last->healthy ? " healthy" : " unhealthy") + " delay " +
-             std::to_string(v.last->delay_lower_ms) + ".." + std::to_string(v.last->delay_ms) +
-             " ms";
-    } else {
-      out += "not measured yet";
-    }
+bool Agent::ProbersAlive(Millis within) const {
+  std::lock_guard lock(mu_);
+  const MonoTime now = clock_.Now();
+  for (const auto& [id, p] : probers_) {
+    if (now - p->last_probe_done() > within) return false;
   }
+  return true;
+}
+
+std::string Agent::Summary() const {
+  std::lock_guard lock(mu_);
+  int healthy = 0;
+  std::map<std::string, int> states;
+  for (const auto& [id, p] : probers_) {
+    ReplicaView v = p->view();
+    if (v.last && v.last->healthy) ++healthy;
+    ++states[v.last ? v.last->state : "unmeasured"];
+  }
+  std::string out =
+      std::to_string(healthy) + "/" + std::to_string(probers_.size()) + " replicas healthy";
+  for (const auto& [state, n] : states) {
+    if (state != "ok") out += ", " + std::to_string(n) + " " + state;
+  }
+  out += "; primary " + writer_.view().state;
+  out += publisher_.connected() ? "; redis connected" : "; redis DISCONNECTED";
   return out;
 }
 

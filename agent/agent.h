@@ -1,9 +1,12 @@
 // The agent: owns and wires every part (DESIGN.md §2). Start() brings them up in dependency
-// order; Stop() (or the destructor) stops and joins them in reverse.
-// Thread-safe after Start(): views can be read from any thread.
+// order; Stop() (or the destructor) stops and joins them in reverse. Reload() applies a new
+// configuration without touching replicas whose settings did not change.
+// Thread-safe: Reload, Summary and the views may be called from any thread after Start().
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,21 +34,44 @@ class Agent {
   Status Start();
   void Stop();
 
-  // One line per replica for the foreground log.
+  // Applies `next`: replicas added are started, removed ones stopped (and dropped from
+  // `<prefix>:replicas` and /metrics), changed ones (tier, weight, tier limits, health, slo)
+  // restarted; unchanged replicas keep running untouched. Only `replicas`, `tiers`, `health` and
+  // `slo` can change at run time: InvalidArgument naming the first other key that differs, and
+  // nothing is changed.
+  Status Reload(const Config& next);
+  // Reads and validates `path`, then Reload()s it; a failure is logged and counted, and the
+  // running configuration stays.
+  Status ReloadFile(const std::string& path);
+
+  // One line for systemd's STATUS= and the log: replicas healthy, primary, Redis.
   std::string Summary() const;
+  // True once every replica has completed at least one probe.
   bool FirstRoundDone() const;
+  // True if every prober finished a probe within `within` (for the systemd watchdog).
+  bool ProbersAlive(Millis within) const;
 
  private:
-  const Config config_;
+  std::unique_ptr<ReplicaProber> MakeProber(const Config& config, const ReplicaConfig& r);
+
   const Clock& clock_;
   Metrics metrics_;
   HeartbeatLog heartbeat_log_;
   PositionHistory positions_;
+  // Constant after construction: the parts that cannot be reloaded read these.
+  const Config initial_;
   RedisPublisher publisher_;
   HeartbeatWriter writer_;
   PositionSampler sampler_;
-  std::vector<std::unique_ptr<ReplicaProber>> probers_;
+
+  mutable std::mutex mu_;  // serialises Reload against readers of probers_
+  Config config_;          // GUARDED_BY(mu_): the running configuration
+  std::map<std::string, std::unique_ptr<ReplicaProber>> probers_;  // GUARDED_BY(mu_), by id
+  bool started_ = false;                                           // GUARDED_BY(mu_)
   std::unique_ptr<HttpServer> http_;
 };
+
+// The first top-level key (or "replicas" etc.) whose change Reload cannot apply, or "".
+std::string FirstUnreloadableChange(const Config& running, const Config& next);
 
 }  // namespace lagwatch

@@ -1,8 +1,11 @@
 // lagwatch: measures how stale each MySQL/MariaDB replica is and publishes it to Redis and
 // Prometheus. See README.md and DESIGN.md.
+#include <systemd/sd-daemon.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include <pthread.h>
@@ -14,6 +17,9 @@
 
 namespace {
 
+using lagwatch::Log;
+using lagwatch::LogLevel;
+
 constexpr int kExitUsage = 2;  // bad command line or bad config
 
 void Usage(FILE* out) {
@@ -22,6 +28,7 @@ void Usage(FILE* out) {
                "       lagwatch --check-config FILE  validate FILE and exit (0 ok, 2 invalid)\n"
                "       lagwatch --version\n"
                "       lagwatch --help\n"
+               "Signals: SIGTERM/SIGINT stop, SIGHUP reloads FILE.\n"
                "MySQL credentials are read only from the option files the config names.\n");
 }
 
@@ -33,7 +40,7 @@ int Run(const std::string& path) {
     return kExitUsage;
   }
   // Block the signals we handle before any thread starts, so they all inherit the mask and only
-  // sigwait() below sees them.
+  // sigtimedwait() below sees them.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -42,25 +49,59 @@ int Run(const std::string& path) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  const int probe_interval_ms = config->probe.interval_ms;
   lagwatch::Agent agent(std::move(config).value());
   if (auto st = agent.Start(); !st.ok()) {
-    lagwatch::Log(lagwatch::LogLevel::kError, "cannot start: " + st.ToString());
+    Log(LogLevel::kError, "cannot start: " + st.ToString());
     return 1;
   }
+
+  // systemd: READY=1 once every replica has been probed, STATUS= with a summary, and WATCHDOG=1
+  // at half the watchdog interval while the probers are making progress (a wedged agent stops
+  // pinging and gets restarted). All of this is a no-op without NOTIFY_SOCKET.
+  uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
+  const auto watchdog_every = std::chrono::microseconds(watchdog_usec / 2);
+  const lagwatch::Millis alive_within(std::max(2000, 10 * probe_interval_ms));
+  auto next_watchdog = std::chrono::steady_clock::now();
+  auto next_status = std::chrono::steady_clock::now();
+  bool ready = false;
+  std::string last_status;
+
   for (;;) {
-    int sig = 0;
-    sigwait(&set, &sig);
+    timespec tick = {0, 100'000'000};  // 100 ms
+    int sig = sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGHUP) {
-      lagwatch::Log(
-          lagwatch::LogLevel::kWarn,
-          "SIGHUP: configuration reload is not implemented yet; restart to apply changes");
+      agent.ReloadFile(path);
       continue;
     }
-    lagwatch::Log(lagwatch::LogLevel::kInfo, std::string("stopping on ") + strsignal(sig));
-    break;
+    if (sig == SIGINT || sig == SIGTERM) {
+      sd_notify(0, "STOPPING=1");
+      Log(LogLevel::kInfo, std::string("stopping on ") + strsignal(sig));
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!ready && agent.FirstRoundDone()) {
+      ready = true;
+      last_status = agent.Summary();
+      sd_notify(0, ("READY=1\nSTATUS=" + last_status).c_str());
+      Log(LogLevel::kInfo, "first probe round done: " + last_status);
+    }
+    if (ready && now >= next_status) {
+      next_status = now + std::chrono::seconds(1);
+      std::string status = agent.Summary();
+      if (status != last_status) {
+        last_status = status;
+        sd_notify(0, ("STATUS=" + status).c_str());
+      }
+    }
+    if (watchdog && now >= next_watchdog && agent.ProbersAlive(alive_within)) {
+      next_watchdog = now + watchdog_every;
+      sd_notify(0, "WATCHDOG=1");
+    }
   }
   agent.Stop();
-  lagwatch::Log(lagwatch::LogLevel::kInfo, "stopped");
+  Log(LogLevel::kInfo, "stopped");
   return 0;
 }
 

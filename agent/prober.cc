@@ -81,6 +81,7 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
   }
   std::sort(limits_ms_.begin(), limits_ms_.end());
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
+  last_probe_done_ = clock_.Now();
   m_.lag_upper_seconds->Set(std::nan(""));
   m_.lag_lower_seconds->Set(std::nan(""));
   m_.SetState("unreachable");
@@ -100,6 +101,11 @@ void ReplicaProber::Stop() {
 ReplicaView ReplicaProber::view() const {
   std::lock_guard lock(mu_);
   return view_;
+}
+
+MonoTime ReplicaProber::last_probe_done() const {
+  std::lock_guard lock(mu_);
+  return last_probe_done_;
 }
 
 bool ReplicaProber::probed_once() const {
@@ -346,6 +352,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
     view_.last_error_at_ms = snap.measured_at_ms;
   }
   probed_once_ = true;
+  last_probe_done_ = clock_.Now();
 }
 
 }  // namespace lagwatch

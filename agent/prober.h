@@ -72,6 +72,8 @@ class ReplicaProber {
 
   // True once the first probe (successful or not) has completed.
   bool probed_once() const;
+  // When the last probe finished (construction time before the first).
+  MonoTime last_probe_done() const;
 
  private:
   void Run(std::stop_token stop);
@@ -110,6 +112,7 @@ class ReplicaProber {
   mutable std::mutex mu_;
   ReplicaView view_;          // GUARDED_BY(mu_)
   bool probed_once_ = false;  // GUARDED_BY(mu_)
+  MonoTime last_probe_done_;  // GUARDED_BY(mu_)
 
   std::condition_variable_any cv_;
   std::jthread thread_;

@@ -115,6 +115,10 @@ Metrics::Metrics(const std::string& version)
                            .Help("Health/state change events published on the events channel.")
                            .Register(*registry_)
                            .Add({})),
+      config_reloads(BuildCounter()
+                         .Name("lagwatch_config_reloads_total")
+                         .Help("Configuration reloads (SIGHUP), by result.")
+                         .Register(*registry_)),
       lag_upper_(BuildGauge()
                      .Name("lagwatch_replica_lag_upper_seconds")
                      .Help("Upper bound of the replica's staleness at the last probe: its data is "
@@ -178,6 +182,8 @@ Metrics::Metrics(const std::string& version)
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   redis_connected.Set(0);
+  config_reloads.Add({{"result", "success"}});
+  config_reloads.Add({{"result", "failure"}});
   for (const char* state : kPrimaryStates) {
     primary_state.Add({{"state", state}}).Set(std::string(state) == "down" ? 1 : 0);
   }
@@ -211,6 +217,41 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
   m.status_polls = &status_polls_.Add(l);
   m.probe_errors_family = &probe_errors_;
   return m;
+}
+
+}  // namespace lagwatch
+
+namespace lagwatch {
+
+void Metrics::RemoveReplica(const std::string& replica) {
+  std::lock_guard lock(mu_);
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    if (it->first.rfind(replica + "\n", 0) != 0) {
+      ++it;
+      continue;
+    }
+    ReplicaMetrics& m = *it->second;
+    lag_upper_.Remove(m.lag_upper_seconds);
+    lag_lower_.Remove(m.lag_lower_seconds);
+    healthy_.Remove(m.healthy);
+    io_running_.Remove(m.io_thread_running);
+    sql_running_.Remove(m.sql_thread_running);
+    sbm_.Remove(m.seconds_behind_master);
+    relay_space_.Remove(m.relay_log_space_bytes);
+    for (auto* g : m.state) state_.Remove(g);
+    lag_hist_.Remove(m.lag_seconds);
+    probe_duration_.Remove(m.probe_duration_seconds);
+    probes_.Remove(m.probes);
+    probes_within_slo_.Remove(m.probes_within_slo);
+    status_polls_.Remove(m.status_polls);
+    for (const char* reason :
+         {"ok", "invalid", "unavailable", "timeout", "server_error", "bad_data", "cancelled"}) {
+      auto l = m.labels;
+      l["reason"] = reason;
+      if (probe_errors_.Has(l)) probe_errors_.Remove(&probe_errors_.Add(l));
+    }
+    it = replicas_.erase(it);
+  }
 }
 
 }  // namespace lagwatch

@@ -62,6 +62,9 @@ class Metrics {
 
   // The handles for `replica` ("host:port") in `tier`; creates its series on first use.
   ReplicaMetrics& Replica(const std::string& replica, const std::string& tier);
+  // Removes every series of `replica` (when configuration no longer lists it, or its tier
+  // label changes). Handles from Replica() for it become invalid.
+  void RemoveReplica(const std::string& replica);
 
   // Agent-wide series.
   prometheus::Family<prometheus::Gauge>& build_info;  // label version
@@ -80,6 +83,7 @@ class Metrics {
   prometheus::Histogram& redis_publish_duration_seconds;
   prometheus::Gauge& redis_connected;
   prometheus::Counter& events_published;
+  prometheus::Family<prometheus::Counter>& config_reloads;  // label result: success, failure
 
  private:
   prometheus::Family<prometheus::Gauge>& lag_upper_;

@@ -50,7 +50,15 @@ void RedisPublisher::Stop() {
 
 void RedisPublisher::SetReplicas(const std::vector<std::string>& ids) {
   std::lock_guard lock(mu_);
-  members_ = std::set<std::string>(ids.begin(), ids.end());
+  std::set<std::string> next(ids.begin(), ids.end());
+  for (const auto& m : members_) {
+    if (!next.count(m)) {
+      removed_.insert(m);
+      pending_.erase(m);
+    }
+  }
+  for (const auto& m : next) removed_.erase(m);
+  members_ = std::move(next);
   members_dirty_ = true;
   cv_.notify_all();
 }
@@ -155,6 +163,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   auto started = std::chrono::steady_clock::now();
 
   size_t replies = 0;
+  std::set<std::string> removing;
   if (with_members) {
     std::vector<std::string> sadd = {"SADD", set_key};
     {
@@ -164,6 +173,22 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     if (sadd.size() > 2) {
       Append(ctx_, sadd);
       ++replies;
+    }
+    // Replicas no longer configured leave the set and lose their key at once.
+    std::vector<std::string> srem = {"SREM", set_key};
+    std::vector<std::string> del = {"DEL"};
+    {
+      std::lock_guard lock(mu_);
+      removing.swap(removed_);
+    }
+    for (const auto& m : removing) {
+      srem.push_back(m);
+      del.push_back(config_.key_prefix + ":" + m);
+    }
+    if (srem.size() > 2) {
+      Append(ctx_, srem);
+      Append(ctx_, del);
+      replies += 2;
     }
   }
   size_t written = 0;
@@ -215,6 +240,9 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
     if (primary && !primary_) primary_ = std::move(primary);
     if (with_members) members_dirty_ = true;
+    for (const auto& m : removing) {
+      if (!members_.count(m)) removed_.insert(m);
+    }
     return false;
   }
   metrics_->redis_publishes.Increment(static_cast<double>(written));

@@ -37,7 +37,8 @@ class RedisPublisher {
   void Start();
   void Stop();
 
-  // The members of `<prefix>:replicas`.
+  // The members of `<prefix>:replicas`; members no longer listed are removed from the set and
+  // their keys deleted.
   void SetReplicas(const std::vector<std::string>& ids);
   // Queues `snap` for writing, replacing an unwritten older record of the same replica.
   void Publish(const ReplicaSnapshot& snap);
@@ -72,6 +73,7 @@ class RedisPublisher {
   std::optional<PrimarySnapshot> primary_;          // GUARDED_BY(mu_)
   std::deque<std::string> events_;                  // GUARDED_BY(mu_)
   std::set<std::string> members_;                   // GUARDED_BY(mu_)
+  std::set<std::string> removed_;                   // GUARDED_BY(mu_): to SREM and DEL
   bool members_dirty_ = true;                       // GUARDED_BY(mu_)
   bool connected_ = false;                          // GUARDED_BY(mu_)
 

@@ -113,11 +113,12 @@ std::optional<std::string> AdminQuery(const std::string& socket, const std::stri
   return out;
 }
 
-Agent::Agent(const std::string& config_path, std::string log_path)
+Agent::Agent(const std::string& config_path, std::string log_path, std::vector<std::string> env)
     : log_path_(std::move(log_path)) {
   pid_ = fork();
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
+    for (auto& e : env) putenv(e.data());
     int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
     dup2(fd, 1);

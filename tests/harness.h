@@ -52,7 +52,8 @@ std::optional<std::string> AdminQuery(const std::string& socket, const std::stri
 // The lagwatch daemon as a child process, stderr captured to `log_path`.
 class Agent {
  public:
-  Agent(const std::string& config_path, std::string log_path);
+  // `env`: extra "NAME=value" entries for the child's environment.
+  Agent(const std::string& config_path, std::string log_path, std::vector<std::string> env = {});
   ~Agent();  // SIGTERM, then waits
   pid_t pid() const { return pid_; }
   // Stops with SIGTERM; returns the exit status.
