@@ -1,8 +1,12 @@
 #include "agent/agent.h"
 
+#include <cmath>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/log.h"
+#include "exporters/api.h"
 #include "version.h"
 
 namespace lagwatch {
@@ -58,6 +62,7 @@ Agent::Agent(Config config, const Clock& clock)
       publisher_(initial_.redis, &metrics_, clock_),
       writer_(initial_, &heartbeat_log_, &metrics_, &publisher_),
       sampler_(initial_, &positions_, &metrics_),
+      router_feedback_(initial_.redis, metrics_.registry()),
       config_(std::move(config)) {
   for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(config_, r);
 }
@@ -67,8 +72,40 @@ std::unique_ptr<ReplicaProber> Agent::MakeProber(const Config& config, const Rep
                                          &metrics_, clock_);
 }
 
+std::map<std::string, HttpServer::Handler> Agent::Routes() {
+  auto json = [](const nlohmann::json& j, int code = 200) {
+    return HttpResponse{code, "application/json", j.dump(2) + "\n"};
+  };
+  std::map<std::string, HttpServer::Handler> routes;
+  routes["/api/v1/replicas"] = [this, json] {
+    nlohmann::json list = nlohmann::json::array();
+    std::lock_guard lock(mu_);
+    for (const auto& [id, p] : probers_)
+      list.push_back(ReplicaJson(p->replica(), p->tier(), p->view()));
+    return json({{"agent", initial_.agent_id},
+                 {"generated_at_ms", UnixMillis(clock_.WallNow())},
+                 {"replicas", list}});
+  };
+  routes["/api/v1/primary"] = [this, json] {
+    std::optional<int64_t> sample_age;
+    if (auto s = positions_.LastSample()) sample_age = ToMillis(clock_.Now() - *s);
+    auto latest = heartbeat_log_.Latest();
+    return json(PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
+                            latest ? static_cast<int64_t>(latest->seq) : 0, sample_age));
+  };
+  routes["/api/v1/router"] = [this, json] { return json(RouterJson()); };
+  routes["/readyz"] = [this] {
+    if (!FirstRoundDone())
+      return HttpResponse{503, "text/plain", "not ready: first probe round not done\n"};
+    if (!publisher_.connected())
+      return HttpResponse{503, "text/plain", "not ready: Redis not connected\n"};
+    return HttpResponse{200, "text/plain", "ready\n"};
+  };
+  return routes;
+}
+
 Status Agent::Start() {
-  auto http = HttpServer::Start(initial_.http_listen, metrics_.registry(), {});
+  auto http = HttpServer::Start(initial_.http_listen, metrics_.registry(), Routes());
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
 
@@ -77,6 +114,7 @@ Status Agent::Start() {
   for (const auto& [id, p] : probers_) ids.push_back(id);
   publisher_.SetReplicas(ids);
   publisher_.Start();
+  router_feedback_.Start();
   sampler_.Start();
   writer_.Start();
   auto until = clock_.Now() + std::chrono::seconds(1);
@@ -104,6 +142,7 @@ void Agent::Stop() {
   }
   writer_.Stop();
   sampler_.Stop();
+  router_feedback_.Stop();
   publisher_.Stop();
   http_.reset();
 }
@@ -171,6 +210,58 @@ Status Agent::ReloadFile(const std::string& path) {
     Log(LogLevel::kError, "reload rejected, keeping the running configuration: " + st.message());
   }
   return st;
+}
+
+void Agent::Tick() {
+  const MonoTime now = clock_.Now();
+  std::lock_guard lock(router_mu_);
+  for (const auto& [app, t] : router_feedback_.AppTotals()) {
+    auto [it, fresh] = app_windows_.try_emplace(app);
+    AppWindows& w = it->second;
+    if (fresh) {
+      for (size_t i = 0; i < std::size(kWindowNames); ++i) {
+        // One observation a second, with headroom.
+        const size_t capacity = static_cast<size_t>(kWindowSpansMs[i] / 1000) + 16;
+        w.rwsr.emplace_back(Millis(kWindowSpansMs[i]), capacity);
+        w.dsr.emplace_back(Millis(kWindowSpansMs[i]), capacity);
+        const prometheus::Labels l = {{"app", app}, {"window", kWindowNames[i]}};
+        w.rwsr_gauges.push_back(&metrics_.router_rwsr.Add(l));
+        w.dsr_gauges.push_back(&metrics_.router_dsr.Add(l));
+      }
+    }
+    for (size_t i = 0; i < w.rwsr.size(); ++i) {
+      w.rwsr[i].Observe(now, t.reads_replica, t.reads_all);
+      w.dsr[i].Observe(now, t.degrade_successes, t.degrade_attempts);
+      w.rwsr_gauges[i]->Set(w.rwsr[i].Ratio(now).value_or(std::nan("")));
+      w.dsr_gauges[i]->Set(w.dsr[i].Ratio(now).value_or(std::nan("")));
+    }
+  }
+}
+
+nlohmann::json Agent::RouterJson() {
+  const MonoTime now = clock_.Now();
+  auto ratio = [](std::optional<double> r) {
+    return r ? nlohmann::json(*r) : nlohmann::json(nullptr);
+  };
+  nlohmann::json apps = nlohmann::json::array();
+  auto totals = router_feedback_.AppTotals();
+  std::lock_guard lock(router_mu_);
+  for (const auto& [app, t] : totals) {
+    nlohmann::json j = {{"app", app},
+                        {"reads_replica", t.reads_replica},
+                        {"reads_all", t.reads_all},
+                        {"degrade_attempts", t.degrade_attempts},
+                        {"degrade_successes", t.degrade_successes}};
+    auto it = app_windows_.find(app);
+    for (size_t i = 0; it != app_windows_.end() && i < it->second.rwsr.size(); ++i) {
+      j["windows"][kWindowNames[i]] = {{"rwsr", ratio(it->second.rwsr[i].Ratio(now))},
+                                       {"dsr", ratio(it->second.dsr[i].Ratio(now))}};
+    }
+    apps.push_back(j);
+  }
+  return {{"polls", router_feedback_.polls()},
+          {"connected", router_feedback_.connected()},
+          {"apps", apps}};
 }
 
 bool Agent::FirstRoundDone() const {

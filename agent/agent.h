@@ -10,13 +10,17 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/prober.h"
 #include "agent/status.h"
+#include "agent/windows.h"
 #include "exporters/http_server.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
+#include "exporters/router_feedback.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sampler.h"
 #include "heartbeat/writer.h"
@@ -44,6 +48,9 @@ class Agent {
   // running configuration stays.
   Status ReloadFile(const std::string& path);
 
+  // Periodic upkeep (about once a second): router RWSR/DSR windows.
+  void Tick();
+
   // One line for systemd's STATUS= and the log: replicas healthy, primary, Redis.
   std::string Summary() const;
   // True once every replica has completed at least one probe.
@@ -53,6 +60,8 @@ class Agent {
 
  private:
   std::unique_ptr<ReplicaProber> MakeProber(const Config& config, const ReplicaConfig& r);
+  // The HTTP API's routes (README "HTTP API").
+  std::map<std::string, HttpServer::Handler> Routes();
 
   const Clock& clock_;
   Metrics metrics_;
@@ -63,6 +72,16 @@ class Agent {
   RedisPublisher publisher_;
   HeartbeatWriter writer_;
   PositionSampler sampler_;
+
+  RouterFeedback router_feedback_;
+  // Per router app: RWSR and DSR windows (1m, 5m) and their gauges.
+  struct AppWindows {
+    std::vector<CounterRatioWindow> rwsr, dsr;
+    std::vector<prometheus::Gauge*> rwsr_gauges, dsr_gauges;
+  };
+  nlohmann::json RouterJson();
+  std::mutex router_mu_;
+  std::map<std::string, AppWindows> app_windows_;  // GUARDED_BY(router_mu_)
 
   mutable std::mutex mu_;  // serialises Reload against readers of probers_
   Config config_;          // GUARDED_BY(mu_): the running configuration

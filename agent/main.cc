@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/status_cmd.h"
 #include "version.h"
 
 namespace {
@@ -26,6 +27,9 @@ void Usage(FILE* out) {
   std::fprintf(out,
                "usage: lagwatch --config FILE        run in the foreground (logs to stderr)\n"
                "       lagwatch --check-config FILE  validate FILE and exit (0 ok, 2 invalid)\n"
+               "       lagwatch status [--url http://HOST:PORT | --config FILE]\n"
+               "                                     a running agent's replicas; exit 1 if any\n"
+               "                                     is unhealthy, 3 if the agent is unreachable\n"
                "       lagwatch --version\n"
                "       lagwatch --help\n"
                "Signals: SIGTERM/SIGINT stop, SIGHUP reloads FILE.\n"
@@ -65,6 +69,7 @@ int Run(const std::string& path) {
   const lagwatch::Millis alive_within(std::max(2000, 10 * probe_interval_ms));
   auto next_watchdog = std::chrono::steady_clock::now();
   auto next_status = std::chrono::steady_clock::now();
+  auto next_tick = std::chrono::steady_clock::now();
   bool ready = false;
   std::string last_status;
 
@@ -94,6 +99,10 @@ int Run(const std::string& path) {
         last_status = status;
         sd_notify(0, ("STATUS=" + status).c_str());
       }
+    }
+    if (now >= next_tick) {
+      next_tick = now + std::chrono::seconds(1);
+      agent.Tick();
     }
     if (watchdog && now >= next_watchdog && agent.ProbersAlive(alive_within)) {
       next_watchdog = now + watchdog_every;
@@ -127,6 +136,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 3 && !std::strcmp(argv[1], "--config")) return Run(argv[2]);
+  if (argc >= 2 && !std::strcmp(argv[1], "status")) {
+    return lagwatch::RunStatusCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   Usage(stderr);
   return kExitUsage;
 }

@@ -82,6 +82,12 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
   std::sort(limits_ms_.begin(), limits_ms_.end());
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   last_probe_done_ = clock_.Now();
+  for (int64_t span_ms : kWindowSpansMs) {
+    // Room for every probe at the configured rate plus deadline probes, with headroom.
+    const size_t capacity = static_cast<size_t>(span_ms / config.probe.interval_ms) * 2 + 64;
+    lag_windows_.emplace_back(Millis(span_ms), capacity);
+    slar_windows_.emplace_back(Millis(span_ms));
+  }
   m_.lag_upper_seconds->Set(std::nan(""));
   m_.lag_lower_seconds->Set(std::nan(""));
   m_.SetState("unreachable");
@@ -100,7 +106,34 @@ void ReplicaProber::Stop() {
 
 ReplicaView ReplicaProber::view() const {
   std::lock_guard lock(mu_);
-  return view_;
+  ReplicaView v = view_;
+  v.windows = WindowsLocked(clock_.Now());
+  return v;
+}
+
+std::vector<WindowStats> ReplicaProber::WindowsLocked(MonoTime now) const {
+  std::vector<WindowStats> out;
+  for (size_t w = 0; w < lag_windows_.size(); ++w) {
+    QuantileWindow::Summary s = lag_windows_[w].Summarize(now);
+    out.push_back({kWindowNames[w], slar_windows_[w].Count(now), s.p50, s.p95, s.p99, s.max,
+                   slar_windows_[w].Ratio(now)});
+  }
+  return out;
+}
+
+void ReplicaProber::UpdateWindowGauges(MonoTime now) {
+  if (now < next_window_update_) return;
+  next_window_update_ = now + Millis(1000);
+  std::vector<WindowStats> windows;
+  {
+    std::lock_guard lock(mu_);
+    windows = WindowsLocked(now);
+  }
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const double q[] = {windows[w].p50_ms, windows[w].p95_ms, windows[w].p99_ms};
+    for (size_t i = 0; i < std::size(q); ++i) m_.lag_window_seconds[w][i]->Set(q[i] / 1000.0);
+    m_.slar_ratio[w]->Set(windows[w].slar.value_or(std::nan("")));
+  }
 }
 
 MonoTime ReplicaProber::last_probe_done() const {
@@ -342,7 +375,20 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   }
 
   replication_stopped_ = status.known && !in.threads_running;
+  {
+    std::lock_guard lock(mu_);
+    // SLAR counts every probe: one that could not measure is not within the SLO.
+    const bool within_slo = r.ok() && in.delay_ms && *in.delay_ms <= config_.slo_delay_ms;
+    for (auto& w : slar_windows_) w.Add(obs.received, within_slo);
+    if (in.delay_ms) {
+      for (auto& w : lag_windows_) w.Add(obs.received, static_cast<double>(*in.delay_ms));
+    }
+  }
+  UpdateWindowGauges(obs.received);
+
   std::lock_guard lock(mu_);
+  view_.state = snap.state;
+  view_.healthy = snap.healthy;
   view_.status = status;
   if (bounds_) view_.last = snap;
   ++view_.probes;

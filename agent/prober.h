@@ -20,6 +20,7 @@
 #include "agent/config.h"
 #include "agent/health.h"
 #include "agent/snapshot.h"
+#include "agent/windows.h"
 #include "heartbeat/estimator.h"
 #include "heartbeat/history.h"
 #include "heartbeat/writer.h"
@@ -47,13 +48,26 @@ struct ReplicationStatus {
 Result<ReplicationStatus> ParseSlaveStatus(const struct QueryResult& result);
 
 // Everything the prober knows about its replica, for the API and the live view.
+// Rolling-window statistics of one replica over one window.
+struct WindowStats {
+  std::string name;  // "1m", "5m"
+  size_t probes = 0;
+  double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;  // NaN when no probe was measured
+  std::optional<double> slar;                             // nullopt when no probe ran
+};
+
 struct ReplicaView {
-  std::optional<ReplicaSnapshot> last;  // nullopt until the first measurement
+  // The verdict of the latest probe (also before the first measurement, when no key is
+  // published yet).
+  std::string state = "unreachable";
+  bool healthy = false;
+  std::optional<ReplicaSnapshot> last;  // the last published record; nullopt until measured
   ReplicationStatus status;
   std::string last_error;
   int64_t last_error_at_ms = 0;
   uint64_t probes = 0;
   uint64_t failures = 0;
+  std::vector<WindowStats> windows;  // 1m, 5m
 };
 
 class ReplicaProber {
@@ -68,6 +82,8 @@ class ReplicaProber {
   void Stop();
 
   const std::string& id() const { return id_; }
+  const ReplicaConfig& replica() const { return replica_; }
+  const TierConfig& tier() const { return tier_; }
   ReplicaView view() const;
 
   // True once the first probe (successful or not) has completed.
@@ -109,10 +125,18 @@ class ReplicaProber {
                               // turned out to have no @@gtid_slave_pos
   bool replication_stopped_ = false;  // the last status poll found a thread not running
 
+  // Refreshes the window gauges (at most once a second: summarising is O(samples)).
+  void UpdateWindowGauges(MonoTime now);
+  std::vector<WindowStats> WindowsLocked(MonoTime now) const;  // REQUIRES: mu_ held
+
   mutable std::mutex mu_;
-  ReplicaView view_;          // GUARDED_BY(mu_)
-  bool probed_once_ = false;  // GUARDED_BY(mu_)
-  MonoTime last_probe_done_;  // GUARDED_BY(mu_)
+  // Lag (ms) of every measured probe, and the SLAR verdict of every probe, per window.
+  std::vector<QuantileWindow> lag_windows_;  // GUARDED_BY(mu_)
+  std::vector<RatioWindow> slar_windows_;    // GUARDED_BY(mu_)
+  MonoTime next_window_update_{};            // used only by the probing thread
+  ReplicaView view_;                         // GUARDED_BY(mu_)
+  bool probed_once_ = false;                 // GUARDED_BY(mu_)
+  MonoTime last_probe_done_;                 // GUARDED_BY(mu_)
 
   std::condition_variable_any cv_;
   std::jthread thread_;

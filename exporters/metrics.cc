@@ -119,6 +119,16 @@ Metrics::Metrics(const std::string& version)
                          .Name("lagwatch_config_reloads_total")
                          .Help("Configuration reloads (SIGHUP), by result.")
                          .Register(*registry_)),
+      router_rwsr(BuildGauge()
+                      .Name("lagwatch_router_rwsr_ratio")
+                      .Help("Read/write split ratio from router feedback over the window: replica "
+                            "reads / all reads (NaN without reads in the window).")
+                      .Register(*registry_)),
+      router_dsr(BuildGauge()
+                     .Name("lagwatch_router_dsr_ratio")
+                     .Help("Degradation success ratio from router feedback over the window: "
+                           "successes / attempts (NaN without attempts in the window).")
+                     .Register(*registry_)),
       lag_upper_(BuildGauge()
                      .Name("lagwatch_replica_lag_upper_seconds")
                      .Help("Upper bound of the replica's staleness at the last probe: its data is "
@@ -157,6 +167,17 @@ Metrics::Metrics(const std::string& version)
                     .Name("lagwatch_replica_lag_seconds")
                     .Help("Distribution of the published upper bound, one observation per probe.")
                     .Register(*registry_)),
+      lag_window_(
+          BuildGauge()
+              .Name("lagwatch_replica_lag_window_seconds")
+              .Help("Percentile (50, 95, 99) of the published upper bound over the last 1m or "
+                    "5m (nearest rank over every measured probe), computed by the agent.")
+              .Register(*registry_)),
+      slar_window_(BuildGauge()
+                       .Name("lagwatch_replica_slar_ratio")
+                       .Help("SLAR over the last 1m or 5m: probes with delay_ms <= slo.delay_ms / "
+                             "all probes (failed probes count as outside).")
+                       .Register(*registry_)),
       probe_duration_(BuildHistogram()
                           .Name("lagwatch_probe_duration_seconds")
                           .Help("Round trip of the heartbeat/position probe.")
@@ -182,6 +203,11 @@ Metrics::Metrics(const std::string& version)
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   redis_connected.Set(0);
+  for (const char* reason : kErrorReasons) {
+    heartbeat_errors.Add({{"reason", reason}});
+    sampler_errors.Add({{"reason", reason}});
+  }
+  for (const char* reason : kRedisErrorReasons) redis_errors.Add({{"reason", reason}});
   config_reloads.Add({{"result", "success"}});
   config_reloads.Add({{"result", "failure"}});
   for (const char* state : kPrimaryStates) {
@@ -211,11 +237,24 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
     m.state[i] = &state_.Add(sl);
   }
   m.lag_seconds = &lag_hist_.Add(l, LagBuckets());
+  for (size_t w = 0; w < std::size(kWindowNames); ++w) {
+    auto wl = l;
+    wl["window"] = kWindowNames[w];
+    m.slar_ratio[w] = &slar_window_.Add(wl);
+    m.slar_ratio[w]->Set(std::nan(""));
+    for (size_t q = 0; q < std::size(kWindowPercentiles); ++q) {
+      auto ql = wl;
+      ql["percentile"] = kWindowPercentiles[q];
+      m.lag_window_seconds[w][q] = &lag_window_.Add(ql);
+      m.lag_window_seconds[w][q]->Set(std::nan(""));
+    }
+  }
   m.probe_duration_seconds = &probe_duration_.Add(l, LatencyBuckets());
   m.probes = &probes_.Add(l);
   m.probes_within_slo = &probes_within_slo_.Add(l);
   m.status_polls = &status_polls_.Add(l);
   m.probe_errors_family = &probe_errors_;
+  for (const char* reason : kErrorReasons) m.ProbeError(reason);
   return m;
 }
 
@@ -240,12 +279,15 @@ void Metrics::RemoveReplica(const std::string& replica) {
     relay_space_.Remove(m.relay_log_space_bytes);
     for (auto* g : m.state) state_.Remove(g);
     lag_hist_.Remove(m.lag_seconds);
+    for (size_t w = 0; w < std::size(kWindowNames); ++w) {
+      slar_window_.Remove(m.slar_ratio[w]);
+      for (auto* g : m.lag_window_seconds[w]) lag_window_.Remove(g);
+    }
     probe_duration_.Remove(m.probe_duration_seconds);
     probes_.Remove(m.probes);
     probes_within_slo_.Remove(m.probes_within_slo);
     status_polls_.Remove(m.status_polls);
-    for (const char* reason :
-         {"ok", "invalid", "unavailable", "timeout", "server_error", "bad_data", "cancelled"}) {
+    for (const char* reason : kErrorReasons) {
       auto l = m.labels;
       l["reason"] = reason;
       if (probe_errors_.Has(l)) probe_errors_.Remove(&probe_errors_.Add(l));

@@ -22,6 +22,19 @@ namespace lagwatch {
 inline constexpr const char* kReplicaStates[] = {"ok",          "lagging",         "stopped",
                                                  "unreachable", "primary_unknown", "disabled"};
 
+// The rolling windows the agent keeps per replica (and for router ratios), with their labels.
+inline constexpr const char* kWindowNames[] = {"1m", "5m"};
+inline constexpr int64_t kWindowSpansMs[] = {60'000, 300'000};
+// Percentile label values ("quantile" is reserved for summaries).
+inline constexpr const char* kWindowPercentiles[] = {"50", "95", "99"};
+
+// Every reason label Status::reason() can produce for a failed call (pre-created at zero so the
+// series exist before the first error).
+inline constexpr const char* kErrorReasons[] = {"timeout", "unavailable", "server_error",
+                                                "bad_data", "invalid"};
+// Redis publisher failure reasons.
+inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command"};
+
 // The primary's circuit states (DESIGN.md §4), in the order of the enum gauge's series.
 inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
 
@@ -36,6 +49,9 @@ struct ReplicaMetrics {
   prometheus::Gauge* relay_log_space_bytes;
   prometheus::Gauge* state[std::size(kReplicaStates)];
   prometheus::Histogram* lag_seconds;
+  // Rolling windows [0] = 1m, [1] = 5m: lag quantiles p50, p95, p99 and SLAR.
+  prometheus::Gauge* lag_window_seconds[2][3];
+  prometheus::Gauge* slar_ratio[2];
   prometheus::Histogram* probe_duration_seconds;
   prometheus::Counter* probes;
   prometheus::Counter* probes_within_slo;
@@ -84,6 +100,9 @@ class Metrics {
   prometheus::Gauge& redis_connected;
   prometheus::Counter& events_published;
   prometheus::Family<prometheus::Counter>& config_reloads;  // label result: success, failure
+  // Router golden ratios over the agent's rolling windows; labels app, window.
+  prometheus::Family<prometheus::Gauge>& router_rwsr;
+  prometheus::Family<prometheus::Gauge>& router_dsr;
 
  private:
   prometheus::Family<prometheus::Gauge>& lag_upper_;
@@ -95,6 +114,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& relay_space_;
   prometheus::Family<prometheus::Gauge>& state_;
   prometheus::Family<prometheus::Histogram>& lag_hist_;
+  prometheus::Family<prometheus::Gauge>& lag_window_;
+  prometheus::Family<prometheus::Gauge>& slar_window_;
   prometheus::Family<prometheus::Histogram>& probe_duration_;
   prometheus::Family<prometheus::Counter>& probes_;
   prometheus::Family<prometheus::Counter>& probes_within_slo_;

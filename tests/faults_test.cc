@@ -68,6 +68,33 @@ class CadenceWatch {
   int probes_ = 0;
 };
 
+TEST_CASE("a replica in file/position mode keeps tight position bounds") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothOk(redis); }, 10s), E().agent.Log());
+  const std::string sock = E().sandbox.socket("replica1");
+  AdminQuery(sock, "STOP SLAVE");
+  AdminQuery(sock, "CHANGE MASTER TO MASTER_USE_GTID = no");
+  AdminQuery(sock, "START SLAVE");
+  REQUIRE(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 5s));
+  // MariaDB keeps @@gtid_slave_pos up to date in this mode too, so the bound stays about one
+  // sampling interval wide; heartbeat bounds alone would reach up to 500 ms.
+  int64_t worst = 0;
+  auto until = Clock::now() + 3s;
+  while (Clock::now() < until) {
+    worst = std::max(worst, Delay(redis, 1));
+    std::this_thread::sleep_for(20ms);
+  }
+  MESSAGE("file/position mode: largest delay_ms at zero lag " << worst);
+  CHECK(worst >= 0);
+  CHECK(worst < 150);
+  AdminQuery(sock, "STOP SLAVE SQL_THREAD");
+  CHECK(WaitFor([&] { return Is(redis, 1, "stopped", "0") && Delay(redis, 1) > 1000; }, 3s));
+  AdminQuery(sock, "STOP SLAVE");
+  AdminQuery(sock, "CHANGE MASTER TO MASTER_USE_GTID = slave_pos");
+  AdminQuery(sock, "START SLAVE");
+  CHECK(WaitFor([&] { return BothOk(redis); }, 5s));
+}
+
 TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and delays no other") {
   Redis redis(E().sandbox.redis_port());
   REQUIRE_MESSAGE(WaitFor([&] { return BothOk(redis); }, 10s), E().agent.Log());

@@ -1,0 +1,90 @@
+#include "exporters/api.h"
+
+#include <cmath>
+
+namespace lagwatch {
+namespace {
+
+nlohmann::json OrNull(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json ReplicaJson(const ReplicaConfig& config, const TierConfig& tier,
+                           const ReplicaView& view) {
+  nlohmann::json j = {
+      {"replica", config.endpoint.Id()},
+      {"host", config.endpoint.host},
+      {"port", config.endpoint.port},
+      {"state", view.state},
+      {"healthy", view.healthy ? 1 : 0},
+      {"tier", tier.name},
+      {"weight", config.weight},
+      {"max_delay_ms", OrNull(tier.max_delay_ms)},
+      {"tier_enabled", tier.enabled},
+      {"measured", view.last.has_value()},
+      {"probes", view.probes},
+      {"failures", view.failures},
+      {"last_error",
+       view.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(view.last_error)},
+      {"last_error_at_ms",
+       view.last_error_at_ms ? nlohmann::json(view.last_error_at_ms) : nlohmann::json(nullptr)},
+  };
+  // The Redis record's measurements; null until the replica was first measured.
+  if (view.last) {
+    j["delay_ms"] = view.last->delay_ms;
+    j["delay_lower_ms"] = view.last->delay_lower_ms;
+    j["seq"] = view.last->seq;
+    j["measured_at_ms"] = view.last->measured_at_ms;
+    j["agent"] = view.last->agent_id;
+  } else {
+    for (const char* k : {"delay_ms", "delay_lower_ms", "seq", "measured_at_ms", "agent"}) {
+      j[k] = nullptr;
+    }
+  }
+  nlohmann::json windows = nlohmann::json::object();
+  auto num = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  for (const auto& w : view.windows) {
+    windows[w.name] = {{"probes", w.probes},
+                       {"p50_ms", num(w.p50_ms)},
+                       {"p95_ms", num(w.p95_ms)},
+                       {"p99_ms", num(w.p99_ms)},
+                       {"max_ms", num(w.max_ms)},
+                       {"slar", w.slar ? nlohmann::json(*w.slar) : nlohmann::json(nullptr)}};
+  }
+  j["windows"] = windows;
+  const ReplicationStatus& st = view.status;
+  j["replication"] = {
+      {"known", st.known},
+      {"configured", st.configured},
+      {"io_thread", st.io_state.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.io_state)},
+      {"sql_thread_running", st.sql_running},
+      {"seconds_behind_master", OrNull(st.seconds_behind_master)},
+      {"relay_log_space_bytes", OrNull(st.relay_log_space)},
+      {"last_error",
+       st.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.last_error)},
+  };
+  return j;
+}
+
+nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
+                           int64_t heartbeat_interval_ms, int64_t last_seq,
+                           std::optional<int64_t> last_sample_age_ms) {
+  return {
+      {"primary", primary.Id()},
+      {"state", view.state},
+      {"last_write_ms",
+       view.last_write_ms ? nlohmann::json(view.last_write_ms) : nlohmann::json(nullptr)},
+      {"consecutive_failures", view.consecutive_failures},
+      {"read_only", view.read_only ? 1 : 0},
+      {"last_error",
+       view.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(view.last_error)},
+      {"last_error_at_ms",
+       view.last_error_at_ms ? nlohmann::json(view.last_error_at_ms) : nlohmann::json(nullptr)},
+      {"heartbeat", {{"interval_ms", heartbeat_interval_ms}, {"last_seq", last_seq}}},
+      {"positions", {{"last_sample_age_ms", OrNull(last_sample_age_ms)}}},
+  };
+}
+
+}  // namespace lagwatch

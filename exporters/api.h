@@ -1,0 +1,26 @@
+// The JSON shapes of the HTTP API (README "HTTP API"): one function per document, from the
+// agent's views. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/config.h"
+#include "agent/prober.h"
+#include "heartbeat/writer.h"
+
+namespace lagwatch {
+
+// One replica as GET /api/v1/replicas lists it: every Redis field (DESIGN.md §4), its
+// replication status, rolling windows, and its last error with the time it happened.
+nlohmann::json ReplicaJson(const ReplicaConfig& config, const TierConfig& tier,
+                           const ReplicaView& view);
+
+// GET /api/v1/primary.
+nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
+                           int64_t heartbeat_interval_ms, int64_t last_seq,
+                           std::optional<int64_t> last_sample_age_ms);
+
+}  // namespace lagwatch

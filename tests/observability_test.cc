@@ -1,0 +1,320 @@
+// Observability against a real sandbox: the metrics contract (promtool check metrics on a live
+// scrape, every documented family for both replicas), the events channel seen by a subscriber,
+// the JSON API and `lagwatch status` with one replica stalled, and router feedback (HINCRBY
+// rw_stats:… through redis-cli) showing up in the RWSR/DSR metrics.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <hiredis/hiredis.h>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/strings.h"
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+const std::string kDir = "/tmp/lw-ob";
+
+struct Env {
+  Sandbox sandbox{kDir, 27606};
+  Agent agent{sandbox.config_path(), kDir + "/agent.log"};
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
+bool BothOk(Redis& redis) {
+  for (int r : {1, 2}) {
+    auto h = redis.HGetAll(Key(r));
+    if (h["state"] != "ok" || h["healthy"] != "1") return false;
+  }
+  return true;
+}
+std::string Metrics() { return HttpGet(E().sandbox.http_port(), "/metrics").second; }
+
+// The metric families the README documents, each of which must appear in a live scrape.
+const std::vector<std::string> kFamilies = {
+    "lagwatch_replica_lag_upper_seconds",
+    "lagwatch_replica_lag_lower_seconds",
+    "lagwatch_replica_lag_seconds",
+    "lagwatch_replica_state",
+    "lagwatch_replica_healthy",
+    "lagwatch_replica_io_thread_running",
+    "lagwatch_replica_sql_thread_running",
+    "lagwatch_replica_seconds_behind_master",
+    "lagwatch_replica_relay_log_space_bytes",
+    "lagwatch_probes_total",
+    "lagwatch_probes_within_slo_total",
+    "lagwatch_probe_errors_total",
+    "lagwatch_probe_duration_seconds",
+    "lagwatch_status_polls_total",
+    "lagwatch_heartbeat_writes_total",
+    "lagwatch_heartbeat_errors_total",
+    "lagwatch_heartbeat_age_seconds",
+    "lagwatch_heartbeat_last_seq",
+    "lagwatch_primary_circuit_state",
+    "lagwatch_primary_consecutive_failures",
+    "lagwatch_primary_read_only",
+    "lagwatch_sampler_samples_total",
+    "lagwatch_sampler_errors_total",
+    "lagwatch_redis_publishes_total",
+    "lagwatch_redis_errors_total",
+    "lagwatch_redis_publish_duration_seconds",
+    "lagwatch_redis_connected",
+    "lagwatch_events_published_total",
+    "lagwatch_config_reloads_total",
+    "lagwatch_build_info",
+    "lagwatch_start_time_seconds",
+};
+// Families with a replica label, which must carry a series for each replica.
+const std::vector<std::string> kPerReplica = {
+    "lagwatch_replica_lag_upper_seconds",
+    "lagwatch_replica_lag_lower_seconds",
+    "lagwatch_replica_lag_seconds_bucket",
+    "lagwatch_replica_state",
+    "lagwatch_replica_healthy",
+    "lagwatch_replica_io_thread_running",
+    "lagwatch_replica_sql_thread_running",
+    "lagwatch_replica_seconds_behind_master",
+    "lagwatch_replica_relay_log_space_bytes",
+    "lagwatch_probes_total",
+    "lagwatch_probes_within_slo_total",
+    "lagwatch_probe_duration_seconds_bucket",
+};
+
+TEST_CASE("a live scrape passes promtool check metrics and has every documented family") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothOk(redis); }, 10s), E().agent.Log());
+  std::string scrape = Metrics();
+  const std::string path = WriteTempFile(kDir, "scrape.txt", scrape);
+  RunResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
+  INFO(check.output);
+  CHECK(check.exit_code == 0);
+  for (const auto& family : kFamilies) {
+    CAPTURE(family);
+    CHECK(scrape.find("# TYPE " + family + " ") != std::string::npos);
+  }
+  for (const auto& family : kPerReplica) {
+    for (int r : {1, 2}) {
+      CAPTURE(family);
+      CAPTURE(r);
+      CHECK(scrape.find(family + "{") != std::string::npos);
+      CHECK(std::regex_search(
+          scrape, std::regex(family + "\\{[^}]*replica=\"" + E().sandbox.replica_id(r) + "\"")));
+    }
+  }
+}
+
+// A subscriber on its own connection, collecting messages from a background thread.
+class Subscriber {
+ public:
+  explicit Subscriber(int port) {
+    timeval tv = {2, 0};
+    ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+    REQUIRE(ctx_ != nullptr);
+    REQUIRE(ctx_->err == 0);
+    auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SUBSCRIBE slave_delay:events"));
+    REQUIRE(r != nullptr);
+    freeReplyObject(r);
+    timeval poll = {0, 200'000};
+    redisSetTimeout(ctx_, poll);
+    thread_ = std::thread([this] {
+      while (!done_) {
+        void* raw = nullptr;
+        if (redisGetReply(ctx_, &raw) != REDIS_OK) {
+          // A read timeout leaves the context in an error state: clear it and keep listening.
+          ctx_->err = 0;
+          continue;
+        }
+        auto* r = static_cast<redisReply*>(raw);
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3) {
+          std::lock_guard lock(mu_);
+          messages_.emplace_back(r->element[2]->str, r->element[2]->len);
+        }
+        freeReplyObject(r);
+      }
+    });
+  }
+  ~Subscriber() {
+    done_ = true;
+    thread_.join();
+    redisFree(ctx_);
+  }
+  std::vector<json> Events() {
+    std::lock_guard lock(mu_);
+    std::vector<json> out;
+    for (const auto& m : messages_) out.push_back(json::parse(m));
+    return out;
+  }
+
+ private:
+  redisContext* ctx_ = nullptr;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+  std::thread thread_;
+};
+
+TEST_CASE("state and health changes are published as JSON events; the API and status show them") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  Subscriber sub(E().sandbox.redis_port());
+  std::this_thread::sleep_for(300ms);  // subscribed before anything changes
+  AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
+  auto is_stopped = [](const json& e) { return e.value("state", "") == "stopped"; };
+  bool seen = WaitFor(
+      [&] {
+        auto ev = sub.Events();
+        return std::any_of(ev.begin(), ev.end(), is_stopped);
+      },
+      3s);
+  auto events = sub.Events();
+  INFO(json(events).dump());
+  REQUIRE(seen);
+  const json& first = events.front();
+  CHECK(first["replica"] == E().sandbox.replica_id(1));
+  CHECK(first["previous_state"] == "ok");
+  CHECK(first["previous_healthy"] == 1);
+  CHECK(first["healthy"] == 0);
+  CHECK(first["agent"] == 1);
+  CHECK(first["delay_ms"].is_number_integer());
+  CHECK(first["measured_at_ms"].is_number_integer());
+  for (const auto& e : events) CHECK(e["replica"] == E().sandbox.replica_id(1));
+
+  // The API in this known state: replica1 stopped and unhealthy (over 1 s by now), replica2 ok.
+  json api;
+  auto replica1_over_1s = [&] {
+    auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
+    if (code != 200) return false;
+    api = json::parse(body);
+    for (const auto& r : api["replicas"]) {
+      if (r["replica"] == E().sandbox.replica_id(1)) return r["delay_ms"].get<int64_t>() > 1000;
+    }
+    return false;
+  };
+  REQUIRE(WaitFor(replica1_over_1s, 3s));
+  REQUIRE(api["replicas"].size() == 2);
+  std::map<std::string, json> by_id;
+  for (const auto& r : api["replicas"]) by_id[r["replica"]] = r;
+  const json& r1 = by_id[E().sandbox.replica_id(1)];
+  const json& r2 = by_id[E().sandbox.replica_id(2)];
+  CHECK(r1["state"] == "stopped");
+  CHECK(r1["healthy"] == 0);
+  CHECK(r1["delay_ms"].get<int64_t>() > 1000);
+  CHECK(r1["replication"]["sql_thread_running"] == false);
+  CHECK(r1["replication"]["seconds_behind_master"].is_null());
+  CHECK(r2["state"] == "ok");
+  CHECK(r2["healthy"] == 1);
+  for (const char* field :
+       {"delay_ms", "delay_lower_ms", "state", "healthy", "tier", "weight", "max_delay_ms", "seq",
+        "measured_at_ms", "agent", "last_error", "last_error_at_ms"}) {
+    CAPTURE(field);
+    CHECK(r2.contains(field));
+  }
+  auto [pcode, pbody] = HttpGet(E().sandbox.http_port(), "/api/v1/primary");
+  REQUIRE(pcode == 200);
+  json primary = json::parse(pbody);
+  CHECK(primary["state"] == "up");
+  CHECK(primary["heartbeat"]["last_seq"].get<int64_t>() > 0);
+  CHECK(HttpGet(E().sandbox.http_port(), "/readyz").first == 200);
+  CHECK(HttpGet(E().sandbox.http_port(), "/healthz").first == 200);
+
+  RunResult status = RunCommand({LAGWATCH_BINARY, "status", "--config", E().sandbox.config_path()});
+  INFO(status.output);
+  CHECK(status.exit_code == 1);
+  CHECK(std::regex_search(status.output,
+                          std::regex(E().sandbox.replica_id(1) + " +tier1 +stopped +NO")));
+  CHECK(
+      std::regex_search(status.output, std::regex(E().sandbox.replica_id(2) + " +tier1 +ok +yes")));
+
+  AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 5s));
+  status = RunCommand({LAGWATCH_BINARY, "status", "--url",
+                       "http://127.0.0.1:" + std::to_string(E().sandbox.http_port())});
+  CHECK(status.exit_code == 0);
+  auto back = sub.Events();
+  CHECK(back.back()["state"] == "ok");
+  CHECK(back.back()["healthy"] == 1);
+}
+
+TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWSR and DSR") {
+  const std::string port = std::to_string(E().sandbox.redis_port());
+  auto hincrby = [&](const std::string& field, int by) {
+    RunResult r = RunCommand(
+        {"/usr/bin/redis-cli", "-p", port, "HINCRBY", "rw_stats:shop", field, std::to_string(by)});
+    REQUIRE(r.exit_code == 0);
+  };
+  const std::string replica = "reads_replica:" + E().sandbox.replica_id(1);
+  hincrby("reads_replica", 95);
+  hincrby(replica, 95);
+  hincrby("reads_master", 5);
+  hincrby("degrade_attempts", 10);
+  hincrby("degrade_successes", 10);
+  // A malformed value is counted and skipped, never fatal.
+  RunCommand({"/usr/bin/redis-cli", "-p", port, "HSET", "rw_stats:junk", "reads_master", "lots"});
+  auto value = [](const std::string& series) { return MetricValue(Metrics(), series); };
+  REQUIRE(WaitFor(
+      [&] { return value("lagwatch_router_reads_total{app=\"shop\",target=\"replica\"}") == 95; },
+      12s));
+  CHECK(value("lagwatch_router_reads_total{app=\"shop\",target=\"master\"}") == 5);
+  CHECK(value("lagwatch_router_replica_reads_total{app=\"shop\",replica=\"" +
+              E().sandbox.replica_id(1) + "\"}") == 95);
+  CHECK(value("lagwatch_router_degrade_attempts_total{app=\"shop\"}") == 10);
+  CHECK(WaitFor(
+      [&] {
+        return value("lagwatch_router_feedback_errors_total{reason=\"malformed\"}").value_or(0) >=
+               1;
+      },
+      12s));
+
+  // Rolling windows need traffic inside them: 80 of the next 100 reads go to replicas and 9 of
+  // 10 degradations succeed.
+  hincrby("reads_replica", 80);
+  hincrby("reads_master", 20);
+  hincrby("degrade_attempts", 10);
+  hincrby("degrade_successes", 9);
+  auto near = [](std::optional<double> v, double want) { return v && std::abs(*v - want) < 1e-9; };
+  CHECK(WaitFor(
+      [&] {
+        return near(value("lagwatch_router_rwsr_ratio{app=\"shop\",window=\"1m\"}"), 0.8) &&
+               near(value("lagwatch_router_dsr_ratio{app=\"shop\",window=\"5m\"}"), 0.9);
+      },
+      12s));
+  auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/router");
+  REQUIRE(code == 200);
+  json router = json::parse(body);
+  json shop;
+  for (const auto& app : router["apps"]) {
+    if (app["app"] == "shop") shop = app;
+  }
+  REQUIRE(shop.is_object());
+  CHECK(shop["reads_all"] == 200);
+  CHECK(near(shop["windows"]["5m"]["rwsr"].get<double>(), 0.8));
+  CHECK(kill(E().agent.pid(), 0) == 0);
+}
+
+TEST_CASE("lagwatch status exits 3 when no agent answers") {
+  RunResult r = RunCommand({LAGWATCH_BINARY, "status", "--url", "http://127.0.0.1:1"});
+  CHECK(r.exit_code == 3);
+  CHECK(RunCommand({LAGWATCH_BINARY, "status", "--url", "ftp://x"}).exit_code == 2);
+}
+
+}  // namespace
+}  // namespace lagwatch::test
