@@ -82,6 +82,28 @@ Metrics::Metrics(const std::string& version)
                             .Help("1 while the primary is read-only and heartbeats are paused.")
                             .Register(*registry_)
                             .Add({})),
+      primary_threads_connected(BuildGauge()
+                                    .Name("lagwatch_primary_threads_connected")
+                                    .Help("The primary's Threads_connected.")
+                                    .Register(*registry_)
+                                    .Add({})),
+      primary_max_connections(BuildGauge()
+                                  .Name("lagwatch_primary_max_connections")
+                                  .Help("The primary's max_connections.")
+                                  .Register(*registry_)
+                                  .Add({})),
+      primary_bp_read_requests(
+          BuildCounter()
+              .Name("lagwatch_primary_innodb_buffer_pool_read_requests_total")
+              .Help("The primary's Innodb_buffer_pool_read_requests (logical reads).")
+              .Register(*registry_)
+              .Add({})),
+      primary_bp_reads(BuildCounter()
+                           .Name("lagwatch_primary_innodb_buffer_pool_reads_total")
+                           .Help("The primary's Innodb_buffer_pool_reads (reads that missed the "
+                                 "buffer pool and went to disk).")
+                           .Register(*registry_)
+                           .Add({})),
       sampler_samples(BuildCounter()
                           .Name("lagwatch_sampler_samples_total")
                           .Help("Primary GTID position samples taken.")

@@ -92,6 +92,11 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& primary_state;  // label state: 1 for the current one
   prometheus::Gauge& primary_consecutive_failures;
   prometheus::Gauge& primary_read_only;
+  // The primary's own load, read by the sampler every 5 s.
+  prometheus::Gauge& primary_threads_connected;
+  prometheus::Gauge& primary_max_connections;
+  prometheus::Counter& primary_bp_read_requests;
+  prometheus::Counter& primary_bp_reads;
   prometheus::Counter& sampler_samples;
   prometheus::Family<prometheus::Counter>& sampler_errors;  // label reason
   prometheus::Counter& redis_publishes;

@@ -72,6 +72,12 @@ const std::vector<std::string> kFamilies = {
     "lagwatch_primary_circuit_state",
     "lagwatch_primary_consecutive_failures",
     "lagwatch_primary_read_only",
+    "lagwatch_primary_threads_connected",
+    "lagwatch_primary_max_connections",
+    "lagwatch_primary_innodb_buffer_pool_read_requests_total",
+    "lagwatch_primary_innodb_buffer_pool_reads_total",
+    "lagwatch_replica_lag_window_seconds",
+    "lagwatch_replica_slar_ratio",
     "lagwatch_sampler_samples_total",
     "lagwatch_sampler_errors_total",
     "lagwatch_redis_publishes_total",
@@ -107,6 +113,9 @@ TEST_CASE("a live scrape passes promtool check metrics and has every documented 
   RunResult check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
   INFO(check.output);
   CHECK(check.exit_code == 0);
+  // The primary's own figures are read too (for the connection and buffer pool alerts).
+  CHECK(MetricValue(scrape, "lagwatch_primary_max_connections") == 200);
+  CHECK(MetricValue(scrape, "lagwatch_primary_threads_connected").value_or(0) >= 2);
   for (const auto& family : kFamilies) {
     CAPTURE(family);
     CHECK(scrape.find("# TYPE " + family + " ") != std::string::npos);
