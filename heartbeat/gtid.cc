@@ -1,5 +1,6 @@
 #include "heartbeat/gtid.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace lagwatch {
@@ -44,26 +45,42 @@ Result<GtidPos> GtidPos::Parse(std::string_view text) {
         !ParseNumber(item.substr(d2 + 1), &seq)) {
       return bad("non-numeric part");
     }
-    if (!pos.seq_by_domain_.emplace(domain, seq).second) return bad("domain listed twice");
-    pos.server_by_domain_[domain] = server;
+    pos.gtids_.push_back({domain, server, seq});
   }
+  std::sort(pos.gtids_.begin(), pos.gtids_.end(),
+            [](const Gtid& a, const Gtid& b) { return a.domain < b.domain; });
+  for (size_t i = 1; i < pos.gtids_.size(); ++i) {
+    if (pos.gtids_[i].domain == pos.gtids_[i - 1].domain) return bad("domain listed twice");
+  }
+  pos.gtids_.shrink_to_fit();
   return pos;
 }
 
+bool GtidPos::operator==(const GtidPos& o) const {
+  if (gtids_.size() != o.gtids_.size()) return false;
+  for (size_t i = 0; i < gtids_.size(); ++i) {
+    if (gtids_[i].domain != o.gtids_[i].domain || gtids_[i].seq != o.gtids_[i].seq) return false;
+  }
+  return true;
+}
+
 bool GtidPos::Reaches(const GtidPos& other) const {
-  for (const auto& [domain, seq] : other.seq_by_domain_) {
-    auto it = seq_by_domain_.find(domain);
-    if (it == seq_by_domain_.end() || it->second < seq) return false;
+  // Both sorted by domain: one merge pass.
+  size_t i = 0;
+  for (const Gtid& want : other.gtids_) {
+    while (i < gtids_.size() && gtids_[i].domain < want.domain) ++i;
+    if (i == gtids_.size() || gtids_[i].domain != want.domain || gtids_[i].seq < want.seq) {
+      return false;
+    }
   }
   return true;
 }
 
 std::string GtidPos::ToString() const {
   std::string out;
-  for (const auto& [domain, seq] : seq_by_domain_) {
+  for (const Gtid& g : gtids_) {
     if (!out.empty()) out += ',';
-    out += std::to_string(domain) + '-' + std::to_string(server_by_domain_.at(domain)) + '-' +
-           std::to_string(seq);
+    out += std::to_string(g.domain) + '-' + std::to_string(g.server) + '-' + std::to_string(g.seq);
   }
   return out;
 }

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/status.h"
 
@@ -22,13 +22,20 @@ class GtidPos {
   // ignored: sequence numbers are ordered within a domain whichever server wrote them.
   bool Reaches(const GtidPos& other) const;
 
-  bool empty() const { return seq_by_domain_.empty(); }
-  bool operator==(const GtidPos& o) const { return seq_by_domain_ == o.seq_by_domain_; }
+  bool empty() const { return gtids_.empty(); }
+  // Equal when every domain's sequence number is (server ids do not order anything).
+  bool operator==(const GtidPos& o) const;
   std::string ToString() const;
 
  private:
-  std::map<uint32_t, uint64_t> seq_by_domain_;
-  std::map<uint32_t, uint32_t> server_by_domain_;
+  struct Gtid {
+    uint32_t domain;
+    uint32_t server;
+    uint64_t seq;
+  };
+  // Sorted by domain, one entry per domain. A vector, not a map: positions are kept by the
+  // thousand in the sampler's history and usually hold one or two domains.
+  std::vector<Gtid> gtids_;
 };
 
 }  // namespace lagwatch
