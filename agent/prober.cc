@@ -19,6 +19,8 @@ namespace {
 // bounds can no longer advance, and growing lag would be the writer's, not the replica's.
 constexpr int kPrimaryUnknownAfterIntervals = 3;
 constexpr Millis kMaxReconnectBackoff(500);
+// However fast the sampler, a sample is only called overdue after this long.
+constexpr Millis kMinSampleOverdue(20);
 
 // The first row's cell in `column`: nullptr when there is no such column or no row; otherwise
 // the cell, which is nullopt for SQL NULL.
@@ -156,7 +158,14 @@ bool ReplicaProber::PrimaryKnown(MonoTime now) const {
   auto live = [&](std::optional<MonoTime> ok, std::optional<MonoTime> failed) {
     return ok && now - *ok <= horizon && !(failed && *failed > *ok);
   };
-  if (auto sample = history_->LastSample()) return live(sample, history_->LastFailure());
+  if (auto sample = history_->LastSample()) {
+    // A sample overdue by more than one sampling interval means the primary is not answering.
+    const Millis overdue = std::max(Millis(config_.sampler_interval_ms), kMinSampleOverdue);
+    if (auto pending = history_->OutstandingSince(); pending && now - *pending > overdue) {
+      return false;
+    }
+    return live(sample, history_->LastFailure());
+  }
   return live(log_->LastAck(), log_->LastFailure());
 }
 
@@ -195,6 +204,9 @@ void ReplicaProber::Run(std::stop_token stop) {
     if (started >= next_tick) {
       next_tick += interval;
       if (next_tick < now) next_tick = now;  // fell behind (slow server): skip, do not bunch up
+      if (auto sample = history_->LastSample()) {
+        next_tick = AlignToSamples(next_tick, *sample, Millis(config_.sampler_interval_ms));
+      }
     }
     MonoTime wake = NextProbeAt(now, started, next_tick, bounds_ ? bounds_->fresh_at : std::nullopt,
                                 limits_ms_);
@@ -220,6 +232,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
     r = conn.Query(sql_.probe_heartbeat_only, obs.sent + timeout);
   }
   obs.received = clock_.Now();
+  const WallTime received_wall = clock_.WallNow();
   if (r.status().code() == Status::Code::kCancelled) return;
   if (!backing_off) {
     if (!conn.connected()) {
@@ -315,7 +328,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   snap.weight = replica_.weight;
   snap.max_delay_ms = tier_.max_delay_ms;
   snap.seq = last_seq_;
-  snap.measured_at_ms = UnixMillis(clock_.WallNow());
+  snap.measured_at_ms = UnixMillis(received_wall);  // the moment delay_ms refers to
   snap.agent_id = config_.agent_id;
   snap.measured_mono = obs.received;
 

@@ -17,4 +17,14 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
   return std::max(next, previous_start + kMinProbeGap);
 }
 
+MonoTime AlignToSamples(MonoTime tick, MonoTime last_sample, Millis sample_interval,
+                        Millis after_sample) {
+  if (sample_interval <= Millis(0)) return tick;
+  const Micros period = sample_interval;
+  // How far the tick is past the last aligned point (a sample plus `after_sample`).
+  Micros past = std::chrono::duration_cast<Micros>(tick - (last_sample + after_sample)) % period;
+  if (past < Micros(0)) past += period;
+  return past == Micros(0) ? tick : tick + (period - past);
+}
+
 }  // namespace lagwatch

@@ -30,4 +30,14 @@ inline constexpr Millis kMinProbeGap{5};
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
                      std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms);
 
+// A replica at zero lag is bounded by the age of the newest position sample it has reached, so a
+// probe sent just after a sample is tight and one sent just before the next is up to a sampling
+// interval loose. This moves a tick forward (by less than one sampling interval) to fall
+// `after_sample` past a sample, given when the latest sample was sent and the sampler's cadence.
+// Ticks stay one probe interval apart once aligned when the probe interval is a multiple of the
+// sampling interval (200 ms and 50 ms by default).
+inline constexpr Millis kProbeAfterSample{4};
+MonoTime AlignToSamples(MonoTime tick, MonoTime last_sample, Millis sample_interval,
+                        Millis after_sample = kProbeAfterSample);
+
 }  // namespace lagwatch

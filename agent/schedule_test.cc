@@ -39,5 +39,16 @@ TEST_CASE("a tick missed while a slow probe ran means probing at once") {
   CHECK(NextProbeAt(T(1300), T(1250), T(1200), T(1250), kLimits) <= T(1300));
 }
 
+TEST_CASE("ticks are moved to just after a position sample, never backwards") {
+  // Samples every 50 ms, the latest sent at 1000: aligned points are 1004, 1054, 1104, ...
+  CHECK(AlignToSamples(T(1200), T(1000), Millis(50)) == T(1204));
+  CHECK(AlignToSamples(T(1204), T(1000), Millis(50)) == T(1204));
+  CHECK(AlignToSamples(T(1205), T(1000), Millis(50)) == T(1254));
+  // A tick before the latest sample aligns the same way (the sampler's phase is what matters).
+  CHECK(AlignToSamples(T(990), T(1000), Millis(50)) == T(1004));
+  // Once aligned, a 200 ms cadence stays aligned with 50 ms samples.
+  CHECK(AlignToSamples(T(1404), T(1000), Millis(50)) == T(1404));
+}
+
 }  // namespace
 }  // namespace lagwatch

@@ -63,6 +63,7 @@ std::optional<MonoTime> HeartbeatLog::LastAck() const {
 
 void PositionHistory::Add(const GtidPos& pos, MonoTime sent, MonoTime received) {
   std::lock_guard lock(mu_);
+  outstanding_since_.reset();
   if (!runs_.empty() && runs_.back().pos == pos) {
     runs_.back().last_sent = sent;
     return;
@@ -102,6 +103,17 @@ namespace lagwatch {
 void PositionHistory::RecordFailure(MonoTime at) {
   std::lock_guard lock(mu_);
   last_failure_ = at;
+  outstanding_since_.reset();
+}
+
+void PositionHistory::BeginSample(MonoTime sent) {
+  std::lock_guard lock(mu_);
+  outstanding_since_ = sent;
+}
+
+std::optional<MonoTime> PositionHistory::OutstandingSince() const {
+  std::lock_guard lock(mu_);
+  return outstanding_since_;
 }
 
 std::optional<MonoTime> PositionHistory::LastFailure() const {

@@ -79,12 +79,17 @@ class PositionHistory {
   // A sample that failed at `at`.
   void RecordFailure(MonoTime at);
   std::optional<MonoTime> LastFailure() const;
+  // A sample was sent at `sent` and has not answered yet (cleared by Add or RecordFailure).
+  void BeginSample(MonoTime sent);
+  // When the sample in flight was sent, if one is.
+  std::optional<MonoTime> OutstandingSince() const;
 
  private:
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<PositionRun> runs_;          // GUARDED_BY(mu_), oldest first
-  std::optional<MonoTime> last_failure_;  // GUARDED_BY(mu_)
+  std::deque<PositionRun> runs_;               // GUARDED_BY(mu_), oldest first
+  std::optional<MonoTime> last_failure_;       // GUARDED_BY(mu_)
+  std::optional<MonoTime> outstanding_since_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

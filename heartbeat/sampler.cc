@@ -10,6 +10,7 @@
 namespace lagwatch {
 namespace {
 constexpr Millis kMaxBackoff(1000);
+constexpr Millis kPatience(1000);
 // How often the primary's own load figures are read (alerts on connections and buffer pool).
 constexpr Millis kStatusInterval(5000);
 constexpr const char* kStatusSql =
@@ -67,7 +68,12 @@ void PositionSampler::Stop() {
 void PositionSampler::Run(std::stop_token stop) {
   const Millis interval(config_.sampler_interval_ms);
   // A connect can take longer than one 50 ms sampling interval; allow it a few.
-  const Millis connect_allowance = std::max(interval, Millis(500));
+  // A sample is waited for up to kPatience, not one interval: one sent while the primary stalls
+  // (e.g. an fsync) still proves the replicas fresh as of its send time when it answers, where an
+  // abandoned one leaves a gap that makes every replica look lagged. The primary counts as
+  // unknown as soon as a sample is overdue (PositionHistory::OutstandingSince), not when it
+  // finally fails.
+  const Millis patience = std::max(interval, kPatience);
   MysqlConn conn(config_.primary, config_.primary_defaults_file, "primary " + config_.primary.Id(),
                  stop);
   MonoTime next = std::chrono::steady_clock::now();
@@ -76,7 +82,8 @@ void PositionSampler::Run(std::stop_token stop) {
   MonoTime next_status = next;
   while (!stop.stop_requested()) {
     MonoTime sent = std::chrono::steady_clock::now();
-    MonoTime deadline = sent + (conn.connected() ? interval : connect_allowance);
+    MonoTime deadline = sent + patience;
+    history_->BeginSample(sent);
     auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
     MonoTime received = std::chrono::steady_clock::now();
     Status st = r.status();

@@ -1,0 +1,930 @@
+// bench_accuracy: measures how well lagwatch, pt-heartbeat, Seconds_Behind_Master and a naive
+// `NOW() − updated_at` heartbeat report replica lag, against an oracle, side by side on one
+// sandbox (scripts/sandbox), through four scenarios: steady, SQL-thread stalls, FLUSH TABLES WITH
+// READ LOCK, and sysbench write load. Run it through bench/accuracy, which builds, brings the
+// sandbox up and takes it down. See bench/analysis.h for the ground truth and the measures.
+//
+// usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR
+//                       [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mysql.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/analysis.h"
+#include "bench/bench_util.h"
+#include "bench/collectors.h"
+#include "bench/report.h"
+
+namespace lagwatch::bench {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kOraclePeriod = std::chrono::microseconds(5000);
+constexpr auto kRedisPeriod = std::chrono::microseconds(2000);
+constexpr auto kSqlPollPeriod = std::chrono::microseconds(200'000);
+constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
+constexpr int64_t kDetectGraceUs = 1'000'000;
+constexpr int kReplicas = 2;
+
+struct Options {
+  bool quick = false;
+  std::string dir;
+  int base_port = 0;
+  std::string lagwatch;
+  std::string out_dir;
+  std::string command;
+  std::string git_rev;
+  int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
+};
+
+// How long each phase runs, by mode.
+struct Plan {
+  int idle_s, cost_s, steady_s, stall_cycles, ftwrl_cycles, sysbench_s;
+  int stall_s = 3, stall_gap_s = 5, ftwrl_s = 2, ftwrl_gap_s = 5;
+  json ToJson() const {
+    return {{"idle_baseline_s", idle_s},    {"cost_window_s", cost_s}, {"steady_s", steady_s},
+            {"stall_cycles", stall_cycles}, {"stall_s", stall_s},      {"stall_gap_s", stall_gap_s},
+            {"ftwrl_cycles", ftwrl_cycles}, {"ftwrl_hold_s", ftwrl_s}, {"ftwrl_gap_s", ftwrl_gap_s},
+            {"sysbench_s", sysbench_s}};
+  }
+};
+Plan PlanFor(bool quick) {
+  if (quick) return Plan{3, 10, 60, 4, 3, 60};
+  return Plan{10, 20, 600, 10, 8, 180};
+}
+
+struct Paths {
+  std::string dir;
+  int base_port;
+  std::string Sock(const std::string& server) const { return dir + "/" + server + "/mysqld.sock"; }
+  std::string Primary() const { return Sock("primary"); }
+  std::string Replica(int i) const { return Sock("replica" + std::to_string(i + 1)); }
+  int ReplicaPort(int i) const { return base_port + 1 + i; }
+  int RedisPort() const { return base_port + 3; }
+  std::string Config() const { return dir + "/lagwatch.json"; }
+  std::string RedisKey(int i) const {
+    return "slave_delay:127.0.0.1:" + std::to_string(ReplicaPort(i));
+  }
+};
+
+struct InterruptedError : std::runtime_error {
+  InterruptedError() : std::runtime_error("interrupted") {}
+};
+
+const int64_t g_start_us = NowUs();
+
+void Progress(const std::string& msg) {
+  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
+               msg.c_str());
+}
+
+void Pause(milliseconds d) {
+  if (!SleepFor(d)) throw InterruptedError();
+}
+
+// Polls `cond` every 50 ms for up to `timeout`; throws on interrupt.
+template <class F>
+bool WaitUntil(F cond, milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    Pause(milliseconds(50));
+  }
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
+std::string LoadAverage() {
+  std::istringstream in(ReadFile("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// CPU seconds and resident memory of a live process, from /proc.
+json ProcUsage(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return nullptr;
+  std::istringstream in(stat.substr(paren + 2));
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  for (std::string x; in >> x;) f.push_back(x);
+  if (f.size() < 22) return nullptr;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double cpu = (std::stod(f[11]) + std::stod(f[12])) / ticks;  // utime + stime
+  const double rss_mb = std::stod(f[21]) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+  std::istringstream up(ReadFile("/proc/uptime"));
+  double uptime = 0;
+  up >> uptime;
+  const double alive_s = uptime - std::stod(f[19]) / ticks;  // field 22: start time
+  return {{"cpu_s", cpu},
+          {"alive_s", alive_s},
+          {"cpu_share", alive_s > 0 ? cpu / alive_s : 0.0},
+          {"rss_mb", rss_mb}};
+}
+
+json PercentilesJson(const Percentiles& p) {
+  if (p.n == 0) return nullptr;
+  return {{"n", p.n},     {"p50", p.p50}, {"p95", p.p95},
+          {"p99", p.p99}, {"max", p.max}, {"min", p.min}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sandbox preparation and the heartbeat-cost windows
+
+void WaitReplicasCaughtUp(const Paths& p, int timeout_s) {
+  auto pos = AdminQuery(p.Primary(), "SELECT @@gtid_binlog_pos").First().value_or("");
+  for (int i = 0; i < kReplicas; ++i) {
+    auto r = AdminQuery(p.Replica(i),
+                        "SELECT MASTER_GTID_WAIT('" + pos + "', " + std::to_string(timeout_s) + ")")
+                 .First();
+    if (r.value_or("-1") != "0") {
+      throw std::runtime_error("replica" + std::to_string(i + 1) + " did not reach " + pos);
+    }
+  }
+}
+
+void PrepareTables(const Paths& p) {
+  Sql sql(p.Primary());
+  for (const char* stmt : {
+           "CREATE DATABASE IF NOT EXISTS lwtest",
+           "DROP TABLE IF EXISTS lwtest.oracle, lwtest.naive, lwtest.pt_heartbeat, "
+           "lwtest.sbtest1, lwtest.sbtest2",
+           "CREATE TABLE lwtest.oracle (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+           "t_us BIGINT NOT NULL) ENGINE=InnoDB",
+           "CREATE TABLE lwtest.naive (id INT NOT NULL PRIMARY KEY, updated_at DATETIME(6) NOT "
+           "NULL) ENGINE=InnoDB",
+           "INSERT INTO lwtest.naive VALUES (1, NOW(6))",
+       }) {
+    if (!sql.Exec(stmt)) throw std::runtime_error(sql.error());
+  }
+  WaitReplicasCaughtUp(p, 30);
+}
+
+struct CostReading {
+  int64_t t_us = 0;
+  int64_t binlog_bytes = 0;
+  int64_t transactions = 0;  // sum of seq_no over @@gtid_binlog_pos
+  int64_t questions = 0;
+};
+
+CostReading ReadCost(Sql& primary) {
+  CostReading c;
+  auto q = primary.Query("SHOW GLOBAL STATUS LIKE 'Questions'");
+  auto logs = primary.Query("SHOW BINARY LOGS");
+  auto pos = primary.Query("SELECT @@gtid_binlog_pos");
+  c.t_us = NowUs();
+  if (!q || !logs || !pos) throw std::runtime_error("reading binlog size: " + primary.error());
+  c.questions = std::strtoll(q->Get("Value").value_or("0").c_str(), nullptr, 10);
+  size_t size_col = 0;
+  while (size_col < logs->columns.size() && logs->columns[size_col] != "File_size") ++size_col;
+  for (const auto& row : logs->rows) {
+    if (size_col < row.size() && row[size_col]) {
+      c.binlog_bytes += std::strtoll(row[size_col]->c_str(), nullptr, 10);
+    }
+  }
+  // "0-1-123,1-2-7": domain-server-seq per domain.
+  std::stringstream s(pos->First().value_or(""));
+  std::string gtid;
+  while (std::getline(s, gtid, ',')) {
+    auto dash = gtid.rfind('-');
+    if (dash != std::string::npos)
+      c.transactions += std::strtoll(gtid.c_str() + dash + 1, nullptr, 10);
+  }
+  return c;
+}
+
+// Binlog growth and primary statements over `secs` with whatever is running now.
+json MeasureCost(const Paths& p, const std::string& who, int secs, const std::string& note) {
+  Progress("heartbeat cost: " + who + " for " + std::to_string(secs) + " s");
+  Sql primary(p.Primary());
+  CostReading a = ReadCost(primary);
+  Pause(seconds(secs));
+  CostReading b = ReadCost(primary);
+  const double dt = static_cast<double>(b.t_us - a.t_us) / 1e6;
+  const int64_t bytes = b.binlog_bytes - a.binlog_bytes;
+  const int64_t trx = b.transactions - a.transactions;
+  // The reading's own three statements are counted once in the difference.
+  const int64_t questions = std::max<int64_t>(0, b.questions - a.questions - 3);
+  json j = {{"system", who},
+            {"seconds", dt},
+            {"binlog_bytes", bytes},
+            {"transactions", trx},
+            {"statements", questions},
+            {"binlog_bytes_per_s", static_cast<double>(bytes) / dt},
+            {"binlog_bytes_per_day", static_cast<double>(bytes) / dt * 86400.0},
+            {"statements_per_s", static_cast<double>(questions) / dt},
+            {"note", note}};
+  j["bytes_per_transaction"] = trx > 0 ? json(static_cast<double>(bytes) / trx) : json(nullptr);
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The systems under test, as child processes
+
+std::vector<std::string> PtUpdateArgs(const Paths& p) {
+  return {"pt-heartbeat", "--no-version-check", "--update",   "--interval",
+          "0.5",          "--database",         "lwtest",     "--table",
+          "pt_heartbeat", "--create-table",     "--sentinel", p.dir + "/pt-heartbeat-sentinel",
+          "-S",           p.Primary(),          "-u",         "root"};
+}
+
+std::vector<std::string> PtMonitorArgs(const Paths& p, int replica) {
+  return {"pt-heartbeat",
+          "--no-version-check",
+          "--monitor",
+          "--interval",
+          "0.5",
+          "--skew",
+          "0",
+          "--master-server-id",
+          "1",
+          "--database",
+          "lwtest",
+          "--table",
+          "pt_heartbeat",
+          "--sentinel",
+          p.dir + "/pt-heartbeat-sentinel",
+          "-S",
+          p.Replica(replica),
+          "-u",
+          "root"};
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+bool PtRowExists(const Paths& p) {
+  Sql sql(p.Primary());
+  auto r = sql.Query("SELECT COUNT(*) FROM lwtest.pt_heartbeat");
+  return r && r->First().value_or("0") != "0";
+}
+
+bool LagwatchPublishing(const Paths& p) {
+  Redis redis(p.RedisPort());
+  auto r = redis.HGetAll({p.RedisKey(0), p.RedisKey(1)});
+  return r && !(*r)[0].empty() && !(*r)[1].empty();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string affected;  // "replica1", or "" if none
+  int64_t from_us = 0;
+  int64_t to_us = 0;
+  json events = json::array();
+  json notes = json::array();
+  void End() {
+    to_us = NowUs();
+    notes.push_back("host load average at the end (1/5/15 min): " + LoadAverage());
+  }
+  void Event(const std::string& what) {
+    events.push_back({{"t_s", static_cast<double>(NowUs() - from_us) / 1e6}, {"what", what}});
+  }
+};
+
+// Restarts replica1's SQL thread if a stall was interrupted half-way.
+class SqlThreadGuard {
+ public:
+  explicit SqlThreadGuard(Sql* admin) : admin_(admin) {}
+  ~SqlThreadGuard() {
+    if (stopped_) admin_->Exec("START SLAVE SQL_THREAD");
+  }
+  void Stop() {
+    if (!admin_->Exec("STOP SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
+    stopped_ = true;
+  }
+  void Start() {
+    if (!admin_->Exec("START SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
+    stopped_ = false;
+  }
+
+ private:
+  Sql* admin_;
+  bool stopped_ = false;
+};
+
+Scenario RunSteady(const Plan& plan) {
+  Scenario s{"steady", "oracle writes every 5 ms and the systems' own heartbeats; nothing else", "",
+             NowUs()};
+  Progress("scenario steady: " + std::to_string(plan.steady_s) + " s");
+  Pause(seconds(plan.steady_s));
+  s.End();
+  return s;
+}
+
+Scenario RunStall(const Paths& p, const Plan& plan) {
+  Scenario s{"stall",
+             "STOP SLAVE SQL_THREAD on replica1 for " + std::to_string(plan.stall_s) +
+                 " s, then START, " + std::to_string(plan.stall_cycles) + " times, " +
+                 std::to_string(plan.stall_s + plan.stall_gap_s) +
+                 " s apart; replica2 untouched (control)",
+             "replica1", NowUs()};
+  Progress("scenario stall: " + std::to_string(plan.stall_cycles) + " cycles");
+  Sql admin(p.Replica(0));
+  SqlThreadGuard guard(&admin);
+  Pause(seconds(1));
+  for (int i = 0; i < plan.stall_cycles; ++i) {
+    s.Event("STOP SLAVE SQL_THREAD");
+    guard.Stop();
+    Pause(seconds(plan.stall_s));
+    s.Event("START SLAVE SQL_THREAD");
+    guard.Start();
+    Pause(seconds(plan.stall_gap_s));
+  }
+  s.End();
+  return s;
+}
+
+Scenario RunFtwrl(const Paths& p, const Plan& plan) {
+  Scenario s{"ftwrl",
+             "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl_s) +
+                 " s on replica1, " + std::to_string(plan.ftwrl_cycles) + " times, " +
+                 std::to_string(plan.ftwrl_s + plan.ftwrl_gap_s) +
+                 " s apart; replica2 untouched (control)",
+             "replica1", NowUs()};
+  Progress("scenario ftwrl: " + std::to_string(plan.ftwrl_cycles) + " cycles");
+  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases the lock
+  Pause(seconds(1));
+  for (int i = 0; i < plan.ftwrl_cycles; ++i) {
+    s.Event("FLUSH TABLES WITH READ LOCK");
+    if (!admin.Exec("FLUSH TABLES WITH READ LOCK")) throw std::runtime_error(admin.error());
+    s.Event("lock held");
+    Pause(seconds(plan.ftwrl_s));
+    s.Event("UNLOCK TABLES");
+    if (!admin.Exec("UNLOCK TABLES")) throw std::runtime_error(admin.error());
+    Pause(seconds(plan.ftwrl_gap_s));
+  }
+  s.End();
+  return s;
+}
+
+int WaitChild(Child& c, milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto code = c.Wait(milliseconds(100))) return *code;
+    if (Interrupted()) throw InterruptedError();
+    if (std::chrono::steady_clock::now() >= until) {
+      throw std::runtime_error(c.name() + " did not finish in time");
+    }
+  }
+}
+
+std::vector<std::string> SysbenchArgs(const Paths& p, const std::string& command) {
+  return {"sysbench",
+          "oltp_write_only",
+          "--db-driver=mysql",
+          "--mysql-socket=" + p.Primary(),
+          "--mysql-user=root",
+          "--mysql-db=lwtest",
+          "--tables=2",
+          "--table-size=10000",
+          command};
+}
+
+Scenario RunSysbench(const Paths& p, const Plan& plan, int rate, const std::string& log_path) {
+  Progress("scenario sysbench: prepare");
+  auto prep = Child::Spawn(SysbenchArgs(p, "prepare"), log_path);
+  if (int rc = WaitChild(*prep, milliseconds(300'000)); rc != 0) {
+    throw std::runtime_error("sysbench prepare failed (exit " + std::to_string(rc) + "); see " +
+                             log_path);
+  }
+  WaitReplicasCaughtUp(p, 120);
+  Pause(seconds(3));
+
+  std::vector<std::string> args = SysbenchArgs(p, "run");
+  args.insert(args.end() - 1, {"--threads=2", "--time=" + std::to_string(plan.sysbench_s),
+                               "--rate=" + std::to_string(rate), "--report-interval=10"});
+  Scenario s{"sysbench",
+             "sysbench oltp_write_only on the primary, 2 threads, --rate=" + std::to_string(rate) +
+                 " tps, 2 tables x 10000 rows",
+             "", NowUs()};
+  Progress("scenario sysbench: " + std::to_string(plan.sysbench_s) +
+           " s at --rate=" + std::to_string(rate));
+  s.Event(Join(args));
+  const size_t log_before = ReadFile(log_path).size();
+  auto run = Child::Spawn(args, log_path);
+  const int rc = WaitChild(*run, milliseconds((plan.sysbench_s + 120) * 1000));
+  s.End();
+  s.Event("sysbench exited " + std::to_string(rc));
+  if (rc != 0) s.notes.push_back("sysbench exited with code " + std::to_string(rc));
+  // "    transactions:                        8864   (590.79 per sec.)"
+  std::string out = ReadFile(log_path).substr(log_before);
+  if (auto at = out.find("transactions:"); at != std::string::npos) {
+    auto open = out.find('(', at);
+    if (open != std::string::npos) {
+      s.notes.push_back("sysbench achieved " +
+                        Trim(out.substr(open + 1, out.find(')', open) - open - 1)));
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Turning recordings into reports and results
+
+struct Recordings {
+  const OracleWriter* writer;
+  std::array<const OracleReader*, kReplicas> readers;
+  const RedisPoller* redis;
+  const PtHeartbeatReader* pt;
+  std::array<const ValuePoller*, kReplicas> sbm;
+  std::array<const ValuePoller*, kReplicas> naive;
+};
+
+struct System {
+  std::string name;
+  std::array<std::vector<Report>, kReplicas> reports;
+};
+
+std::vector<Report> LagwatchReports(const std::vector<LagwatchRecord>& records) {
+  std::vector<Report> out;
+  for (const auto& r : records) {
+    Report rep;
+    rep.seen_us = r.seen_us;
+    if (r.missing) {  // no fresh record: routers must treat the replica as unusable
+      rep.measured_us = r.seen_us;
+      rep.over200 = rep.over1000 = true;
+    } else {
+      rep.measured_us = r.measured_at_ms * 1000;
+      rep.value_ms = r.delay_ms;
+      rep.lower_ms = r.delay_lower_ms;
+      rep.over200 = !r.healthy;
+      rep.over1000 = r.delay_ms > 1000.0;
+    }
+    out.push_back(rep);
+  }
+  return out;
+}
+
+// Tools and polled queries: over a threshold when the value exceeds it or is unknown.
+std::vector<Report> ToolReports(const std::vector<ToolReading>& readings) {
+  std::vector<Report> out;
+  for (const auto& r : readings) {
+    Report rep;
+    rep.measured_us = r.sent_us;
+    rep.seen_us = r.recv_us;
+    rep.value_ms = r.value_ms;
+    rep.over200 = !r.value_ms || *r.value_ms > 200.0;
+    rep.over1000 = !r.value_ms || *r.value_ms > 1000.0;
+    out.push_back(rep);
+  }
+  return out;
+}
+
+json DetectionJson(const EpisodeMeasures& m) {
+  return {{"episodes", m.episodes},
+          {"detected", m.detect_ms.size()},
+          {"already_over", m.already_over},
+          {"missed", m.missed},
+          {"latency_ms", PercentilesJson(Summarize(m.detect_ms))},
+          {"recovery_ms", PercentilesJson(Summarize(m.recover_ms))},
+          {"not_recovered_before_next_episode", m.not_recovered}};
+}
+
+json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
+                  const std::array<Truth, kReplicas>& truth, const Recordings& rec,
+                  int64_t data_end_us) {
+  json j = {{"name", s.name},
+            {"description", s.description},
+            {"affected_replica", s.affected.empty() ? json(nullptr) : json(s.affected)},
+            {"start", IsoUtc(s.from_us)},
+            {"start_unix_ms", s.from_us / 1000},
+            {"duration_s", static_cast<double>(s.to_us - s.from_us) / 1e6},
+            {"events", s.events},
+            {"notes", s.notes}};
+  for (int i = 0; i < kReplicas; ++i) {
+    const std::string rn = "replica" + std::to_string(i + 1);
+    const Truth& t = truth[static_cast<size_t>(i)];
+    size_t e200 = 0, e1000 = 0;
+    for (const auto& e : t.Episodes(200'000))
+      e200 += e.start_us >= s.from_us && e.start_us < s.to_us;
+    for (const auto& e : t.Episodes(1'000'000)) {
+      e1000 += e.start_us >= s.from_us && e.start_us < s.to_us;
+    }
+    std::vector<double> truth_ms, bracket_ms;
+    const auto& samples = t.samples();
+    for (size_t k = 0; k < samples.size(); ++k) {
+      if (samples[k].sent_us < s.from_us || samples[k].sent_us >= s.to_us) continue;
+      auto lo = t.AtSample(k);
+      if (!lo) continue;
+      truth_ms.push_back(static_cast<double>(*lo) / 1000.0);
+      if (auto hi = t.Upper(samples[k].sent_us)) {
+        bracket_ms.push_back(static_cast<double>(*hi - *lo) / 1000.0);
+      }
+    }
+    j["truth"][rn] = {{"episodes_over_200ms", e200},
+                      {"episodes_over_1000ms", e1000},
+                      {"staleness_ms", PercentilesJson(Summarize(truth_ms))},
+                      {"bracket_ms", PercentilesJson(Summarize(bracket_ms))}};
+  }
+  j["systems"] = json::array();
+  for (const System& sys : systems) {
+    json sj = {{"name", sys.name}};
+    for (int i = 0; i < kReplicas; ++i) {
+      const auto& reports = sys.reports[static_cast<size_t>(i)];
+      const Truth& t = truth[static_cast<size_t>(i)];
+      ErrorStats es = ComputeErrors(reports, t, s.from_us, s.to_us);
+      EpisodeMeasures m200 =
+          ComputeEpisodes(reports, t, false, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
+      EpisodeMeasures m1000 =
+          ComputeEpisodes(reports, t, true, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
+      const size_t judged = es.error_ms.n;
+      json r = {{"reports", es.reports},
+                {"unknown", es.unknown},
+                {"no_truth", es.no_truth},
+                {"error_ms", PercentilesJson(es.error_ms)},
+                {"below_truth_by_10ms", es.below_10ms},
+                {"below_truth_by_10ms_share",
+                 judged ? json(static_cast<double>(es.below_10ms) / judged) : json(nullptr)},
+                {"detect_200ms", DetectionJson(m200)},
+                {"detect_1000ms", DetectionJson(m1000)},
+                {"false_exclusions_200ms", m200.false_exclusions},
+                {"false_excluded_s", m200.false_excluded_s},
+                {"false_exclusion_peak_truth_ms", m200.false_exclusion_peak_truth_ms},
+                {"excluded_while_fine_200ms_share",
+                 m200.fine_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
+                                          static_cast<double>(m200.fine_samples))
+                                   : json(nullptr)}};
+      if (sys.name == "lagwatch") {
+        r["lower_bound_above_truth_by_10ms"] = es.lower_above;
+        r["lower_bound_checked"] = es.lower_checked;
+        json states = json::object();
+        size_t missing = 0;
+        for (const auto& lr : rec.redis->records(static_cast<size_t>(i))) {
+          const int64_t at = lr.missing ? lr.seen_us : lr.measured_at_ms * 1000;
+          if (at < s.from_us || at >= s.to_us) continue;
+          if (lr.missing) {
+            ++missing;
+          } else {
+            states[lr.state] = states.value(lr.state, 0) + 1;
+          }
+        }
+        r["key_missing"] = missing;
+        r["states"] = states;
+      }
+      sj["replicas"]["replica" + std::to_string(i + 1)] = r;
+    }
+    j["systems"].push_back(sj);
+  }
+  return j;
+}
+
+json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth) {
+  const OracleLog& log = rec.writer->log();
+  std::vector<double> interval, commit;
+  int64_t prev = -1;
+  size_t unknown = 0;
+  for (const auto& row : log.rows) {
+    if (row.acked_us < 0) {
+      ++unknown;
+      continue;
+    }
+    if (prev >= 0) interval.push_back(static_cast<double>(row.sent_us - prev) / 1000.0);
+    prev = row.sent_us;
+    commit.push_back(static_cast<double>(row.acked_us - row.sent_us) / 1000.0);
+  }
+  json j = {{"rows", log.rows.size()},
+            {"rows_unknown_outcome", unknown},
+            {"write_errors", rec.writer->errors()},
+            {"write_interval_ms", PercentilesJson(Summarize(interval))},
+            {"commit_latency_ms", PercentilesJson(Summarize(commit))}};
+  if (rec.writer->errors()) j["last_write_error"] = rec.writer->last_error();
+  for (int i = 0; i < kReplicas; ++i) {
+    const auto& samples = truth[static_cast<size_t>(i)].samples();
+    std::vector<double> gaps, latency;
+    for (size_t k = 0; k < samples.size(); ++k) {
+      latency.push_back(static_cast<double>(samples[k].recv_us - samples[k].sent_us) / 1000.0);
+      if (k)
+        gaps.push_back(static_cast<double>(samples[k].sent_us - samples[k - 1].sent_us) / 1000.0);
+    }
+    j["readers"]["replica" + std::to_string(i + 1)] = {
+        {"samples", samples.size()},
+        {"errors", rec.readers[static_cast<size_t>(i)]->errors()},
+        {"interval_ms", PercentilesJson(Summarize(gaps))},
+        {"latency_ms", PercentilesJson(Summarize(latency))}};
+  }
+  return j;
+}
+
+std::string CommandVersion(const std::vector<std::string>& argv) {
+  CommandResult r = RunCommand(argv);
+  std::string first = r.output.substr(0, r.output.find('\n'));
+  return r.exit_code == 0 ? Trim(first) : "unknown (" + Trim(first) + ")";
+}
+
+size_t CountSubstr(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+int RunBenchmark(const Options& opt) {
+  const Plan plan = PlanFor(opt.quick);
+  const Paths p{opt.dir, opt.base_port};
+  const std::string mode = opt.quick ? "quick" : "full";
+  const std::string logs = opt.out_dir + "/logs-" + mode;
+  std::filesystem::create_directories(logs);
+  for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
+
+  json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(g_start_us)},
+                  {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
+  utsname u{};
+  uname(&u);
+  results["host"] = {{"cpus", sysconf(_SC_NPROCESSORS_ONLN)},
+                     {"kernel", std::string(u.sysname) + " " + u.release}};
+  results["versions"] = {
+      {"lagwatch", CommandVersion({opt.lagwatch, "--version"})},
+      {"mariadb", AdminQuery(p.Primary(), "SELECT VERSION()").First().value_or("?")},
+      {"pt-heartbeat", CommandVersion({"pt-heartbeat", "--version"})},
+      {"sysbench", CommandVersion({"sysbench", "--version"})}};
+  results["lagwatch_config"] = json::parse(ReadFile(p.Config()), nullptr, true, true);
+  results["sandbox"] = {{"primary", "127.0.0.1:" + std::to_string(p.base_port)},
+                        {"replica1", "127.0.0.1:" + std::to_string(p.ReplicaPort(0))},
+                        {"replica2", "127.0.0.1:" + std::to_string(p.ReplicaPort(1))}};
+  results["logs"] = logs;
+
+  Progress("preparing tables");
+  PrepareTables(p);
+
+  // --- Heartbeat cost on the primary: each heartbeat alone, nothing else writing.
+  json cost = json::array();
+  cost.push_back(MeasureCost(p, "idle", plan.idle_s, "nothing running: the baseline"));
+  {
+    Progress("starting pt-heartbeat --update alone");
+    auto pt = Child::Spawn(PtUpdateArgs(p), logs + "/pt-heartbeat-update.log");
+    if (!WaitUntil([&] { return PtRowExists(p); }, milliseconds(15'000))) {
+      throw std::runtime_error("pt-heartbeat --update wrote no row; see " + logs);
+    }
+    Pause(milliseconds(1500));
+    cost.push_back(MeasureCost(p, "pt-heartbeat", plan.cost_s,
+                               "--update --interval 0.5 (UPDATE + SHOW MASTER/SLAVE STATUS)"));
+    pt->Stop();
+  }
+  Progress("starting lagwatch alone");
+  auto lagwatch = Child::Spawn({opt.lagwatch, "--config", p.Config()}, logs + "/lagwatch.log");
+  if (!WaitUntil([&] { return LagwatchPublishing(p) || !lagwatch->Running(); },
+                 milliseconds(30'000)) ||
+      !lagwatch->Running()) {
+    throw std::runtime_error("lagwatch did not publish both replicas; see " + logs +
+                             "/lagwatch.log");
+  }
+  Pause(milliseconds(1500));
+  {
+    const json& c = results["lagwatch_config"];
+    const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
+    const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
+    cost.push_back(MeasureCost(p, "lagwatch", plan.cost_s,
+                               "heartbeat " + std::to_string(hb) + " ms, GTID sampler " +
+                                   std::to_string(sampler) + " ms"));
+  }
+  results["heartbeat_cost"] = cost;
+
+  // --- Everything side by side.
+  Progress("starting pt-heartbeat --update and two --monitor, oracle, pollers");
+  auto pt_update = Child::Spawn(PtUpdateArgs(p), logs + "/pt-heartbeat-update.log");
+  Pause(milliseconds(1500));
+  std::array<std::unique_ptr<Child>, kReplicas> pt_monitor;
+  for (int i = 0; i < kReplicas; ++i) {
+    pt_monitor[static_cast<size_t>(i)] = Child::SpawnOnPty(PtMonitorArgs(p, i));
+  }
+  results["commands"] = {{"lagwatch", Join({opt.lagwatch, "--config", p.Config()})},
+                         {"pt-heartbeat --update", Join(PtUpdateArgs(p))},
+                         {"pt-heartbeat --monitor", Join(PtMonitorArgs(p, 0))}};
+
+  OracleWriter writer(p.Primary());
+  std::array<std::unique_ptr<OracleReader>, kReplicas> readers;
+  std::array<std::unique_ptr<ValuePoller>, kReplicas> sbm, naive;
+  for (int i = 0; i < kReplicas; ++i) {
+    auto k = static_cast<size_t>(i);
+    readers[k] = std::make_unique<OracleReader>(p.Replica(i));
+    sbm[k] = std::make_unique<ValuePoller>(p.Replica(i), "SHOW SLAVE STATUS",
+                                           "Seconds_Behind_Master", 1000.0);
+    naive[k] = std::make_unique<ValuePoller>(
+        p.Replica(i),
+        "SELECT TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(6)) AS lag_us FROM lwtest.naive "
+        "WHERE id = 1",
+        "lag_us", 0.001);
+  }
+  StatementLoop naive_writer(p.Primary(),
+                             "UPDATE lwtest.naive SET updated_at = NOW(6) WHERE id = 1");
+  RedisPoller redis(p.RedisPort(), {p.RedisKey(0), p.RedisKey(1)});
+  PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
+                              logs + "/pt-heartbeat-monitor.log");
+
+  writer.Start(kOraclePeriod);
+  for (int i = 0; i < kReplicas; ++i) {
+    auto k = static_cast<size_t>(i);
+    readers[k]->Start(kOraclePeriod);
+    sbm[k]->Start(kSqlPollPeriod);
+    naive[k]->Start(kSqlPollPeriod);
+  }
+  naive_writer.Start(kNaiveWritePeriod);
+  redis.Start(kRedisPeriod);
+  pt_reader.Start();
+
+  Progress("warming up");
+  if (!WaitUntil(
+          [&] {
+            return readers[0]->count() > 10 && readers[1]->count() > 10 && redis.count(0) > 2 &&
+                   redis.count(1) > 2 && pt_reader.count(0) > 2 && pt_reader.count(1) > 2;
+          },
+          milliseconds(20'000))) {
+    throw std::runtime_error("not every system reported within 20 s of starting (see " + logs +
+                             ")");
+  }
+  Pause(seconds(3));
+
+  std::vector<Scenario> scenarios;
+  scenarios.push_back(RunSteady(plan));
+  Pause(seconds(3));
+  scenarios.push_back(RunStall(p, plan));
+  Pause(seconds(3));
+  scenarios.push_back(RunFtwrl(p, plan));
+  Pause(seconds(3));
+  scenarios.push_back(RunSysbench(p, plan, opt.sysbench_rate, logs + "/sysbench.log"));
+  Pause(seconds(1));
+
+  // --- Stop recording, then the systems.
+  Progress("stopping");
+  const int64_t data_end_us = NowUs();
+  pt_reader.Stop();
+  redis.Stop();
+  naive_writer.Stop();
+  for (int i = 0; i < kReplicas; ++i) {
+    auto k = static_cast<size_t>(i);
+    readers[k]->Stop();
+    sbm[k]->Stop();
+    naive[k]->Stop();
+  }
+  writer.Stop();
+  json processes = json::object();
+  processes["lagwatch_still_running"] = lagwatch->Running();
+  processes["usage"] = {{"lagwatch", ProcUsage(lagwatch->pid())},
+                        {"pt-heartbeat --update", ProcUsage(pt_update->pid())},
+                        {"pt-heartbeat --monitor r1", ProcUsage(pt_monitor[0]->pid())},
+                        {"pt-heartbeat --monitor r2", ProcUsage(pt_monitor[1]->pid())},
+                        {"bench_accuracy", ProcUsage(getpid())}};
+  processes["pt_heartbeat_still_running"] =
+      pt_update->Running() && pt_monitor[0]->Running() && pt_monitor[1]->Running();
+  processes["lagwatch_exit_code"] = lagwatch->Stop();
+  for (auto& m : pt_monitor) m->Stop();
+  pt_update->Stop();
+  const std::string lw_log = ReadFile(logs + "/lagwatch.log");
+  processes["lagwatch_log_warn_lines"] = CountSubstr(lw_log, " WARN ");
+  processes["lagwatch_log_error_lines"] = CountSubstr(lw_log, " ERROR ");
+  processes["redis_poll_errors"] = redis.errors();
+  processes["redis_polls"] = redis.polls();
+  processes["pt_heartbeat_unparsed_lines"] = pt_reader.unparsed();
+  for (int i = 0; i < kReplicas; ++i) {
+    auto k = static_cast<size_t>(i);
+    const std::string rn = "replica" + std::to_string(i + 1);
+    processes["sbm_poll_errors"][rn] = sbm[k]->errors();
+    processes["naive_read_errors"][rn] = naive[k]->errors();
+  }
+  processes["naive_writes"] = naive_writer.runs();
+  processes["naive_write_errors"] = naive_writer.errors();
+  results["processes"] = processes;
+
+  // --- Analysis.
+  Progress("analysing");
+  Recordings rec{
+      &writer,    {readers[0].get(), readers[1].get()}, &redis,
+      &pt_reader, {sbm[0].get(), sbm[1].get()},         {naive[0].get(), naive[1].get()}};
+  std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples()),
+                                        Truth(&writer.log(), readers[1]->samples())};
+  std::vector<System> systems(4);
+  systems[0].name = "lagwatch";
+  systems[1].name = "pt-heartbeat";
+  systems[2].name = "SBM";
+  systems[3].name = "naive";
+  for (int i = 0; i < kReplicas; ++i) {
+    auto k = static_cast<size_t>(i);
+    systems[0].reports[k] = LagwatchReports(redis.records(k));
+    systems[1].reports[k] = ToolReports(pt_reader.readings(k));
+    systems[2].reports[k] = ToolReports(sbm[k]->readings());
+    systems[3].reports[k] = ToolReports(naive[k]->readings());
+  }
+  results["oracle"] = OracleJson(rec, truth);
+  results["scenarios"] = json::array();
+  for (const Scenario& s : scenarios) {
+    results["scenarios"].push_back(ScenarioJson(s, systems, truth, rec, data_end_us));
+  }
+
+  const std::string base = opt.out_dir + "/accuracy-" + mode;
+  std::ofstream(base + ".json") << results.dump(2) << "\n";
+  std::ofstream(base + ".md") << RenderMarkdown(results);
+  std::cout << RenderText(results) << std::flush;
+  Progress("wrote " + base + ".json and " + base + ".md");
+  return 0;
+}
+
+void Usage(std::ostream& out) {
+  out << "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
+         "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate "
+         "TPS]\n"
+         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+         "Normally started by bench/accuracy.\n";
+}
+
+}  // namespace
+}  // namespace lagwatch::bench
+
+int main(int argc, char** argv) {
+  using namespace lagwatch::bench;
+  Options opt;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        std::cerr << "bench_accuracy: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return args[++i];
+    };
+    if (a == "--quick") {
+      opt.quick = true;
+    } else if (a == "--dir") {
+      opt.dir = value();
+    } else if (a == "--base-port") {
+      opt.base_port = std::atoi(value().c_str());
+    } else if (a == "--lagwatch") {
+      opt.lagwatch = value();
+    } else if (a == "--out-dir") {
+      opt.out_dir = value();
+    } else if (a == "--command") {
+      opt.command = value();
+    } else if (a == "--git-rev") {
+      opt.git_rev = value();
+    } else if (a == "--sysbench-rate") {
+      opt.sysbench_rate = std::atoi(value().c_str());
+    } else if (a == "-h" || a == "--help") {
+      Usage(std::cout);
+      return 0;
+    } else {
+      std::cerr << "bench_accuracy: unknown argument '" << a << "'\n";
+      Usage(std::cerr);
+      return 2;
+    }
+  }
+  if (opt.dir.empty() || opt.base_port <= 0 || opt.lagwatch.empty() || opt.out_dir.empty() ||
+      opt.sysbench_rate <= 0) {
+    Usage(std::cerr);
+    return 2;
+  }
+  if (opt.command.empty())
+    opt.command = "bench_accuracy" + std::string(opt.quick ? " --quick" : "");
+
+  InstallSignalHandlers();
+  mysql_library_init(0, nullptr, nullptr);
+  int rc = 1;
+  try {
+    rc = RunBenchmark(opt);
+  } catch (const InterruptedError&) {
+    std::cerr << "bench_accuracy: interrupted; stopped everything it started\n";
+    rc = 130;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_accuracy: error: " << e.what() << "\n";
+    rc = 1;
+  }
+  mysql_library_end();
+  return rc;
+}

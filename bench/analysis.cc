@@ -1,0 +1,228 @@
+#include "bench/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lagwatch::bench {
+
+Truth::Truth(const OracleLog* log, std::vector<ReaderSample> samples)
+    : log_(log), samples_(std::move(samples)) {}
+
+std::optional<int64_t> Truth::LowerFrom(const ReaderSample& next, int64_t t) const {
+  const OracleRow* row = log_->Get(next.max_id + 1);
+  if (!row) return 0;  // the replica had every oracle row the writer ever sent
+  if (row->sent_us >= 0 && row->sent_us > t) return 0;  // not even sent at t
+  if (row->acked_us < 0) return std::nullopt;           // unknown outcome: cannot place its commit
+  if (row->acked_us >= t) return 0;                     // maybe not committed yet at t
+  return t - row->acked_us;
+}
+
+std::optional<int64_t> Truth::At(int64_t t) const {
+  auto it = std::lower_bound(samples_.begin(), samples_.end(), t,
+                             [](const ReaderSample& s, int64_t v) { return s.sent_us < v; });
+  if (it == samples_.end()) return std::nullopt;
+  return LowerFrom(*it, t);
+}
+
+std::optional<int64_t> Truth::AtSample(size_t i) const {
+  return LowerFrom(samples_[i], samples_[i].sent_us);
+}
+
+std::optional<int64_t> Truth::Upper(int64_t t) const {
+  // Samples are sent in order and answered in order (one connection), so recv_us ascends too.
+  auto it = std::upper_bound(samples_.begin(), samples_.end(), t,
+                             [](int64_t v, const ReaderSample& s) { return v < s.recv_us; });
+  if (it == samples_.begin()) return std::nullopt;
+  --it;
+  if (it->max_id == 0) return std::nullopt;
+  const OracleRow* row = log_->Get(it->max_id);
+  if (!row || row->sent_us < 0) return std::nullopt;
+  return std::max<int64_t>(0, t - row->sent_us);
+}
+
+std::vector<Episode> Truth::Episodes(int64_t threshold_us) const {
+  std::vector<Episode> out;
+  bool over = false;
+  for (size_t i = 0; i < samples_.size(); ++i) {
+    auto lo = AtSample(i);
+    if (!lo) continue;  // unknown: keep the current state
+    if (*lo > threshold_us) {
+      if (!over) {
+        // Truth(t) = t − acked(m+1) on the interval ending at this sample: exact crossing.
+        const OracleRow* row = log_->Get(samples_[i].max_id + 1);
+        Episode e;
+        e.start_us = row->acked_us + threshold_us;
+        e.peak_us = *lo;
+        out.push_back(e);
+        over = true;
+      }
+      out.back().end_us = samples_[i].sent_us;
+      out.back().peak_us = std::max(out.back().peak_us, *lo);
+    } else {
+      over = false;
+    }
+  }
+  return out;
+}
+
+std::vector<Run> Runs(const std::vector<Report>& reports, bool at1000, int64_t data_end_us) {
+  std::vector<Run> out;
+  bool over = false;
+  for (const Report& r : reports) {
+    const bool o = at1000 ? r.over1000 : r.over200;
+    if (o && !over) {
+      Run run;
+      run.start_seen_us = r.seen_us;
+      run.start_measured_us = r.measured_us;
+      run.open = true;
+      out.push_back(run);
+    } else if (!o && over) {
+      out.back().end_seen_us = r.seen_us;
+      out.back().end_measured_us = r.measured_us;
+      out.back().open = false;
+    }
+    over = o;
+  }
+  if (over) {
+    out.back().end_seen_us = data_end_us;
+    out.back().end_measured_us = data_end_us;
+  }
+  return out;
+}
+
+Percentiles Summarize(std::vector<double> v) {
+  Percentiles p;
+  p.n = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto rank = [&](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(k, 1, v.size()) - 1];
+  };
+  p.p50 = rank(0.50);
+  p.p95 = rank(0.95);
+  p.p99 = rank(0.99);
+  p.max = v.back();
+  p.min = v.front();
+  return p;
+}
+
+ErrorStats ComputeErrors(const std::vector<Report>& reports, const Truth& truth, int64_t from_us,
+                         int64_t to_us) {
+  ErrorStats s;
+  std::vector<double> errors;
+  for (const Report& r : reports) {
+    if (r.measured_us < from_us || r.measured_us >= to_us) continue;
+    ++s.reports;
+    if (!r.value_ms) {
+      ++s.unknown;
+      continue;
+    }
+    auto t = truth.At(r.measured_us);
+    if (!t) {
+      ++s.no_truth;
+      continue;
+    }
+    const double err = *r.value_ms - static_cast<double>(*t) / 1000.0;
+    errors.push_back(err);
+    if (err < -10.0) ++s.below_10ms;
+    if (r.lower_ms) {
+      if (auto up = truth.Upper(r.measured_us)) {
+        ++s.lower_checked;
+        if (*r.lower_ms > static_cast<double>(*up) / 1000.0 + 10.0) ++s.lower_above;
+      }
+    }
+  }
+  s.error_ms = Summarize(std::move(errors));
+  return s;
+}
+
+EpisodeMeasures ComputeEpisodes(const std::vector<Report>& reports, const Truth& truth, bool at1000,
+                                int64_t from_us, int64_t to_us, int64_t data_end_us,
+                                int64_t grace_us) {
+  const int64_t threshold_us = at1000 ? 1'000'000 : 200'000;
+  const std::vector<Episode> all = truth.Episodes(threshold_us);
+  const std::vector<Run> runs = Runs(reports, at1000, data_end_us);
+  EpisodeMeasures m;
+
+  for (size_t ei = 0; ei < all.size(); ++ei) {
+    const Episode& e = all[ei];
+    if (e.start_us < from_us || e.start_us >= to_us) continue;
+    ++m.episodes;
+    // The first over-run still over at the true crossing (it may have started before it: a
+    // negative latency) or starting before the episode ended (+ grace).
+    size_t ri = 0;
+    while (ri < runs.size() && !runs[ri].open && runs[ri].end_seen_us <= e.start_us) ++ri;
+    if (ri == runs.size() || runs[ri].start_seen_us > e.end_us + grace_us) {
+      ++m.missed;
+      continue;
+    }
+    const Run& det = runs[ri];
+    // Truth grew from 0 at (crossing − threshold): a run older than that is a standing
+    // exclusion, not a detection of this episode.
+    if (det.start_seen_us < e.start_us - threshold_us) {
+      ++m.already_over;
+    } else {
+      m.detect_ms.push_back(static_cast<double>(det.start_seen_us - e.start_us) / 1000.0);
+    }
+    // Recovery: the end of the last over-run that started by the time truth fell back under
+    // (or the detecting run, if it started later).
+    const Run* rec = &det;
+    for (size_t i = ri + 1; i < runs.size() && runs[i].start_seen_us <= e.end_us; ++i) {
+      rec = &runs[i];
+    }
+    // Until the next true episode or the end of the scenario, whichever comes first.
+    const int64_t horizon = std::min(ei + 1 < all.size() ? all[ei + 1].start_us : data_end_us,
+                                     std::max(to_us, e.end_us));
+    if (rec->open || rec->end_seen_us >= horizon) {
+      ++m.not_recovered;
+    } else {
+      m.recover_ms.push_back(static_cast<double>(rec->end_seen_us - e.end_us) / 1000.0);
+    }
+  }
+
+  // False exclusions: over-runs (by measured time) that no true episode overlaps.
+  for (const Run& r : runs) {
+    if (r.start_measured_us < from_us || r.start_measured_us >= to_us) continue;
+    bool overlaps = false;
+    for (const Episode& e : all) {
+      if (e.start_us <= r.end_measured_us && e.end_us >= r.start_measured_us) {
+        overlaps = true;
+        break;
+      }
+    }
+    if (overlaps) continue;
+    ++m.false_exclusions;
+    m.false_excluded_s += static_cast<double>(r.end_measured_us - r.start_measured_us) / 1e6;
+    // Truth rises only up to each sample (see Truth), so its peak is at a sample or the end.
+    int64_t peak = truth.At(r.end_measured_us).value_or(0);
+    const auto& samples = truth.samples();
+    auto it = std::lower_bound(samples.begin(), samples.end(), r.start_measured_us,
+                               [](const ReaderSample& s, int64_t v) { return s.sent_us < v; });
+    for (; it != samples.end() && it->sent_us <= r.end_measured_us; ++it) {
+      peak = std::max(peak, truth.AtSample(static_cast<size_t>(it - samples.begin())).value_or(0));
+    }
+    m.false_exclusion_peak_truth_ms =
+        std::max(m.false_exclusion_peak_truth_ms, static_cast<double>(peak) / 1000.0);
+  }
+
+  // Time excluded while fine, on the reader-sample grid.
+  const auto& samples = truth.samples();
+  size_t next_report = 0;
+  std::optional<bool> over;
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const int64_t t = samples[k].sent_us;
+    while (next_report < reports.size() && reports[next_report].seen_us <= t) {
+      over = at1000 ? reports[next_report].over1000 : reports[next_report].over200;
+      ++next_report;
+    }
+    if (t < from_us || t >= to_us || !over) continue;
+    auto lo = truth.AtSample(k);
+    if (!lo || *lo > threshold_us) continue;
+    ++m.fine_samples;
+    if (*over) ++m.fine_but_over_samples;
+  }
+  return m;
+}
+
+}  // namespace lagwatch::bench

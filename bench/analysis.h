@@ -1,0 +1,143 @@
+// The accuracy benchmark's ground truth and measures, as pure functions of recorded timelines
+// (no I/O, no clocks). All times are unix microseconds (system clock), all lags microseconds
+// unless a name says _ms.
+//
+// Ground truth ("the oracle"): a writer commits row `id` into lwtest.oracle on the primary every
+// few ms and records when it sent the INSERT (sent) and when the OK came back (acked). A reader per
+// replica runs `SELECT MAX(id)` every few ms. Replication applies in commit order, so a reader
+// sample sent at τ that sees max id m proves row m+1 was not applied at τ: staleness(τ) ≥
+// τ − acked(m+1) whenever row m+1 had been acked by τ (the primary had committed it).
+//
+// Truth(t), for any t, is that proven lower bound using the first reader sample sent at or after t
+// (it saw no more than the replica had at t): Truth(t) = max(0, t − acked(m_next + 1)). The same
+// function defines every crossing and episode below. Its companion Upper(t) = t − sent(m_prev),
+// from the last sample answered by t (the replica had applied m_prev, committed after
+// sent(m_prev)), brackets real staleness; Upper − Truth is the oracle's resolution (about one write
+// interval plus one reader interval plus commit latency).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lagwatch::bench {
+
+struct OracleRow {
+  int64_t sent_us = -1;   // just before the INSERT was sent
+  int64_t acked_us = -1;  // when its OK arrived; -1 if it failed or never answered
+};
+
+// Rows by id; ids are consecutive from first_id (one writer, AUTO_INCREMENT).
+struct OracleLog {
+  int64_t first_id = 1;
+  std::vector<OracleRow> rows;
+  const OracleRow* Get(int64_t id) const {
+    if (id < first_id || id - first_id >= static_cast<int64_t>(rows.size())) return nullptr;
+    return &rows[static_cast<size_t>(id - first_id)];
+  }
+};
+
+struct ReaderSample {
+  int64_t sent_us = 0;
+  int64_t recv_us = 0;
+  int64_t max_id = 0;  // 0: no row yet
+};
+
+// A maximal interval during which Truth > threshold.
+struct Episode {
+  int64_t start_us = 0;  // exact crossing of the Truth function
+  int64_t end_us = 0;    // last moment Truth was over (the sample before the first one under)
+  int64_t peak_us = 0;   // largest Truth seen in it
+};
+
+class Truth {
+ public:
+  // `samples` in the order they were taken (sent_us ascending).
+  Truth(const OracleLog* log, std::vector<ReaderSample> samples);
+
+  // Proven lower bound on staleness at t; nullopt if no reader sample was sent at or after t or
+  // the row it needs has no known ack.
+  std::optional<int64_t> At(int64_t t) const;
+  // Upper bound on staleness at t; nullopt if no sample answered by t.
+  std::optional<int64_t> Upper(int64_t t) const;
+  // Truth at each reader sample's send time (nullopt where unknown).
+  std::optional<int64_t> AtSample(size_t i) const;
+  // Episodes over `threshold_us` in the whole timeline.
+  std::vector<Episode> Episodes(int64_t threshold_us) const;
+
+  const std::vector<ReaderSample>& samples() const { return samples_; }
+
+ private:
+  std::optional<int64_t> LowerFrom(const ReaderSample& next, int64_t t) const;
+  const OracleLog* log_;
+  std::vector<ReaderSample> samples_;
+};
+
+// One reading of a measuring system for one replica.
+struct Report {
+  int64_t measured_us = 0;         // the moment the value describes (lagwatch: measured_at_ms)
+  int64_t seen_us = 0;             // when the bench had it (a router could have acted on it)
+  std::optional<double> value_ms;  // reported lag; nullopt = unknown (SBM NULL, key missing)
+  std::optional<double> lower_ms;  // lagwatch's delay_lower_ms
+  bool over200 = false;            // the system's "exclude at 200 ms" verdict
+  bool over1000 = false;           // ... and at 1000 ms
+};
+
+// A maximal run of consecutive reports that are over a threshold.
+struct Run {
+  int64_t start_seen_us = 0, start_measured_us = 0;
+  int64_t end_seen_us = 0, end_measured_us = 0;  // the first report back under; or window end
+  bool open = false;                             // still over at the end of the data
+};
+
+// The reports' over-runs for threshold 200 (`at1000` false) or 1000 ms.
+std::vector<Run> Runs(const std::vector<Report>& reports, bool at1000, int64_t data_end_us);
+
+struct Percentiles {
+  size_t n = 0;
+  double p50 = 0, p95 = 0, p99 = 0, max = 0, min = 0;
+};
+// Nearest-rank percentiles; n == 0 if `v` is empty.
+Percentiles Summarize(std::vector<double> v);
+
+struct ErrorStats {
+  size_t reports = 0;        // reports in the window
+  size_t unknown = 0;        // reports with no value (SBM NULL, lagwatch key missing)
+  size_t no_truth = 0;       // value but no truth at that moment (end of data)
+  Percentiles error_ms;      // reported − Truth(measured), for reports with both
+  size_t below_10ms = 0;     // reported < Truth − 10 ms
+  size_t lower_above = 0;    // lagwatch: delay_lower_ms > Upper + 10 ms (lower bound too high)
+  size_t lower_checked = 0;  // reports where that could be checked
+};
+ErrorStats ComputeErrors(const std::vector<Report>& reports, const Truth& truth, int64_t from_us,
+                         int64_t to_us);
+
+struct EpisodeMeasures {
+  size_t episodes = 0;            // true episodes starting in the window
+  std::vector<double> detect_ms;  // per detected episode: first over report seen − crossing
+  // Episodes the system was already reporting over before the replica even started to lag
+  // (before crossing − threshold, when truth was still 0): no detection latency for those.
+  size_t already_over = 0;
+  size_t missed = 0;  // episodes with no over report before their end + grace
+  // Per episode (detected or already over): the system's first report back under − the moment
+  // truth fell back under. Negative: the system cleared the replica while truth was still over.
+  std::vector<double> recover_ms;
+  // Episodes after which the system was still over when the next true episode began or the
+  // window ended: no recovery time for those.
+  size_t not_recovered = 0;
+  size_t false_exclusions = 0;  // over-runs starting in the window with Truth ≤ threshold
+  double false_excluded_s = 0;  // their total length (measured time)
+  double false_exclusion_peak_truth_ms = 0;  // the highest Truth during any of them
+  // Time share (on the reader-sample grid) during which truth was ≤ threshold but the system's
+  // latest report, as seen by the bench, was over it.
+  size_t fine_samples = 0;
+  size_t fine_but_over_samples = 0;
+};
+// `grace_us`: how long after a true episode ends a first over report still counts as its
+// detection. `reports` must be in the order the bench saw them.
+EpisodeMeasures ComputeEpisodes(const std::vector<Report>& reports, const Truth& truth, bool at1000,
+                                int64_t from_us, int64_t to_us, int64_t data_end_us,
+                                int64_t grace_us);
+
+}  // namespace lagwatch::bench

@@ -1,0 +1,372 @@
+#include "bench/bench_util.h"
+
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include <hiredis/hiredis.h>
+#include <mysql.h>
+
+namespace lagwatch::bench {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
+
+void OnSignal(int) { g_interrupted.store(true); }
+
+// argv as the char* array execvp wants; points into `args`, which must outlive it.
+std::vector<char*> Argv(const std::vector<std::string>& args) {
+  std::vector<char*> v;
+  v.reserve(args.size() + 1);
+  for (const auto& a : args) v.push_back(const_cast<char*>(a.c_str()));
+  v.push_back(nullptr);
+  return v;
+}
+
+// In a freshly forked child, before exec: only async-signal-safe calls.
+void PrepareChild(pid_t parent, bool new_group) {
+  if (new_group) setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+  // Undo what the parent set up for itself.
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+int DecodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string IsoUtc(int64_t unix_us) {
+  time_t secs = static_cast<time_t>(unix_us / 1'000'000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+bool Interrupted() { return g_interrupted.load(); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool SleepUntil(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>* stop) {
+  constexpr auto kSlice = std::chrono::milliseconds(20);
+  for (;;) {
+    if (Interrupted() || (stop && stop->load())) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return true;
+    std::this_thread::sleep_until(std::min(deadline, now + kSlice));
+  }
+}
+
+bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
+  return SleepUntil(std::chrono::steady_clock::now() + d, stop);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL
+
+std::optional<std::string> SqlResult::Get(const std::string& column) const {
+  if (rows.empty()) return std::nullopt;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] == column) return i < rows[0].size() ? rows[0][i] : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> SqlResult::First() const {
+  if (rows.empty() || rows[0].empty()) return std::nullopt;
+  return rows[0][0];
+}
+
+Sql::Sql(std::string socket, unsigned timeout_s)
+    : socket_(std::move(socket)), timeout_s_(timeout_s) {}
+
+Sql::~Sql() { Disconnect(); }
+
+void Sql::Disconnect() {
+  if (conn_) mysql_close(conn_);
+  conn_ = nullptr;
+}
+
+bool Sql::Connect() {
+  if (conn_) return true;
+  conn_ = mysql_init(nullptr);
+  if (!conn_) {
+    error_ = "mysql_init failed";
+    return false;
+  }
+  mysql_options(conn_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout_s_);
+  mysql_options(conn_, MYSQL_OPT_READ_TIMEOUT, &timeout_s_);
+  mysql_options(conn_, MYSQL_OPT_WRITE_TIMEOUT, &timeout_s_);
+  if (!mysql_real_connect(conn_, nullptr, "root", nullptr, nullptr, 0, socket_.c_str(), 0)) {
+    error_ = "connect to " + socket_ + ": " + mysql_error(conn_);
+    Disconnect();
+    return false;
+  }
+  return true;
+}
+
+std::optional<SqlResult> Sql::Query(const std::string& sql) {
+  if (!Connect()) return std::nullopt;
+  if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) {
+    error_ = sql + ": " + mysql_error(conn_);
+    Disconnect();
+    return std::nullopt;
+  }
+  SqlResult out;
+  MYSQL_RES* res = mysql_store_result(conn_);
+  if (!res) {
+    if (mysql_field_count(conn_) != 0) {
+      error_ = sql + ": " + mysql_error(conn_);
+      Disconnect();
+      return std::nullopt;
+    }
+    last_insert_id_ = mysql_insert_id(conn_);
+    return out;
+  }
+  const unsigned n = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  for (unsigned i = 0; i < n; ++i) out.columns.emplace_back(fields[i].name);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    std::vector<std::optional<std::string>> r(n);
+    for (unsigned i = 0; i < n; ++i) {
+      if (row[i]) r[i] = std::string(row[i], lengths[i]);
+    }
+    out.rows.push_back(std::move(r));
+  }
+  mysql_free_result(res);
+  return out;
+}
+
+SqlResult AdminQuery(const std::string& socket, const std::string& sql) {
+  Sql conn(socket);
+  auto r = conn.Query(sql);
+  if (!r) throw std::runtime_error(conn.error());
+  return std::move(*r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis
+
+Redis::Redis(int port) : port_(port) {}
+
+Redis::~Redis() {
+  if (ctx_) redisFree(ctx_);
+}
+
+bool Redis::Connect() {
+  if (ctx_) return true;
+  timeval tv = {2, 0};
+  ctx_ = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (!ctx_ || ctx_->err) {
+    if (ctx_) redisFree(ctx_);
+    ctx_ = nullptr;
+    return false;
+  }
+  redisSetTimeout(ctx_, tv);
+  return true;
+}
+
+std::optional<std::vector<std::map<std::string, std::string>>> Redis::HGetAll(
+    const std::vector<std::string>& keys) {
+  if (!Connect()) return std::nullopt;
+  for (const auto& k : keys) redisAppendCommand(ctx_, "HGETALL %b", k.data(), k.size());
+  std::vector<std::map<std::string, std::string>> out(keys.size());
+  bool ok = true;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    void* raw = nullptr;
+    if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
+      ok = false;
+      break;
+    }
+    auto* r = static_cast<redisReply*>(raw);
+    if (r->type == REDIS_REPLY_ARRAY) {
+      for (size_t j = 0; j + 1 < r->elements; j += 2) {
+        out[i][std::string(r->element[j]->str, r->element[j]->len)] =
+            std::string(r->element[j + 1]->str, r->element[j + 1]->len);
+      }
+    } else {
+      ok = false;
+    }
+    freeReplyObject(r);
+  }
+  if (!ok) {
+    redisFree(ctx_);
+    ctx_ = nullptr;
+    return std::nullopt;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+std::unique_ptr<Child> Child::Spawn(const std::vector<std::string>& argv,
+                                    const std::string& log_path) {
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd < 0) throw std::runtime_error("cannot open " + log_path);
+  auto args = Argv(argv);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd);
+    throw std::runtime_error("fork failed for " + argv[0]);
+  }
+  if (pid == 0) {
+    PrepareChild(parent, /*new_group=*/true);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(log_fd);
+  return std::unique_ptr<Child>(new Child(pid, -1, argv[0]));
+}
+
+std::unique_ptr<Child> Child::SpawnOnPty(const std::vector<std::string>& argv) {
+  auto args = Argv(argv);
+  termios raw{};
+  cfmakeraw(&raw);  // no echo, no "\n" -> "\r\n"
+  const pid_t parent = getpid();
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, &raw, nullptr);
+  if (pid < 0) throw std::runtime_error("forkpty failed for " + argv[0]);
+  if (pid == 0) {
+    // forkpty made us a session (and group) leader on the new terminal.
+    PrepareChild(parent, /*new_group=*/false);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+  fcntl(master, F_SETFD, FD_CLOEXEC);
+  return std::unique_ptr<Child>(new Child(pid, master, argv[0]));
+}
+
+Child::~Child() {
+  Stop();
+  if (pty_fd_ >= 0) close(pty_fd_);
+}
+
+bool Child::Reap(bool block) {
+  if (exit_code_) return true;
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid_, &status, block ? 0 : WNOHANG);
+    if (r == pid_) {
+      exit_code_ = DecodeStatus(status);
+      return true;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {  // not our child any more (cannot happen); do not signal the PID again
+      exit_code_ = -1;
+      return true;
+    }
+    return false;
+  }
+}
+
+bool Child::Running() { return !Reap(false); }
+
+std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (!Reap(false)) {
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return exit_code_;
+}
+
+int Child::Stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return -1;
+  if (!Reap(false)) {
+    kill(pid_, SIGTERM);
+    auto until = std::chrono::steady_clock::now() + grace;
+    while (!Reap(false) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!Reap(false)) {
+      kill(pid_, SIGKILL);
+      Reap(true);
+    }
+  }
+  return *exit_code_;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return {-1, "pipe failed"};
+  auto args = Argv(argv);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {-1, "fork failed"};
+  }
+  if (pid == 0) {
+    PrepareChild(parent, /*new_group=*/true);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  CommandResult r;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      r.output.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = DecodeStatus(status);
+  return r;
+}
+
+}  // namespace lagwatch::bench

@@ -1,0 +1,146 @@
+// Small building blocks for the benchmarks: wall-clock time, interruptible sleeps, a blocking
+// MariaDB client over the admin unix socket, a Redis client, and child processes that are always
+// stopped by PID.
+//
+// Every timestamp in the benchmarks is CLOCK_REALTIME in microseconds (std::chrono::system_clock),
+// the clock lagwatch stamps `measured_at_ms` with, so the two are comparable on one host.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+struct redisContext;
+typedef struct st_mysql MYSQL;
+
+namespace lagwatch::bench {
+
+// Unix time in microseconds, from the system clock.
+int64_t NowUs();
+// "2026-11-30T02:12:05Z" (UTC).
+std::string IsoUtc(int64_t unix_us);
+
+// Set by SIGINT/SIGTERM (see InstallSignalHandlers); everything long-running checks it.
+bool Interrupted();
+void InstallSignalHandlers();
+
+// Sleeps until `deadline` in small slices; returns false early if `stop` is set or the process was
+// interrupted.
+bool SleepUntil(std::chrono::steady_clock::time_point deadline,
+                const std::atomic<bool>* stop = nullptr);
+bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop = nullptr);
+
+// A query result, every value as text (nullopt = SQL NULL).
+struct SqlResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  // The value in the first row under `column`; nullopt if absent or NULL.
+  std::optional<std::string> Get(const std::string& column) const;
+  // The first column of the first row; nullopt if absent or NULL.
+  std::optional<std::string> First() const;
+};
+
+// One blocking connection as root over a unix socket (unix_socket auth), autocommit.
+// Not thread-safe: one per thread.
+class Sql {
+ public:
+  explicit Sql(std::string socket, unsigned timeout_s = 10);
+  ~Sql();
+  Sql(const Sql&) = delete;
+  Sql& operator=(const Sql&) = delete;
+
+  // Connects if not connected. Returns false (see error()) on failure.
+  bool Connect();
+  // Runs `sql`; on failure drops the connection (the next call reconnects) and returns nullopt.
+  std::optional<SqlResult> Query(const std::string& sql);
+  // Runs `sql`, discarding any result.
+  bool Exec(const std::string& sql) { return Query(sql).has_value(); }
+  uint64_t last_insert_id() const { return last_insert_id_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  void Disconnect();
+
+  std::string socket_;
+  unsigned timeout_s_;
+  MYSQL* conn_ = nullptr;
+  uint64_t last_insert_id_ = 0;
+  std::string error_;
+};
+
+// Runs one statement on a fresh admin connection; throws std::runtime_error on failure.
+SqlResult AdminQuery(const std::string& socket, const std::string& sql);
+
+// A synchronous Redis connection to 127.0.0.1:port. Not thread-safe.
+class Redis {
+ public:
+  explicit Redis(int port);
+  ~Redis();
+  Redis(const Redis&) = delete;
+  Redis& operator=(const Redis&) = delete;
+
+  // HGETALL of each key in one pipelined round trip. An empty map is a missing key. Returns
+  // nullopt on a connection error (and reconnects on the next call).
+  std::optional<std::vector<std::map<std::string, std::string>>> HGetAll(
+      const std::vector<std::string>& keys);
+
+ private:
+  bool Connect();
+  int port_;
+  redisContext* ctx_ = nullptr;
+};
+
+// A child process started by this program, stopped by its PID on Stop() or destruction.
+// Children get their own process group (a terminal's Ctrl-C reaches only us; we stop them) and
+// die with us if we are killed (PR_SET_PDEATHSIG). Start children from the main thread only:
+// the death signal follows the thread that forked.
+class Child {
+ public:
+  // Runs argv[0] (a path or a name looked up in PATH) with stdout and stderr appended to
+  // `log_path`. Throws std::runtime_error if fork fails.
+  static std::unique_ptr<Child> Spawn(const std::vector<std::string>& argv,
+                                      const std::string& log_path);
+  // Runs argv on a new pseudo-terminal, so the child's stdio is line-buffered; read its output
+  // from pty_fd() (non-blocking).
+  static std::unique_ptr<Child> SpawnOnPty(const std::vector<std::string>& argv);
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int pty_fd() const { return pty_fd_; }
+  const std::string& name() const { return name_; }
+  // True while the child has not exited (reaps it if it has).
+  bool Running();
+  // SIGTERM, wait up to `grace`, then SIGKILL; reaps. Returns the exit code (128+signal if
+  // killed), or -1 if already reaped. Idempotent.
+  int Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+  // Waits for the child to exit by itself (up to `timeout`); returns the exit code or nullopt.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+
+ private:
+  Child(pid_t pid, int pty_fd, std::string name)
+      : pid_(pid), pty_fd_(pty_fd), name_(std::move(name)) {}
+  bool Reap(bool block);
+
+  pid_t pid_ = -1;
+  int pty_fd_ = -1;
+  std::string name_;
+  std::optional<int> exit_code_;
+};
+
+// Runs argv to completion (stdout+stderr captured), for short helper commands.
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+CommandResult RunCommand(const std::vector<std::string>& argv);
+
+}  // namespace lagwatch::bench

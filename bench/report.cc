@@ -1,0 +1,354 @@
+#include "bench/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+namespace lagwatch::bench {
+namespace {
+
+using json = nlohmann::json;
+
+// A table as rows of cells; the first row is the header. Columns after the first `left_cols`
+// are right-aligned in text.
+struct Table {
+  std::vector<std::vector<std::string>> rows;
+  size_t left_cols = 2;
+
+  std::string Text(const std::string& indent = "") const {
+    std::vector<size_t> width;
+    for (const auto& r : rows) {
+      width.resize(std::max(width.size(), r.size()), 0);
+      for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    }
+    std::ostringstream out;
+    for (const auto& r : rows) {
+      std::string line = indent;
+      for (size_t c = 0; c < r.size(); ++c) {
+        const std::string pad(width[c] - r[c].size(), ' ');
+        if (c) line += "  ";
+        line += c < left_cols ? r[c] + pad : pad + r[c];
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out << line << "\n";
+    }
+    return out.str();
+  }
+
+  std::string Markdown() const {
+    std::ostringstream out;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out << "|";
+      for (const auto& cell : rows[i]) out << " " << cell << " |";
+      out << "\n";
+      if (i == 0) {
+        out << "|";
+        for (size_t c = 0; c < rows[i].size(); ++c) out << (c < left_cols ? "---|" : "---:|");
+        out << "\n";
+      }
+    }
+    return out.str();
+  }
+};
+
+std::string Num(double v, int decimals = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (s == "-0") s = "0";
+  return s;
+}
+
+// A percentile field of a {n, p50, …} object, or "-" when there is no data.
+std::string Pct(const json& p, const char* field, int decimals = 0) {
+  if (!p.is_object() || !p.contains(field)) return "-";
+  return Num(p[field].get<double>(), decimals);
+}
+
+std::string Share(const json& v) {
+  if (!v.is_number()) return "-";
+  return Num(v.get<double>() * 100.0, 1) + "%";
+}
+
+std::string ShortReplica(const std::string& name) { return "r" + name.substr(name.size() - 1); }
+
+Table ScenarioTable(const json& sc) {
+  Table t;
+  t.rows.push_back({"system", "rep", "n", "err p50", "p95", "p99", "max", "< -10ms", "det200 p50",
+                    "p99", "det1000 p50", "p99", "rec200 p50", "p99", "false excl200",
+                    "excl while ok", "missed 200/1000"});
+  for (const auto& sys : sc["systems"]) {
+    for (const auto& [rn, r] : sys["replicas"].items()) {
+      const json& err = r["error_ms"];
+      const json& d200 = r["detect_200ms"];
+      const json& d1000 = r["detect_1000ms"];
+      t.rows.push_back({sys["name"].get<std::string>(), ShortReplica(rn),
+                        err.is_object() ? std::to_string(err["n"].get<size_t>()) : "0",
+                        Pct(err, "p50"), Pct(err, "p95"), Pct(err, "p99"), Pct(err, "max"),
+                        Share(r["below_truth_by_10ms_share"]), Pct(d200["latency_ms"], "p50"),
+                        Pct(d200["latency_ms"], "p99"), Pct(d1000["latency_ms"], "p50"),
+                        Pct(d1000["latency_ms"], "p99"), Pct(d200["recovery_ms"], "p50"),
+                        Pct(d200["recovery_ms"], "p99"),
+                        std::to_string(r["false_exclusions_200ms"].get<size_t>()),
+                        Share(r["excluded_while_fine_200ms_share"]),
+                        std::to_string(d200["missed"].get<size_t>()) + "/" +
+                            std::to_string(d1000["missed"].get<size_t>())});
+    }
+  }
+  return t;
+}
+
+std::string TruthLine(const json& sc) {
+  std::string out = "truth:";
+  for (const auto& [rn, t] : sc["truth"].items()) {
+    out += " " + ShortReplica(rn) + " p50 " + Pct(t["staleness_ms"], "p50", 1) + " / p99 " +
+           Pct(t["staleness_ms"], "p99", 1) + " / max " + Pct(t["staleness_ms"], "max") +
+           " ms, episodes >200 ms: " + std::to_string(t["episodes_over_200ms"].get<size_t>()) +
+           ", >1000 ms: " + std::to_string(t["episodes_over_1000ms"].get<size_t>()) + ";";
+  }
+  out.pop_back();
+  return out;
+}
+
+// Per-scenario observations worth a line: unknown readings, lagwatch's key and bound checks.
+std::vector<std::string> ScenarioNotes(const json& sc) {
+  std::vector<std::string> notes;
+  for (const auto& n : sc["notes"]) notes.push_back(n.get<std::string>());
+  for (const auto& sys : sc["systems"]) {
+    const std::string name = sys["name"];
+    for (const auto& [rn, r] : sys["replicas"].items()) {
+      const std::string who = name + " " + ShortReplica(rn);
+      for (const char* th : {"200", "1000"}) {
+        const json& d = r[std::string("detect_") + th + "ms"];
+        if (d["already_over"].get<size_t>() > 0) {
+          notes.push_back(who + ": " + std::to_string(d["already_over"].get<size_t>()) + " of " +
+                          std::to_string(d["episodes"].get<size_t>()) + " episodes over " + th +
+                          " ms began while it was already reporting over " + th +
+                          " ms before the lag started (no detection latency)");
+        }
+      }
+      if (r["detect_200ms"]["not_recovered_before_next_episode"].get<size_t>() > 0) {
+        notes.push_back(
+            who + ": after " +
+            std::to_string(r["detect_200ms"]["not_recovered_before_next_episode"].get<size_t>()) +
+            " episode(s) still over 200 ms when truth crossed again or the scenario ended: no "
+            "rec200");
+      }
+      if (r["false_exclusions_200ms"].get<size_t>() > 0) {
+        notes.push_back(who + ": " + std::to_string(r["false_exclusions_200ms"].get<size_t>()) +
+                        " false exclusion(s), " + Num(r["false_excluded_s"].get<double>(), 2) +
+                        " s in all; truth peaked at " +
+                        Num(r["false_exclusion_peak_truth_ms"].get<double>(), 1) +
+                        " ms during them");
+      }
+      if (r["unknown"].get<size_t>() > 0 && name != "lagwatch") {
+        notes.push_back(who + ": " + std::to_string(r["unknown"].get<size_t>()) + " of " +
+                        std::to_string(r["reports"].get<size_t>()) +
+                        " readings unknown (NULL / no value; counted as over every threshold)");
+      }
+      if (name != "lagwatch") continue;
+      if (r["key_missing"].get<size_t>() > 0) {
+        notes.push_back(who + ": Redis key missing " +
+                        std::to_string(r["key_missing"].get<size_t>()) +
+                        " time(s) (expired: counted as excluded)");
+      }
+      if (r["lower_bound_above_truth_by_10ms"].get<size_t>() > 0) {
+        notes.push_back(who + ": delay_lower_ms above the oracle's upper bound by > 10 ms in " +
+                        std::to_string(r["lower_bound_above_truth_by_10ms"].get<size_t>()) +
+                        " of " + std::to_string(r["lower_bound_checked"].get<size_t>()) +
+                        " reports");
+      }
+      std::string states;
+      for (const auto& [state, n] : r["states"].items()) {
+        states += (states.empty() ? "" : ", ") + state + " " + std::to_string(n.get<size_t>());
+      }
+      notes.push_back(who + " states published: " + (states.empty() ? "none" : states));
+    }
+  }
+  return notes;
+}
+
+Table CostTable(const json& cost) {
+  Table t;
+  t.left_cols = 1;
+  t.rows.push_back({"system", "window s", "binlog bytes", "transactions", "bytes/trx",
+                    "binlog bytes/s", "binlog MB/day", "primary stmts/s"});
+  for (const auto& c : cost) {
+    t.rows.push_back({c["system"].get<std::string>(), Num(c["seconds"].get<double>(), 1),
+                      std::to_string(c["binlog_bytes"].get<int64_t>()),
+                      std::to_string(c["transactions"].get<int64_t>()),
+                      c["bytes_per_transaction"].is_number()
+                          ? Num(c["bytes_per_transaction"].get<double>())
+                          : "-",
+                      Num(c["binlog_bytes_per_s"].get<double>()),
+                      Num(c["binlog_bytes_per_day"].get<double>() / 1e6, 1),
+                      Num(c["statements_per_s"].get<double>(), 1)});
+  }
+  return t;
+}
+
+Table UsageTable(const json& usage) {
+  Table t;
+  t.left_cols = 1;
+  t.rows.push_back({"process", "alive s", "CPU s", "CPU share", "RSS MB"});
+  for (const auto& [name, u] : usage.items()) {
+    if (!u.is_object()) continue;
+    t.rows.push_back({name, Num(u["alive_s"].get<double>(), 0), Num(u["cpu_s"].get<double>(), 1),
+                      Num(u["cpu_share"].get<double>() * 100.0, 1) + "%",
+                      Num(u["rss_mb"].get<double>(), 1)});
+  }
+  return t;
+}
+
+std::string OracleLine(const json& o) {
+  std::string s = "oracle: " + std::to_string(o["rows"].get<size_t>()) + " rows, one every " +
+                  Pct(o["write_interval_ms"], "p50", 1) + " ms (p99 " +
+                  Pct(o["write_interval_ms"], "p99", 1) + "), commit latency p50 " +
+                  Pct(o["commit_latency_ms"], "p50", 1) + " / p99 " +
+                  Pct(o["commit_latency_ms"], "p99", 1) + " ms";
+  for (const auto& [rn, r] : o["readers"].items()) {
+    s += "; reader " + ShortReplica(rn) + " every " + Pct(r["interval_ms"], "p50", 1) +
+         " ms (p99 " + Pct(r["interval_ms"], "p99", 1) + "), query " +
+         Pct(r["latency_ms"], "p50", 1) + " ms";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RenderText(const json& res) {
+  std::ostringstream out;
+  out << "\nlagwatch accuracy benchmark (" << res["mode"].get<std::string>() << ", "
+      << res["date"].get<std::string>() << ", " << res["versions"]["lagwatch"].get<std::string>()
+      << ")\n";
+  out << "all values in ms; err = reported − truth at the moment of measurement; det = first "
+         "report over the threshold − true crossing; rec200 = first report back ≤ 200 ms − truth "
+         "back ≤ 200 ms\n";
+  out << "r1 = replica1 " << res["sandbox"]["replica1"].get<std::string>()
+      << " (stalled / locked in the stall and ftwrl scenarios), r2 = replica2 "
+      << res["sandbox"]["replica2"].get<std::string>() << " (control)\n";
+  out << OracleLine(res["oracle"]) << "\n\n";
+  out << "heartbeat cost on the primary (each alone):\n"
+      << CostTable(res["heartbeat_cost"]).Text("  ") << "\n";
+  for (const auto& sc : res["scenarios"]) {
+    out << "== " << sc["name"].get<std::string>() << " (" << Num(sc["duration_s"].get<double>(), 0)
+        << " s): " << sc["description"].get<std::string>() << "\n";
+    out << "   " << TruthLine(sc) << "\n";
+    out << ScenarioTable(sc).Text("   ");
+    for (const auto& n : ScenarioNotes(sc)) out << "   - " << n << "\n";
+    out << "\n";
+  }
+  out << "process usage over the whole run:\n" << UsageTable(res["processes"]["usage"]).Text("  ");
+  return out.str();
+}
+
+std::string RenderMarkdown(const json& res) {
+  std::ostringstream md;
+  const std::string mode = res["mode"];
+  md << "# lagwatch accuracy benchmark (" << mode << ")\n\n";
+  md << "- date: " << res["date"].get<std::string>() << "\n";
+  md << "- command: `" << res["command"].get<std::string>() << "`\n";
+  if (!res["git_rev"].get<std::string>().empty()) {
+    md << "- git revision: " << res["git_rev"].get<std::string>() << "\n";
+  }
+  md << "- host: " << res["host"]["cpus"].get<int>() << " CPUs, "
+     << res["host"]["kernel"].get<std::string>() << "; everything on 127.0.0.1\n";
+  md << "- versions:";
+  for (const auto& [k, v] : res["versions"].items())
+    md << " " << k << " `" << v.get<std::string>() << "`;";
+  md << "\n- sandbox: primary " << res["sandbox"]["primary"].get<std::string>()
+     << ", r1 = " << res["sandbox"]["replica1"].get<std::string>()
+     << ", r2 = " << res["sandbox"]["replica2"].get<std::string>()
+     << " (scripts/sandbox: MariaDB GTID replication, Redis)\n\n";
+
+  md << "## Method\n\n";
+  md << "**Ground truth (oracle).** A writer commits a row into `lwtest.oracle` on the primary "
+        "every 5 ms (autocommit, its own connection) and records, per id, the wall-clock time "
+        "just before sending (sent) and when the OK arrived (acked). A reader per replica runs "
+        "`SELECT MAX(id)` every 5 ms. Replication applies in commit order, so a read sent at τ "
+        "that sees max id m proves row m+1 was missing at τ: true staleness at τ is τ − "
+        "acked(m+1) if row m+1 was acked before τ, else 0. Truth at any time t between reads uses "
+        "the first read sent at or after t (it cannot have seen less than the replica had at t): "
+        "truth(t) = max(0, t − acked(m_next+1)). This is a proven *lower* bound; the matching "
+        "upper bound t − sent(m_prev) from the last read answered by t brackets real staleness. "
+        "All times are CLOCK_REALTIME on this one host (the clock of lagwatch's "
+        "`measured_at_ms`); the server's NOW() is never used for truth.\n\n";
+  md << "**Oracle resolution.** " << OracleLine(res["oracle"])
+     << ". Per scenario, the bracket (upper − lower bound) is listed under each table: the "
+        "truth is exact to about that much (about one write interval + one read interval + "
+        "commit latency).\n\n";
+  md << "**Systems, side by side on the same sandbox and run:**\n\n";
+  md << "- **lagwatch** `" << res["commands"]["lagwatch"].get<std::string>()
+     << "` (the sandbox's config, below). The bench polls Redis `HGETALL "
+        "slave_delay:127.0.0.1:<port>` every 2 ms; each new record is a report measured at its "
+        "`measured_at_ms` and seen when the poll returned. Over 200 ms = `healthy=0` (or key "
+        "missing); over 1000 ms = `delay_ms > 1000` (or key missing). Error uses `delay_ms` (the "
+        "upper bound). `measured_at_ms` has 1 ms resolution.\n";
+  md << "- **pt-heartbeat** `" << res["commands"]["pt-heartbeat --update"].get<std::string>()
+     << "` and per replica `" << res["commands"]["pt-heartbeat --monitor"].get<std::string>()
+     << "` on a pseudo-terminal (line-buffered output; the bench is its parent and stops it by "
+        "PID). Each line's first number (seconds) is a report at the moment the line arrived.\n";
+  md << "- **SBM**: `SHOW SLAVE STATUS` every 200 ms per replica; `Seconds_Behind_Master` in "
+        "whole seconds; NULL = unknown, counted as over every threshold and left out of error "
+        "stats.\n";
+  md << "- **naive**: `UPDATE lwtest.naive SET updated_at = NOW(6)` every 500 ms on the primary; "
+        "per replica every 200 ms `SELECT TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(6))`. On one "
+        "host there is no clock skew between primary and replica, which flatters this method "
+        "(and pt-heartbeat, which also compares two clocks).\n\n";
+  md << "**Measures** (per system, per replica, per scenario; all in ms):\n\n"
+        "- *err*: reported lag − truth at the moment of measurement (lagwatch: "
+        "`measured_at_ms`; SQL pollers: when the query was sent; pt-heartbeat: when its line "
+        "arrived); p50/p95/p99/max, and *< -10ms*: the share of reports below truth by more "
+        "than 10 ms (truth is a lower bound, so these are certain under-reports).\n"
+        "- *det200 / det1000*: first report over the threshold, as seen by the bench (lagwatch: "
+        "the Redis poll that returned `healthy=0`, resp. `delay_ms > 1000`) − the moment truth "
+        "crossed it. Negative = reported before truth crossed (an upper bound does that; fine). "
+        "*missed*: true episodes with no report over the threshold before they ended + 1 s.\n"
+        "- *rec200*: first report back at or under 200 ms (lagwatch: `healthy=1`) − the moment "
+        "truth fell back under 200 ms (±1 read interval). Negative = the system cleared the "
+        "replica while truth was still over.\n"
+        "- *false excl200*: runs of reports over 200 ms (lagwatch: `healthy=0`) during which "
+        "truth never exceeded 200 ms. *excl while ok*: the share of time (sampled every 5 ms) "
+        "truth was at or under 200 ms while the system's latest report, as the bench saw it, was "
+        "over 200 ms (it includes the recovery tail after real episodes).\n"
+        "- An episode that began while a system was already reporting over the threshold since "
+        "before the lag started (crossing − threshold) gets no detection latency; such episodes "
+        "are listed under the table.\n\n";
+
+  md << "## Heartbeat cost on the primary\n\n"
+     << "Each heartbeat alone on an otherwise idle primary; binlog growth is the sum of `SHOW "
+        "BINARY LOGS` file sizes, transactions from `@@gtid_binlog_pos`, statements from "
+        "`Questions`; per day extrapolates the window.\n\n"
+     << CostTable(res["heartbeat_cost"]).Markdown() << "\n";
+
+  md << "## Results\n\n";
+  for (const auto& sc : res["scenarios"]) {
+    md << "### " << sc["name"].get<std::string>() << " (" << Num(sc["duration_s"].get<double>(), 0)
+       << " s)\n\n"
+       << sc["description"].get<std::string>() << ".\n\n";
+    md << TruthLine(sc) << "; oracle bracket p50/p99:";
+    for (const auto& [rn, t] : sc["truth"].items()) {
+      md << " " << ShortReplica(rn) << " " << Pct(t["bracket_ms"], "p50", 1) << "/"
+         << Pct(t["bracket_ms"], "p99", 1) << " ms" << (rn == "replica1" ? "," : "");
+    }
+    md << ".\n\n" << ScenarioTable(sc).Markdown() << "\n";
+    for (const auto& n : ScenarioNotes(sc)) md << "- " << n << "\n";
+    md << "\n";
+  }
+
+  md << "## Run details\n\n";
+  md << "Process usage over the whole run (lagwatch and the bench from the cost phase on):\n\n"
+     << UsageTable(res["processes"]["usage"]).Markdown() << "\n";
+  md << "Processes and collector errors:\n\n";
+  for (const auto& [k, v] : res["processes"].items()) {
+    if (k != "usage") md << "- " << k << ": `" << v.dump() << "`\n";
+  }
+  md << "\n";
+  md << "lagwatch config:\n\n```json\n" << res["lagwatch_config"].dump(2) << "\n```\n\n";
+  md << "Raw results: `accuracy-" << mode << ".json`; logs: `" << res["logs"].get<std::string>()
+     << "`.\n";
+  return md.str();
+}
+
+}  // namespace lagwatch::bench
