@@ -96,15 +96,10 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
 }
 
 void ReplicaProber::Start() {
-  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+  worker_.Start([this](std::stop_token st) { Run(st); });
 }
 
-void ReplicaProber::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  cv_.notify_all();
-  thread_.join();
-}
+void ReplicaProber::Stop() { worker_.Stop(); }
 
 ReplicaView ReplicaProber::view() const {
   std::lock_guard lock(mu_);
@@ -192,7 +187,6 @@ void ReplicaProber::Run(std::stop_token stop) {
   const Millis status_interval(config_.probe.status_interval_ms);
   MonoTime next_tick = clock_.Now();
   MonoTime next_status = next_tick;
-  std::mutex wait_mu;
   while (!stop.stop_requested()) {
     const MonoTime started = clock_.Now();
     // While replication is reported stopped, poll every probe so a restart is seen at once.
@@ -210,8 +204,7 @@ void ReplicaProber::Run(std::stop_token stop) {
     }
     MonoTime wake = NextProbeAt(now, started, next_tick, bounds_ ? bounds_->fresh_at : std::nullopt,
                                 limits_ms_);
-    std::unique_lock lock(wait_mu);
-    cv_.wait_until(lock, stop, wake, [] { return false; });
+    Worker::SleepUntil(stop, wake);
   }
 }
 

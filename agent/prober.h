@@ -9,11 +9,9 @@
 // Thread-safe; owns one thread (Start/Stop; the destructor stops).
 #pragma once
 
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/clock.h"
@@ -21,6 +19,7 @@
 #include "agent/health.h"
 #include "agent/snapshot.h"
 #include "agent/windows.h"
+#include "agent/worker.h"
 #include "heartbeat/estimator.h"
 #include "heartbeat/history.h"
 #include "heartbeat/writer.h"
@@ -138,8 +137,7 @@ class ReplicaProber {
   bool probed_once_ = false;                 // GUARDED_BY(mu_)
   MonoTime last_probe_done_;                 // GUARDED_BY(mu_)
 
-  std::condition_variable_any cv_;
-  std::jthread thread_;
+  Worker worker_;  // last: stopped before the members it uses go away
 };
 
 }  // namespace lagwatch

@@ -55,15 +55,10 @@ PositionSampler::PositionSampler(const Config& config, PositionHistory* history,
     : config_(config), history_(history), metrics_(metrics) {}
 
 void PositionSampler::Start() {
-  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+  worker_.Start([this](std::stop_token st) { Run(st); });
 }
 
-void PositionSampler::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  cv_.notify_all();
-  thread_.join();
-}
+void PositionSampler::Stop() { worker_.Stop(); }
 
 void PositionSampler::Run(std::stop_token stop) {
   const Millis interval(config_.sampler_interval_ms);
@@ -77,7 +72,6 @@ void PositionSampler::Run(std::stop_token stop) {
   MysqlConn conn(config_.primary, config_.primary_defaults_file, "primary " + config_.primary.Id(),
                  stop);
   MonoTime next = std::chrono::steady_clock::now();
-  std::mutex wait_mu;
   int failures = 0;
   MonoTime next_status = next;
   while (!stop.stop_requested()) {
@@ -122,8 +116,7 @@ void PositionSampler::Run(std::stop_token stop) {
     next += std::min(wait, std::max(kMaxBackoff, interval));
     MonoTime now = std::chrono::steady_clock::now();
     if (next < now) next = now;
-    std::unique_lock lock(wait_mu);
-    cv_.wait_until(lock, stop, next, [] { return false; });
+    Worker::SleepUntil(stop, next);
   }
 }
 

@@ -6,12 +6,11 @@
 // Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "agent/config.h"
+#include "agent/worker.h"
 #include "heartbeat/history.h"
 
 namespace lagwatch {
@@ -38,8 +37,7 @@ class PositionSampler {
   // Used only by the sampler thread: the server counters' last values.
   std::optional<uint64_t> last_read_requests_;
   std::optional<uint64_t> last_reads_;
-  std::jthread thread_;
-  std::condition_variable_any cv_;
+  Worker worker_;  // last: stopped before the members it uses go away
 };
 
 }  // namespace lagwatch

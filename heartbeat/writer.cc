@@ -37,15 +37,10 @@ HeartbeatWriter::HeartbeatWriter(const Config& config, HeartbeatLog* log, Metric
     : config_(config), sql_(config), log_(log), metrics_(metrics), publisher_(publisher) {}
 
 void HeartbeatWriter::Start() {
-  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+  worker_.Start([this](std::stop_token st) { Run(st); });
 }
 
-void HeartbeatWriter::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  cv_.notify_all();
-  thread_.join();
-}
+void HeartbeatWriter::Stop() { worker_.Stop(); }
 
 PrimaryView HeartbeatWriter::view() const {
   std::lock_guard lock(mu_);
@@ -100,7 +95,6 @@ void HeartbeatWriter::Run(std::stop_token stop) {
                  stop);
   CircuitBreaker circuit;
   MonoTime next = std::chrono::steady_clock::now();
-  std::mutex wait_mu;
 
   while (!stop.stop_requested()) {
     const MonoTime now = std::chrono::steady_clock::now();
@@ -157,8 +151,7 @@ void HeartbeatWriter::Run(std::stop_token stop) {
     next += interval;
     MonoTime after = std::chrono::steady_clock::now();
     if (next < after) next = after;
-    std::unique_lock lock(wait_mu);
-    cv_.wait_until(lock, stop, next, [] { return false; });
+    Worker::SleepUntil(stop, next);
   }
 }
 

@@ -9,15 +9,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/status.h"
+#include "agent/worker.h"
 #include "heartbeat/circuit.h"
 #include "heartbeat/history.h"
 
@@ -92,10 +91,10 @@ class HeartbeatWriter {
   uint64_t next_seq_ = 0;
   bool prepared_ = false;
 
-  std::jthread thread_;
   mutable std::mutex mu_;
-  std::condition_variable_any cv_;
   PrimaryView view_;  // GUARDED_BY(mu_)
+
+  Worker worker_;  // last: stopped before the members it uses go away
 };
 
 }  // namespace lagwatch
