@@ -1,9 +1,9 @@
 // The agent's clocks. Every time inside an estimate comes from one monotonic clock (DESIGN.md
-// §3.1); wall time is only stamped on published records. Injected so estimator and scheduler tests
-// run without sleeping.
+// §3.1); wall time is only stamped on published records. The agent and probers take a Clock so it
+// can be replaced; the estimator and the scheduler are pure functions of the times they are given,
+// so their tests need no clock and no sleeps.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 
 namespace lagwatch {
@@ -30,22 +30,6 @@ class SystemClock final : public Clock {
     static SystemClock clock;
     return clock;
   }
-};
-
-// A clock that moves only when told. Thread-safe.
-class FakeClock final : public Clock {
- public:
-  FakeClock() : mono_us_(1'000'000'000), wall_us_(1'700'000'000'000'000) {}
-  MonoTime Now() const override { return MonoTime(Micros(mono_us_.load())); }
-  WallTime WallNow() const override { return WallTime(Micros(wall_us_.load())); }
-  void Advance(Micros d) {
-    mono_us_ += d.count();
-    wall_us_ += d.count();
-  }
-
- private:
-  std::atomic<int64_t> mono_us_;
-  std::atomic<int64_t> wall_us_;
 };
 
 inline int64_t ToMillis(std::chrono::nanoseconds d) {

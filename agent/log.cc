@@ -15,13 +15,10 @@ struct Limiter {
 };
 
 std::mutex g_mu;
-LogLevel g_min_level = LogLevel::kInfo;
 std::unordered_map<std::string, Limiter>* g_limiters = new std::unordered_map<std::string, Limiter>;
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug:
-      return "DEBUG";
     case LogLevel::kInfo:
       return "INFO";
     case LogLevel::kWarn:
@@ -48,20 +45,13 @@ void WriteLine(LogLevel level, std::string_view message) {
 
 }  // namespace
 
-void SetLogLevel(LogLevel min_level) {
-  std::lock_guard lock(g_mu);
-  g_min_level = min_level;
-}
-
 void Log(LogLevel level, std::string_view message) {
   std::lock_guard lock(g_mu);
-  if (level < g_min_level) return;
   WriteLine(level, message);
 }
 
 void LogLimited(LogLevel level, std::string_view key, std::string_view message, int interval_s) {
   std::lock_guard lock(g_mu);
-  if (level < g_min_level) return;
   auto now = std::chrono::steady_clock::now();
   Limiter& lim = (*g_limiters)[std::string(key)];
   if (lim.last.time_since_epoch().count() != 0 &&

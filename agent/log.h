@@ -7,7 +7,7 @@
 
 namespace lagwatch {
 
-enum class LogLevel { kDebug, kInfo, kWarn, kError };
+enum class LogLevel { kInfo, kWarn, kError };
 
 // Writes "LEVEL message" to stderr (systemd's journal adds the timestamp; we add one too for
 // foreground use).
@@ -17,7 +17,5 @@ void Log(LogLevel level, std::string_view message);
 // the next one that passes says how many.
 void LogLimited(LogLevel level, std::string_view key, std::string_view message,
                 int interval_s = 10);
-
-void SetLogLevel(LogLevel min_level);
 
 }  // namespace lagwatch

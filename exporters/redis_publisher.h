@@ -49,13 +49,13 @@ class RedisPublisher {
 
   bool connected() const;
 
-  // Redis argument lists for one record (exposed for tests of the contract).
-  static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
-  static std::vector<std::string> HsetArgs(const PrimarySnapshot& s);
-
   static constexpr size_t kMaxEvents = 1000;
 
  private:
+  // The HSET argument lists of the Redis contract (DESIGN.md §4; README "Redis contract").
+  static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
+  static std::vector<std::string> HsetArgs(const PrimarySnapshot& s);
+
   void Run(std::stop_token stop);
   bool Connect();
   void Disconnect();
