@@ -80,8 +80,11 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
   routes["/api/v1/replicas"] = [this, json] {
     nlohmann::json list = nlohmann::json::array();
     std::lock_guard lock(mu_);
-    for (const auto& [id, p] : probers_)
-      list.push_back(ReplicaJson(p->replica(), p->tier(), p->view()));
+    for (const auto& [id, p] : probers_) {
+      ReplicaView v = p->view();
+      v.windows = p->windows();
+      list.push_back(ReplicaJson(p->replica(), p->tier(), v));
+    }
     return json({{"agent", initial_.agent_id},
                  {"generated_at_ms", UnixMillis(clock_.WallNow())},
                  {"replicas", list}});

@@ -103,9 +103,12 @@ void ReplicaProber::Stop() { worker_.Stop(); }
 
 ReplicaView ReplicaProber::view() const {
   std::lock_guard lock(mu_);
-  ReplicaView v = view_;
-  v.windows = WindowsLocked(clock_.Now());
-  return v;
+  return view_;
+}
+
+std::vector<WindowStats> ReplicaProber::windows() const {
+  std::lock_guard lock(mu_);
+  return WindowsLocked(clock_.Now());
 }
 
 std::vector<WindowStats> ReplicaProber::WindowsLocked(MonoTime now) const {

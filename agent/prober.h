@@ -83,7 +83,10 @@ class ReplicaProber {
   const std::string& id() const { return id_; }
   const ReplicaConfig& replica() const { return replica_; }
   const TierConfig& tier() const { return tier_; }
+  // The latest verdict, record, status and error (cheap; `windows` is left empty).
   ReplicaView view() const;
+  // The rolling-window statistics (O(samples in the windows): for the API, not hot paths).
+  std::vector<WindowStats> windows() const;
 
   // True once the first probe (successful or not) has completed.
   bool probed_once() const;
