@@ -27,7 +27,7 @@ Env& E() {
   return env;
 }
 
-std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
+std::string Key(int replica) { return E().sandbox.replica_key(replica); }
 std::string PrimaryKey() {
   return "lagwatch:primary:127.0.0.1:" + std::to_string(E().sandbox.primary_port());
 }
@@ -38,10 +38,9 @@ int64_t Delay(Redis& redis, int replica) {
   return ParseInt<int64_t>(redis.HGetAll(Key(replica))["delay_ms"]).value_or(-1);
 }
 bool Is(Redis& redis, int replica, const std::string& state, const std::string& healthy) {
-  auto h = redis.HGetAll(Key(replica));
-  return h["state"] == state && h["healthy"] == healthy;
+  return ReplicaIs(redis, E().sandbox, replica, state, healthy);
 }
-bool BothOk(Redis& redis) { return Is(redis, 1, "ok", "1") && Is(redis, 2, "ok", "1"); }
+bool BothOk(Redis& redis) { return BothReplicasOk(redis, E().sandbox); }
 long Ms(Clock::duration d) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }

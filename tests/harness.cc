@@ -183,6 +183,16 @@ std::vector<std::string> Redis::SMembers(const std::string& key) {
   return out;
 }
 
+bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& state,
+               const std::string& healthy) {
+  auto h = redis.HGetAll(sandbox.replica_key(i));
+  return h["state"] == state && h["healthy"] == healthy;
+}
+
+bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
+  return ReplicaIs(redis, sandbox, 1, "ok", "1") && ReplicaIs(redis, sandbox, 2, "ok", "1");
+}
+
 std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -39,6 +39,8 @@ class Sandbox {
     return dir_ + "/" + server + "/mysqld.sock";
   }
   std::string replica_id(int i) const { return "127.0.0.1:" + std::to_string(replica_port(i)); }
+  // The replica's Redis key under the default prefix.
+  std::string replica_key(int i) const { return "slave_delay:" + replica_id(i); }
 
  private:
   std::string dir_;
@@ -76,6 +78,12 @@ class Redis {
  private:
   redisContext* ctx_ = nullptr;
 };
+
+// Whether replica `i`'s Redis record says `state` and `healthy` ("1"/"0").
+bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& state,
+               const std::string& healthy);
+// Both sandbox replicas are ok and healthy in Redis.
+bool BothReplicasOk(Redis& redis, const Sandbox& sandbox);
 
 // GET http://127.0.0.1:port/path; returns the status code and body (code 0 on connect failure).
 std::pair<int, std::string> HttpGet(int port, const std::string& path);

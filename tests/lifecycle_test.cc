@@ -80,9 +80,10 @@ Env& E() {
   return env;
 }
 
-std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
+std::string Key(int replica) { return E().sandbox.replica_key(replica); }
 
-// Sends SIGHUP and waits for the agent to log its verdict (the n-th "reload" line).
+// Sends SIGHUP and waits until the agent's log, past what it held before, contains
+// `expect_in_log`.
 void Hup(const std::string& expect_in_log) {
   auto before = E().agent->Log().size();
   REQUIRE(kill(E().agent->pid(), SIGHUP) == 0);

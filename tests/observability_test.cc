@@ -39,14 +39,7 @@ Env& E() {
   return env;
 }
 
-std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
-bool BothOk(Redis& redis) {
-  for (int r : {1, 2}) {
-    auto h = redis.HGetAll(Key(r));
-    if (h["state"] != "ok" || h["healthy"] != "1") return false;
-  }
-  return true;
-}
+bool BothOk(Redis& redis) { return BothReplicasOk(redis, E().sandbox); }
 std::string Metrics() { return HttpGet(E().sandbox.http_port(), "/metrics").second; }
 
 // The metric families the README documents, each of which must appear in a live scrape.

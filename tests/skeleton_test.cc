@@ -27,11 +27,9 @@ Env& E() {
   return env;
 }
 
-std::string Key(int replica) { return "slave_delay:" + E().sandbox.replica_id(replica); }
-
+std::string Key(int replica) { return E().sandbox.replica_key(replica); }
 bool OkAndHealthy(Redis& redis, int replica) {
-  auto h = redis.HGetAll(Key(replica));
-  return h["state"] == "ok" && h["healthy"] == "1";
+  return ReplicaIs(redis, E().sandbox, replica, "ok", "1");
 }
 
 int64_t WallMs() {
