@@ -190,8 +190,11 @@ void ReplicaProber::Run(std::stop_token stop) {
   const Millis status_interval(config_.probe.status_interval_ms);
   MonoTime next_tick = clock_.Now();
   MonoTime next_status = next_tick;
+  MonoTime planned = next_tick;
   while (!stop.stop_requested()) {
     const MonoTime started = clock_.Now();
+    m_.probe_start_delay_seconds->Observe(Seconds(
+        std::chrono::duration_cast<Micros>(std::max(started - planned, MonoTime::duration{}))));
     // While replication is reported stopped, poll every probe so a restart is seen at once.
     bool poll_status = started >= next_status || replication_stopped_;
     if (started >= next_status) next_status = started + status_interval;
@@ -207,6 +210,7 @@ void ReplicaProber::Run(std::stop_token stop) {
     }
     MonoTime wake = NextProbeAt(now, started, next_tick, bounds_ ? bounds_->fresh_at : std::nullopt,
                                 limits_ms_);
+    planned = wake;
     Worker::SleepUntil(stop, wake);
   }
 }

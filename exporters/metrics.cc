@@ -22,6 +22,11 @@ const Histogram::BucketBoundaries& LatencyBuckets() {
                                                 0.05,   0.1,   0.15,  0.25,  0.5,  1};
   return b;
 }
+// Scheduling jitter: the target is p99 <= 10 ms (DESIGN.md §7).
+const Histogram::BucketBoundaries& JitterBuckets() {
+  static const Histogram::BucketBoundaries b = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1};
+  return b;
+}
 
 }  // namespace
 
@@ -204,6 +209,12 @@ Metrics::Metrics(const std::string& version)
                           .Name("lagwatch_probe_duration_seconds")
                           .Help("Round trip of the heartbeat/position probe.")
                           .Register(*registry_)),
+      probe_start_delay_(BuildHistogram()
+                             .Name("lagwatch_probe_start_delay_seconds")
+                             .Help("How late a probe started after its planned moment (the "
+                                   "tick, or when the bound would cross a tier limit): "
+                                   "scheduling jitter.")
+                             .Register(*registry_)),
       probes_(BuildCounter()
                   .Name("lagwatch_probes_total")
                   .Help("Probes attempted, successful or not.")
@@ -272,6 +283,7 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
     }
   }
   m.probe_duration_seconds = &probe_duration_.Add(l, LatencyBuckets());
+  m.probe_start_delay_seconds = &probe_start_delay_.Add(l, JitterBuckets());
   m.probes = &probes_.Add(l);
   m.probes_within_slo = &probes_within_slo_.Add(l);
   m.status_polls = &status_polls_.Add(l);
@@ -306,6 +318,7 @@ void Metrics::RemoveReplica(const std::string& replica) {
       for (auto* g : m.lag_window_seconds[w]) lag_window_.Remove(g);
     }
     probe_duration_.Remove(m.probe_duration_seconds);
+    probe_start_delay_.Remove(m.probe_start_delay_seconds);
     probes_.Remove(m.probes);
     probes_within_slo_.Remove(m.probes_within_slo);
     status_polls_.Remove(m.status_polls);

@@ -53,6 +53,8 @@ struct ReplicaMetrics {
   prometheus::Gauge* lag_window_seconds[2][3];
   prometheus::Gauge* slar_ratio[2];
   prometheus::Histogram* probe_duration_seconds;
+  // How late each probe started against its plan (the tick or the tier-crossing moment).
+  prometheus::Histogram* probe_start_delay_seconds;
   prometheus::Counter* probes;
   prometheus::Counter* probes_within_slo;
   prometheus::Counter* status_polls;
@@ -122,6 +124,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& lag_window_;
   prometheus::Family<prometheus::Gauge>& slar_window_;
   prometheus::Family<prometheus::Histogram>& probe_duration_;
+  prometheus::Family<prometheus::Histogram>& probe_start_delay_;
   prometheus::Family<prometheus::Counter>& probes_;
   prometheus::Family<prometheus::Counter>& probes_within_slo_;
   prometheus::Family<prometheus::Counter>& status_polls_;
