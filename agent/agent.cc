@@ -44,7 +44,8 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   }
   if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
   if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
-      a.probe.status_interval_ms != b.probe.status_interval_ms) {
+      a.probe.status_interval_ms != b.probe.status_interval_ms ||
+      a.probe.threads != b.probe.threads) {
     return "probe";
   }
   if (a.redis.host != b.redis.host || a.redis.port != b.redis.port ||
@@ -64,12 +65,25 @@ Agent::Agent(Config config, const Clock& clock)
       sampler_(initial_, &positions_, &metrics_),
       router_feedback_(initial_.redis, metrics_.registry()),
       config_(std::move(config)) {
+  for (int i = 0; i < initial_.probe.threads; ++i) {
+    loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i)));
+  }
   for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(config_, r);
 }
 
 std::unique_ptr<ReplicaProber> Agent::MakeProber(const Config& config, const ReplicaConfig& r) {
-  return std::make_unique<ReplicaProber>(config, r, &heartbeat_log_, &positions_, &publisher_,
+  // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
+  EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
+  return std::make_unique<ReplicaProber>(config, r, loop, &heartbeat_log_, &positions_, &publisher_,
                                          &metrics_, clock_);
+}
+
+void Agent::StartProber(ReplicaProber& p) {
+  // A fixed phase per replica within the interval, so a loop's probes do not all fall due at
+  // once (each still snaps to the sampler's cadence: agent/schedule.h).
+  const auto phase =
+      std::hash<std::string>{}(p.id()) % static_cast<size_t>(config_.probe.interval_ms);
+  p.Start(Millis(static_cast<int64_t>(phase)));
 }
 
 std::map<std::string, HttpServer::Handler> Agent::Routes() {
@@ -129,7 +143,8 @@ Status Agent::Start() {
         "no heartbeat acknowledged by the primary yet; replicas will show "
         "primary_unknown until the primary answers");
   }
-  for (auto& [id, p] : probers_) p->Start();
+  for (auto& loop : loops_) loop->Start();
+  for (auto& [id, p] : probers_) StartProber(*p);
   started_ = true;
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " + std::to_string(probers_.size()) +
                            " replicas of primary " + initial_.primary.Id() +
@@ -140,6 +155,8 @@ Status Agent::Start() {
 void Agent::Stop() {
   {
     std::lock_guard lock(mu_);
+    // Loops first: then each prober's Stop runs inline instead of a round trip to its loop.
+    for (auto& loop : loops_) loop->Stop();
     for (auto& [id, p] : probers_) p->Stop();
     started_ = false;
   }
@@ -182,7 +199,7 @@ Status Agent::Reload(const Config& next) {
       it->second->Stop();
       if (old_rc && old_rc->tier != w->second->tier) metrics_.RemoveReplica(it->first);
       it->second = MakeProber(next, *w->second);
-      if (started_) it->second->Start();
+      if (started_) StartProber(*it->second);
       ++restarted;
     } else {
       ++kept;
@@ -192,7 +209,7 @@ Status Agent::Reload(const Config& next) {
   for (const auto& [id, rc] : wanted) {
     if (probers_.count(id)) continue;
     probers_[id] = MakeProber(next, *rc);
-    if (started_) probers_[id]->Start();
+    if (started_) StartProber(*probers_[id]);
     ++added;
   }
   std::vector<std::string> ids;

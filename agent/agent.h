@@ -59,7 +59,9 @@ class Agent {
   bool ProbersAlive(Millis within) const;
 
  private:
+  // REQUIRES: mu_ held (or in the constructor).
   std::unique_ptr<ReplicaProber> MakeProber(const Config& config, const ReplicaConfig& r);
+  void StartProber(ReplicaProber& p);  // REQUIRES: mu_ held
   // The HTTP API's routes (README "HTTP API").
   std::map<std::string, HttpServer::Handler> Routes();
 
@@ -82,6 +84,11 @@ class Agent {
   nlohmann::json RouterJson();
   std::mutex router_mu_;
   std::map<std::string, AppWindows> app_windows_;  // GUARDED_BY(router_mu_)
+
+  // The threads the probers run on (probe.threads); declared before probers_ so they outlive
+  // them.
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  size_t next_loop_ = 0;  // GUARDED_BY(mu_)
 
   mutable std::mutex mu_;  // serialises Reload against readers of probers_
   Config config_;          // GUARDED_BY(mu_): the running configuration

@@ -43,6 +43,8 @@ struct ProbeConfig {
   int interval_ms = 200;
   int timeout_ms = 150;
   int status_interval_ms = 1000;
+  // Event-loop threads the probers share (agent/event_loop.h); replicas are spread over them.
+  int threads = 2;
 };
 
 struct HealthConfig {

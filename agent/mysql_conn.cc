@@ -13,6 +13,28 @@ namespace lagwatch {
 namespace {
 // Longest single poll(); bounds how late a stop request is noticed.
 constexpr int kPollSliceMs = 50;
+
+// A stored result in memory (fetching rows does no I/O), as text cells.
+QueryResult ToQueryResult(MYSQL_RES* res) {
+  QueryResult out;
+  unsigned n = mysql_num_fields(res);
+  MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  for (unsigned i = 0; i < n; ++i) out.columns.emplace_back(fields[i].name);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    auto& r = out.rows.emplace_back();
+    r.reserve(n);
+    for (unsigned i = 0; i < n; ++i) {
+      if (row[i]) {
+        r.emplace_back(std::string(row[i], lengths[i]));
+      } else {
+        r.emplace_back(std::nullopt);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int QueryResult::Column(std::string_view name) const {
@@ -40,15 +62,19 @@ void MysqlConn::Close() {
   mysql_ = nullptr;
 }
 
-Result<int> MysqlConn::Wait(int wait_status, MonoTime deadline) {
-  int fd = mysql_get_socket(mysql_);
-  short events = 0;
-  if (wait_status & MYSQL_WAIT_READ) events |= POLLIN;
-  if (wait_status & MYSQL_WAIT_WRITE) events |= POLLOUT;
-  if (wait_status & MYSQL_WAIT_EXCEPT) events |= POLLPRI;
+int PollEventsFor(int wait_events) {
+  int events = 0;
+  if (wait_events & MYSQL_WAIT_READ) events |= POLLIN;
+  if (wait_events & MYSQL_WAIT_WRITE) events |= POLLOUT;
+  if (wait_events & MYSQL_WAIT_EXCEPT) events |= POLLPRI;
+  return events;
+}
+
+Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline) {
+  const short events = static_cast<short>(PollEventsFor(wait.events));
   MonoTime lib_deadline = MonoTime::max();
-  if (wait_status & MYSQL_WAIT_TIMEOUT) {
-    lib_deadline = std::chrono::steady_clock::now() + Millis(mysql_get_timeout_value_ms(mysql_));
+  if (wait.events & MYSQL_WAIT_TIMEOUT) {
+    lib_deadline = std::chrono::steady_clock::now() + Millis(wait.timeout_ms);
   }
   for (;;) {
     if (stop_.stop_requested()) return Status::Cancelled("shutting down");
@@ -57,20 +83,24 @@ Result<int> MysqlConn::Wait(int wait_status, MonoTime deadline) {
     if (now >= lib_deadline) return MYSQL_WAIT_TIMEOUT;
     auto until = std::min(deadline, lib_deadline);
     int slice = static_cast<int>(std::min<int64_t>(kPollSliceMs, ToMillis(until - now) + 1));
-    struct pollfd pfd = {fd, events, 0};
-    int n = ::poll(&pfd, fd >= 0 ? 1 : 0, slice);
+    struct pollfd pfd = {wait.fd, events, 0};
+    int n = ::poll(&pfd, wait.fd >= 0 ? 1 : 0, slice);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::Unavailable("poll failed for " + label_);
     }
     if (n == 0) continue;
-    int happened = 0;
-    if (pfd.revents & (POLLIN | POLLHUP | POLLERR)) happened |= MYSQL_WAIT_READ;
-    if (pfd.revents & (POLLOUT | POLLHUP | POLLERR)) happened |= MYSQL_WAIT_WRITE;
-    if (pfd.revents & POLLPRI) happened |= MYSQL_WAIT_EXCEPT;
-    // A hang-up with no requested event still has to be handed back so the library sees EOF.
-    return happened ? happened : (wait_status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE));
+    return WaitEventsFrom(pfd.revents, wait.events);
   }
+}
+
+int WaitEventsFrom(int revents, int wait_events) {
+  int happened = 0;
+  if (revents & (POLLIN | POLLHUP | POLLERR)) happened |= MYSQL_WAIT_READ;
+  if (revents & (POLLOUT | POLLHUP | POLLERR)) happened |= MYSQL_WAIT_WRITE;
+  if (revents & POLLPRI) happened |= MYSQL_WAIT_EXCEPT;
+  // A hang-up with no requested event still has to be handed back so the library sees EOF.
+  return happened ? happened : (wait_events & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE));
 }
 
 Status MysqlConn::ClientError(std::string_view what) {
@@ -85,18 +115,28 @@ Status MysqlConn::ClientError(std::string_view what) {
 }
 
 Status MysqlConn::Abort(Status why) {
+  if (res_) mysql_free_result(res_);
+  res_ = nullptr;
+  phase_ = Phase::kIdle;
   Close();
   return why;
 }
 
-Status MysqlConn::Connect(MonoTime deadline) {
-  if (mysql_) return Status::Ok();
+std::optional<MysqlConn::Wait> MysqlConn::Begin(std::string sql) {
+  sql_ = std::move(sql);
   last_errno_ = 0;
+  outcome_.reset();
+  if (mysql_) {
+    phase_ = Phase::kQuerying;
+    return Advance(mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size()));
+  }
   if (::access(defaults_file_.c_str(), R_OK) != 0) {
-    return Status::InvalidArgument("cannot read option file " + defaults_file_ + " for " + label_);
+    return Finish(
+        Status::InvalidArgument("cannot read option file " + defaults_file_ + " for " + label_));
   }
   mysql_ = mysql_init(nullptr);
-  if (!mysql_) return Status::Unavailable("out of memory creating a connection to " + label_);
+  if (!mysql_)
+    return Finish(Status::Unavailable("out of memory creating a connection to " + label_));
   mysql_options(mysql_, MYSQL_OPT_NONBLOCK, nullptr);
   mysql_options(mysql_, MYSQL_READ_DEFAULT_FILE, defaults_file_.c_str());
   mysql_options(mysql_, MYSQL_READ_DEFAULT_GROUP, "lagwatch");
@@ -104,66 +144,90 @@ Status MysqlConn::Connect(MonoTime deadline) {
   mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &secs);
   mysql_options(mysql_, MYSQL_OPT_READ_TIMEOUT, &secs);
   mysql_options(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &secs);
+  phase_ = Phase::kConnecting;
+  return Advance(mysql_real_connect_start(&connect_ret_, mysql_, endpoint_.host.c_str(), nullptr,
+                                          nullptr, nullptr, static_cast<unsigned>(endpoint_.port),
+                                          nullptr, 0));
+}
 
-  MYSQL* ret = nullptr;
-  int st = mysql_real_connect_start(&ret, mysql_, endpoint_.host.c_str(), nullptr, nullptr, nullptr,
-                                    static_cast<unsigned>(endpoint_.port), nullptr, 0);
-  while (st) {
-    Result<int> ev = Wait(st, deadline);
-    if (!ev.ok()) return Abort(ev.status());
-    st = mysql_real_connect_cont(&ret, mysql_, ev.value());
+std::optional<MysqlConn::Wait> MysqlConn::Continue(int events) {
+  switch (phase_) {
+    case Phase::kConnecting:
+      return Advance(mysql_real_connect_cont(&connect_ret_, mysql_, events));
+    case Phase::kQuerying:
+      return Advance(mysql_real_query_cont(&query_err_, mysql_, events));
+    case Phase::kStoring:
+      return Advance(mysql_store_result_cont(&res_, mysql_, events));
+    case Phase::kIdle:
+      break;
   }
-  if (!ret) {
-    Status s = ClientError("cannot connect to");
-    Close();  // a failed handshake leaves nothing reusable, whatever the error class
-    return Status::Unavailable(s.message());
+  return std::nullopt;
+}
+
+std::optional<MysqlConn::Wait> MysqlConn::Advance(int wait_status) {
+  for (;;) {
+    if (wait_status) {
+      Wait w{mysql_get_socket(mysql_), wait_status, -1};
+      if (wait_status & MYSQL_WAIT_TIMEOUT) {
+        w.timeout_ms = static_cast<int>(mysql_get_timeout_value_ms(mysql_));
+      }
+      return w;
+    }
+    switch (phase_) {
+      case Phase::kConnecting:
+        if (!connect_ret_) {
+          Status s = ClientError("cannot connect to");
+          Close();  // a failed handshake leaves nothing reusable, whatever the error class
+          return Finish(Status::Unavailable(s.message()));
+        }
+        phase_ = Phase::kQuerying;
+        wait_status = mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size());
+        break;
+      case Phase::kQuerying:
+        if (query_err_) return Finish(ClientError("query failed on"));
+        phase_ = Phase::kStoring;
+        wait_status = mysql_store_result_start(&res_, mysql_);
+        break;
+      case Phase::kStoring: {
+        if (!res_) {
+          if (mysql_field_count(mysql_) != 0)
+            return Finish(ClientError("reading result failed on"));
+          QueryResult out;
+          out.affected_rows = mysql_affected_rows(mysql_);
+          return Finish(std::move(out));
+        }
+        QueryResult out = ToQueryResult(res_);
+        mysql_free_result(res_);
+        res_ = nullptr;
+        return Finish(std::move(out));
+      }
+      case Phase::kIdle:
+        return std::nullopt;
+    }
   }
-  return Status::Ok();
+}
+
+std::optional<MysqlConn::Wait> MysqlConn::Finish(Result<QueryResult> outcome) {
+  outcome_ = std::move(outcome);
+  phase_ = Phase::kIdle;
+  return std::nullopt;
+}
+
+Result<QueryResult> MysqlConn::TakeResult() {
+  if (!outcome_) return Status::Unavailable("no statement finished on " + label_);
+  Result<QueryResult> r = std::move(*outcome_);
+  outcome_.reset();
+  return r;
 }
 
 Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
-  if (Status s = Connect(deadline); !s.ok()) return s;
-  last_errno_ = 0;
-  int err = 0;
-  int st = mysql_real_query_start(&err, mysql_, sql.data(), sql.size());
-  while (st) {
-    Result<int> ev = Wait(st, deadline);
+  std::optional<Wait> w = Begin(std::string(sql));
+  while (w) {
+    Result<int> ev = PollFor(*w, deadline);
     if (!ev.ok()) return Abort(ev.status());
-    st = mysql_real_query_cont(&err, mysql_, ev.value());
+    w = Continue(ev.value());
   }
-  if (err) return ClientError("query failed on");
-
-  QueryResult out;
-  MYSQL_RES* res = nullptr;
-  st = mysql_store_result_start(&res, mysql_);
-  while (st) {
-    Result<int> ev = Wait(st, deadline);
-    if (!ev.ok()) return Abort(ev.status());
-    st = mysql_store_result_cont(&res, mysql_, ev.value());
-  }
-  if (!res) {
-    if (mysql_field_count(mysql_) != 0) return ClientError("reading result failed on");
-    out.affected_rows = mysql_affected_rows(mysql_);
-    return out;
-  }
-  unsigned n = mysql_num_fields(res);
-  MYSQL_FIELD* fields = mysql_fetch_fields(res);
-  for (unsigned i = 0; i < n; ++i) out.columns.emplace_back(fields[i].name);
-  // A stored result is in memory: fetching rows does no I/O.
-  while (MYSQL_ROW row = mysql_fetch_row(res)) {
-    unsigned long* lengths = mysql_fetch_lengths(res);
-    auto& r = out.rows.emplace_back();
-    r.reserve(n);
-    for (unsigned i = 0; i < n; ++i) {
-      if (row[i]) {
-        r.emplace_back(std::string(row[i], lengths[i]));
-      } else {
-        r.emplace_back(std::nullopt);
-      }
-    }
-  }
-  mysql_free_result(res);
-  return out;
+  return TakeResult();
 }
 
 }  // namespace lagwatch

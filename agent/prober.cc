@@ -62,7 +62,7 @@ Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
   return st;
 }
 
-ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
+ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica, EventLoop* loop,
                              const HeartbeatLog* log, const PositionHistory* history,
                              RedisPublisher* publisher, Metrics* metrics, const Clock& clock)
     : config_(config),
@@ -76,6 +76,9 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
       metrics_(metrics),
       m_(metrics->Replica(id_, replica.tier)),
       clock_(clock),
+      loop_(loop),
+      conn_(loop, replica.endpoint, config.replica_defaults_file,
+            "replica " + replica.endpoint.Id()),
       health_(HealthPolicy{config.health.recover_ratio, config.health.recover_probes,
                            config.health.keep_caught_up_when_primary_unknown}) {
   for (const auto& t : config.tiers) {
@@ -95,11 +98,22 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
   m_.SetState("unreachable");
 }
 
-void ReplicaProber::Start() {
-  worker_.Start([this](std::stop_token st) { Run(st); });
+void ReplicaProber::Start(Millis phase) {
+  loop_->RunSync([this, phase] {
+    next_tick_ = clock_.Now() + phase;
+    next_status_ = next_tick_;
+    planned_ = next_tick_;
+    timer_ = loop_->At(planned_, [this] { OnTick(); });
+  });
 }
 
-void ReplicaProber::Stop() { worker_.Stop(); }
+void ReplicaProber::Stop() {
+  loop_->RunSync([this] {
+    if (timer_) loop_->Cancel(timer_);
+    timer_ = 0;
+    conn_.Cancel();
+  });
+}
 
 ReplicaView ReplicaProber::view() const {
   std::lock_guard lock(mu_);
@@ -184,63 +198,77 @@ Millis ReplicaProber::ReconnectBackoff(int failures) const {
   return std::min(b, kMaxReconnectBackoff);
 }
 
-void ReplicaProber::Run(std::stop_token stop) {
-  MysqlConn conn(replica_.endpoint, config_.replica_defaults_file, "replica " + id_, stop);
-  const Millis interval(config_.probe.interval_ms);
-  const Millis status_interval(config_.probe.status_interval_ms);
-  MonoTime next_tick = clock_.Now();
-  MonoTime next_status = next_tick;
-  MonoTime planned = next_tick;
-  while (!stop.stop_requested()) {
-    const MonoTime started = clock_.Now();
-    m_.probe_start_delay_seconds->Observe(Seconds(
-        std::chrono::duration_cast<Micros>(std::max(started - planned, MonoTime::duration{}))));
-    // While replication is reported stopped, poll every probe so a restart is seen at once.
-    bool poll_status = started >= next_status || replication_stopped_;
-    if (started >= next_status) next_status = started + status_interval;
-    ProbeOnce(conn, poll_status);
-
-    const MonoTime now = clock_.Now();
-    if (started >= next_tick) {
-      next_tick += interval;
-      if (next_tick < now) next_tick = now;  // fell behind (slow server): skip, do not bunch up
-      if (auto sample = history_->LastSample()) {
-        next_tick = AlignToSamples(next_tick, *sample, Millis(config_.sampler_interval_ms));
-      }
-    }
-    MonoTime wake = NextProbeAt(now, started, next_tick, bounds_ ? bounds_->fresh_at : std::nullopt,
-                                limits_ms_);
-    planned = wake;
-    Worker::SleepUntil(stop, wake);
+void ReplicaProber::OnTick() {
+  timer_ = 0;
+  probe_ = InFlight{};
+  probe_.started = clock_.Now();
+  m_.probe_start_delay_seconds->Observe(Seconds(std::chrono::duration_cast<Micros>(
+      std::max(probe_.started - planned_, MonoTime::duration::zero()))));
+  // While replication is reported stopped, poll every probe so a restart is seen at once.
+  probe_.poll_status = probe_.started >= next_status_ || replication_stopped_;
+  if (probe_.started >= next_status_) {
+    next_status_ = probe_.started + Millis(config_.probe.status_interval_ms);
   }
+  probe_.backing_off = !conn_.connected() && probe_.started < reconnect_at_;
+  if (probe_.backing_off) {
+    probe_.obs.sent = probe_.obs.received = probe_.started;
+    probe_.received_wall = clock_.WallNow();
+    Evaluate(Status::Unavailable("waiting to reconnect to replica " + id_), std::nullopt);
+    return;
+  }
+  SendProbe();
 }
 
-void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
-  const Millis timeout(config_.probe.timeout_ms);
-  ProbeObservation obs;
-  obs.sent = clock_.Now();
-  Result<QueryResult> r = Status::Unavailable("waiting to reconnect to replica " + id_);
-  const bool backing_off = !conn.connected() && obs.sent < reconnect_at_;
-  if (!backing_off) {
-    r = conn.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only, obs.sent + timeout);
-  }
-  if (!r.ok() && !backing_off && use_gtid_ && conn.last_errno() == kErUnknownSystemVariable) {
+void ReplicaProber::SendProbe() {
+  probe_.obs.sent = clock_.Now();
+  conn_.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only,
+              probe_.obs.sent + Millis(config_.probe.timeout_ms),
+              [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
+}
+
+void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
+  if (!r.ok() && use_gtid_ && conn_.last_errno() == kErUnknownSystemVariable) {
     Log(LogLevel::kWarn,
         "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only");
     use_gtid_ = false;
-    obs.sent = clock_.Now();
-    r = conn.Query(sql_.probe_heartbeat_only, obs.sent + timeout);
+    SendProbe();
+    return;
   }
-  obs.received = clock_.Now();
-  const WallTime received_wall = clock_.WallNow();
-  if (r.status().code() == Status::Code::kCancelled) return;
-  if (!backing_off) {
-    if (!conn.connected()) {
-      reconnect_at_ = obs.received + ReconnectBackoff(++connect_failures_);
-    } else {
-      connect_failures_ = 0;
+  probe_.obs.received = clock_.Now();
+  probe_.received_wall = clock_.WallNow();
+  if (!conn_.connected()) {
+    reconnect_at_ = probe_.obs.received + ReconnectBackoff(++connect_failures_);
+  } else {
+    connect_failures_ = 0;
+  }
+  if (probe_.poll_status && r.ok()) {
+    probe_.reply = std::move(r);
+    conn_.Query("SHOW SLAVE STATUS", clock_.Now() + Millis(config_.probe.timeout_ms),
+                [this](Result<QueryResult> s) { Evaluate(*probe_.reply, s); });
+    return;
+  }
+  Evaluate(r, std::nullopt);
+}
+
+void ReplicaProber::ScheduleNext() {
+  const MonoTime now = clock_.Now();
+  if (probe_.started >= next_tick_) {
+    next_tick_ += Millis(config_.probe.interval_ms);
+    if (next_tick_ < now) next_tick_ = now;  // fell behind (slow server): skip, do not bunch up
+    if (auto sample = history_->LastSample()) {
+      next_tick_ = AlignToSamples(next_tick_, *sample, Millis(config_.sampler_interval_ms));
     }
   }
+  planned_ = NextProbeAt(now, probe_.started, next_tick_,
+                         bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
+  timer_ = loop_->At(planned_, [this] { OnTick(); });
+}
+
+void ReplicaProber::Evaluate(const Result<QueryResult>& r,
+                             const std::optional<Result<QueryResult>>& status_reply) {
+  ProbeObservation& obs = probe_.obs;
+  const bool backing_off = probe_.backing_off;
+  const WallTime received_wall = probe_.received_wall;
   m_.probes->Increment();
 
   Status probe_status = r.status();
@@ -286,18 +314,17 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
     status = view_.status;
   }
   std::optional<Status> status_error;
-  if (poll_status && r.ok()) {
-    auto s = conn.Query("SHOW SLAVE STATUS", clock_.Now() + timeout);
-    if (s.ok()) {
-      auto parsed = ParseSlaveStatus(*s);
+  if (status_reply) {
+    if (status_reply->ok()) {
+      auto parsed = ParseSlaveStatus(**status_reply);
       if (parsed.ok()) {
         status = parsed.value();
         m_.status_polls->Increment();
       } else {
         status_error = parsed.status();
       }
-    } else if (s.status().code() != Status::Code::kCancelled) {
-      status_error = s.status();
+    } else {
+      status_error = status_reply->status();
     }
   }
 
@@ -399,7 +426,7 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   }
   UpdateWindowGauges(obs.received);
 
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   view_.state = snap.state;
   view_.healthy = snap.healthy;
   view_.status = status;
@@ -412,6 +439,8 @@ void ReplicaProber::ProbeOnce(MysqlConn& conn, bool poll_status) {
   }
   probed_once_ = true;
   last_probe_done_ = clock_.Now();
+  lock.unlock();
+  ScheduleNext();
 }
 
 }  // namespace lagwatch

@@ -3,10 +3,12 @@
 // STATUS, turns that into lag bounds (heartbeat/estimator.h) and a verdict (agent/health.h), and
 // hands the record to the publisher and the metrics.
 //
-// Each replica has its own thread, connection and schedule (agent/schedule.h: a fixed tick plus
-// a probe at the moment the bound would cross a tier limit), and every query has a deadline of
-// probe.timeout_ms, so a slow or hung replica never delays another.
-// Thread-safe; owns one thread (Start/Stop; the destructor stops).
+// Each replica has its own connection and schedule (agent/schedule.h: a fixed tick plus a probe at
+// the moment the bound would cross a tier limit), and every query has a deadline of
+// probe.timeout_ms. Probers do not own threads: many share an EventLoop, whose timers start their
+// probes and whose fd callbacks carry their queries forward (agent/async_mysql.h), so a slow or
+// hung replica never delays another and a thousand replicas cost a few threads.
+// Thread-safe: Start/Stop and the views from any thread; the probe itself runs on the loop.
 #pragma once
 
 #include <mutex>
@@ -14,12 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "agent/async_mysql.h"
 #include "agent/clock.h"
 #include "agent/config.h"
+#include "agent/event_loop.h"
 #include "agent/health.h"
 #include "agent/snapshot.h"
 #include "agent/windows.h"
-#include "agent/worker.h"
 #include "heartbeat/estimator.h"
 #include "heartbeat/history.h"
 #include "heartbeat/writer.h"
@@ -27,7 +30,6 @@
 namespace lagwatch {
 
 class Metrics;
-class MysqlConn;
 class RedisPublisher;
 struct ReplicaMetrics;
 
@@ -71,13 +73,16 @@ struct ReplicaView {
 
 class ReplicaProber {
  public:
-  // `log`, `history`, `publisher` and `metrics` must outlive the prober.
-  ReplicaProber(const Config& config, const ReplicaConfig& replica, const HeartbeatLog* log,
-                const PositionHistory* history, RedisPublisher* publisher, Metrics* metrics,
-                const Clock& clock);
+  // `loop`, `log`, `history`, `publisher` and `metrics` must outlive the prober.
+  ReplicaProber(const Config& config, const ReplicaConfig& replica, EventLoop* loop,
+                const HeartbeatLog* log, const PositionHistory* history, RedisPublisher* publisher,
+                Metrics* metrics, const Clock& clock);
   ~ReplicaProber() { Stop(); }
 
-  void Start();
+  // Schedules the first probe `phase` from now (spreading replicas over the interval keeps a
+  // loop's work even), then probes until Stop.
+  void Start(Millis phase = Millis(0));
+  // Cancels the schedule and any probe in flight; no callback refers to the prober afterwards.
   void Stop();
 
   const std::string& id() const { return id_; }
@@ -94,8 +99,13 @@ class ReplicaProber {
   MonoTime last_probe_done() const;
 
  private:
-  void Run(std::stop_token stop);
-  void ProbeOnce(MysqlConn& conn, bool poll_status);
+  // One probe, in steps on the loop: OnTick starts it, the replies arrive in OnProbeReply and
+  // OnStatusReply, Evaluate turns them into the verdict and publishes, ScheduleNext sets the timer.
+  void OnTick();
+  void SendProbe();
+  void OnProbeReply(Result<QueryResult> r);
+  void Evaluate(const Result<QueryResult>& r, const std::optional<Result<QueryResult>>& status);
+  void ScheduleNext();
   bool PrimaryKnown(MonoTime now) const;
   bool CaughtUpWithPrimary() const;
   Millis ReconnectBackoff(int failures) const;
@@ -116,15 +126,31 @@ class ReplicaProber {
   ReplicaMetrics& m_;
   const Clock& clock_;
 
-  // Used only by the probing thread.
+  EventLoop* const loop_;
+
+  // Used only on the loop's thread.
+  AsyncMysqlConn conn_;
+  EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
+  MonoTime planned_{};            // when the current probe was meant to start
+  MonoTime next_tick_{};          // the fixed-rate schedule's next slot
+  MonoTime next_status_{};        // when SHOW SLAVE STATUS is due next
+  // The probe in flight.
+  struct InFlight {
+    MonoTime started{};  // when it started (the schedule's reference)
+    bool poll_status = false;
+    bool backing_off = false;  // no connection attempt: still waiting to reconnect
+    ProbeObservation obs;
+    WallTime received_wall{};  // obs.received on the wall clock: what measured_at_ms states
+    std::optional<Result<QueryResult>> reply;  // the probe's, kept while the status poll runs
+  };
+  InFlight probe_;
   HealthTracker health_;
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
-  bool use_gtid_ = true;
+  bool use_gtid_ = true;      // false once the server turned out to have no @@gtid_slave_pos
   int connect_failures_ = 0;  // consecutive probes that ended without a connection
-  MonoTime reconnect_at_{};   // no new connection attempt before this  // false once the server
-                              // turned out to have no @@gtid_slave_pos
+  MonoTime reconnect_at_{};   // no new connection attempt before this
   bool replication_stopped_ = false;  // the last status poll found a thread not running
 
   // Refreshes the window gauges (at most once a second: summarising is O(samples)).
@@ -135,12 +161,10 @@ class ReplicaProber {
   // Lag (ms) of every measured probe, and the SLAR verdict of every probe, per window.
   std::vector<QuantileWindow> lag_windows_;  // GUARDED_BY(mu_)
   std::vector<RatioWindow> slar_windows_;    // GUARDED_BY(mu_)
-  MonoTime next_window_update_{};            // used only by the probing thread
+  MonoTime next_window_update_{};            // used only on the loop's thread
   ReplicaView view_;                         // GUARDED_BY(mu_)
   bool probed_once_ = false;                 // GUARDED_BY(mu_)
   MonoTime last_probe_done_;                 // GUARDED_BY(mu_)
-
-  Worker worker_;  // last: stopped before the members it uses go away
 };
 
 }  // namespace lagwatch

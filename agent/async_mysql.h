@@ -1,0 +1,55 @@
+// A MysqlConn driven by an EventLoop: the waits the connection asks for become fd watches and
+// timers on the loop, so one thread multiplexes the connections of many replicas. Every statement
+// has a deadline; when it passes, the connection is closed and the statement reported as
+// DeadlineExceeded (the next one reconnects), exactly like MysqlConn::Query.
+//
+// Loop-affine: construct anywhere, but call Query/Cancel and destroy it on the loop's thread (or
+// while the loop is stopped). Callbacks run on the loop's thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "agent/event_loop.h"
+#include "agent/mysql_conn.h"
+
+namespace lagwatch {
+
+class AsyncMysqlConn {
+ public:
+  using Callback = std::function<void(Result<QueryResult>)>;
+
+  AsyncMysqlConn(EventLoop* loop, Endpoint endpoint, std::string defaults_file, std::string label);
+  // Abandons a statement in flight without calling back.
+  ~AsyncMysqlConn() { Cancel(); }
+  AsyncMysqlConn(const AsyncMysqlConn&) = delete;
+  AsyncMysqlConn& operator=(const AsyncMysqlConn&) = delete;
+
+  // Runs `sql` (connecting first if needed); `done` is called exactly once with the outcome (see
+  // MysqlConn::Query), possibly before Query returns (e.g. an unreadable option file).
+  // REQUIRES: no statement in flight.
+  void Query(std::string sql, MonoTime deadline, Callback done);
+  // Abandons the statement in flight, if any: closes the connection, no callback.
+  void Cancel();
+
+  bool busy() const { return static_cast<bool>(done_); }
+  bool connected() const { return conn_.connected(); }
+  unsigned last_errno() const { return conn_.last_errno(); }
+
+ private:
+  // Registers what `wait` asks for, or completes when the statement is finished (nullopt).
+  void Handle(std::optional<MysqlConn::Wait> wait);
+  void Resume(int wait_events);
+  void Complete(Result<QueryResult> outcome);
+  void Disarm();  // drops the fd watch and both timers
+
+  EventLoop* const loop_;
+  MysqlConn conn_;
+  Callback done_;  // set while a statement is in flight
+  int watched_fd_ = -1;
+  EventLoop::TimerId deadline_timer_ = 0;
+  EventLoop::TimerId library_timer_ = 0;  // the library's own MYSQL_WAIT_TIMEOUT
+};
+
+}  // namespace lagwatch

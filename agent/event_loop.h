@@ -1,0 +1,107 @@
+// A single-threaded event loop: file-descriptor readiness (epoll), timers (a heap on the
+// monotonic clock, fired through a timerfd so they are not rounded to whole milliseconds) and
+// tasks posted from other threads (an eventfd).
+//
+// Many replicas share one loop: their probes are state machines driven by its callbacks
+// (agent/async_mysql.h), so a thousand replicas cost a few threads, not a thousand. Each turn
+// fires the due timers before handling ready descriptors, and handles at most kMaxEvents of
+// those, so a burst of replies delays a due probe by at most one such batch.
+//
+// Threading: Start/Stop/Post/RunSync from any thread; everything else (At, Cancel, Watch,
+// Unwatch) only on the loop's thread, i.e. from its callbacks, or before Start / after Stop.
+// Callbacks run on the loop's thread, one at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <stop_token>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/clock.h"
+#include "agent/status.h"
+
+namespace lagwatch {
+
+class EventLoop {
+ public:
+  using TimerId = uint64_t;
+  using Task = std::function<void()>;
+  // Called with the epoll events (EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLERR, EPOLLHUP) that happened.
+  using FdCallback = std::function<void(uint32_t events)>;
+
+  // `name` labels the thread in logs and /proc ("lw-loop-0").
+  explicit EventLoop(std::string name);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Runs the loop on its own thread. REQUIRES: not running.
+  void Start();
+  // Stops and joins the thread; pending timers and watches stay registered (they fire again after
+  // a later Start). Harmless when not running.
+  void Stop();
+
+  // Runs `task` on the loop's thread soon, in posting order. Thread-safe. Tasks posted while the
+  // loop is stopped run at the next Start.
+  void Post(Task task);
+  // Runs `task` on the loop's thread and waits for it: inline when called on that thread or when
+  // the loop is not running (nothing else runs callbacks then).
+  void RunSync(const Task& task);
+  // True on the loop's own thread.
+  bool InLoopThread() const;
+
+  // Calls `task` once at `when` (or at once, on the next turn, if `when` has passed).
+  TimerId At(MonoTime when, Task task);
+  // Forgets a timer that has not fired; harmless for one that fired or was cancelled.
+  void Cancel(TimerId id);
+
+  // Calls `callback` whenever `fd` is ready for `events` (level-triggered) until Unwatch. Watching
+  // an fd again replaces its events and callback. REQUIRES: fd stays open until Unwatch.
+  Status Watch(int fd, uint32_t events, FdCallback callback);
+  void Unwatch(int fd);
+
+  // How many timers and watched descriptors are registered (for tests).
+  size_t timers() const { return timer_tasks_.size(); }
+  size_t watched() const { return watches_.size(); }
+
+  static constexpr int kMaxEvents = 64;
+
+ private:
+  void Run(std::stop_token stop);
+  void FireDueTimers();
+  void RunPosted();
+  void ArmTimerFd();
+
+  const std::string name_;
+  int epoll_fd_ = -1;
+  int timer_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Post and Stop wake the loop through it
+
+  // Loop thread only.
+  struct Due {
+    MonoTime when;
+    TimerId id;
+    bool operator>(const Due& o) const { return when != o.when ? when > o.when : id > o.id; }
+  };
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> heap_;
+  std::unordered_map<TimerId, Task> timer_tasks_;  // cancelled timers are erased here only
+  TimerId next_timer_id_ = 1;
+  MonoTime armed_for_ = MonoTime::max();  // what the timerfd is set to
+  struct Watched {
+    uint32_t generation;  // tells a stale event for a closed and reused fd from a new one's
+    FdCallback callback;  // empty while it runs (moved out, so it may Unwatch itself)
+  };
+  std::unordered_map<int, Watched> watches_;
+  uint32_t next_generation_ = 1;
+
+  std::mutex mu_;
+  std::vector<Task> posted_;  // GUARDED_BY(mu_)
+  std::jthread thread_;
+  std::thread::id loop_thread_id_;  // set while running
+};
+
+}  // namespace lagwatch
