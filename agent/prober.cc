@@ -252,15 +252,19 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
 
 void ReplicaProber::ScheduleNext() {
   const MonoTime now = clock_.Now();
-  if (probe_.started >= next_tick_) {
-    next_tick_ += Millis(config_.probe.interval_ms);
-    if (next_tick_ < now) next_tick_ = now;  // fell behind (slow server): skip, do not bunch up
+  const Millis interval(config_.probe.interval_ms), sample_interval(config_.sampler_interval_ms);
+  const MonoTime tick =
+      NextTick(next_tick_, probe_.started, now, interval, std::min(sample_interval, interval / 2));
+  if (tick != next_tick_) {
+    next_tick_ = tick;
     if (auto sample = history_->LastSample()) {
-      next_tick_ = AlignToSamples(next_tick_, *sample, Millis(config_.sampler_interval_ms));
+      next_tick_ = AlignToSamples(next_tick_, *sample, sample_interval);
     }
   }
-  planned_ = NextProbeAt(now, probe_.started, next_tick_,
-                         bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
+  // A probe due while this one still ran is due now: its start delay measures the loop, not the
+  // server that made this probe slow.
+  planned_ = std::max(now, NextProbeAt(now, probe_.started, next_tick_,
+                                       bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_));
   timer_ = loop_->At(planned_, [this] { OnTick(); });
 }
 

@@ -17,6 +17,12 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
   return std::max(next, previous_start + kMinProbeGap);
 }
 
+MonoTime NextTick(MonoTime next_tick, MonoTime started, MonoTime now, Millis interval,
+                  Millis early) {
+  if (started + early < next_tick) return next_tick;  // a probe between slots
+  return std::max(next_tick + interval, now);
+}
+
 MonoTime AlignToSamples(MonoTime tick, MonoTime last_sample, Millis sample_interval,
                         Millis after_sample) {
   if (sample_interval <= Millis(0)) return tick;
@@ -24,7 +30,8 @@ MonoTime AlignToSamples(MonoTime tick, MonoTime last_sample, Millis sample_inter
   // How far the tick is past the last aligned point (a sample plus `after_sample`).
   Micros past = std::chrono::duration_cast<Micros>(tick - (last_sample + after_sample)) % period;
   if (past < Micros(0)) past += period;
-  return past == Micros(0) ? tick : tick + (period - past);
+  if (past <= kAlignTolerance) return tick - past;
+  return tick + (period - past);
 }
 
 }  // namespace lagwatch

@@ -30,13 +30,24 @@ inline constexpr Millis kMinProbeGap{5};
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
                      std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms);
 
+// The fixed-rate schedule's slot after a probe that started at `started` and finished at `now`.
+// A probe that started within `early` before the slot stands in for it: at zero lag the bound
+// crosses a 200 ms limit 200 ms after the freshest sample, a few ms before the 200 ms tick, and
+// probing at both would nearly double the probe rate for nothing. A slot missed while a slow
+// probe ran moves to `now`: skip, never bunch up.
+MonoTime NextTick(MonoTime next_tick, MonoTime started, MonoTime now, Millis interval,
+                  Millis early);
+
 // A replica at zero lag is bounded by the age of the newest position sample it has reached, so a
 // probe sent just after a sample is tight and one sent just before the next is up to a sampling
 // interval loose. This moves a tick forward (by less than one sampling interval) to fall
 // `after_sample` past a sample, given when the latest sample was sent and the sampler's cadence.
 // Ticks stay one probe interval apart once aligned when the probe interval is a multiple of the
-// sampling interval (200 ms and 50 ms by default).
+// sampling interval (200 ms and 50 ms by default). Samples are sent with some microseconds of
+// jitter, so a tick up to kAlignTolerance past an aligned point snaps back to it instead of
+// being pushed a whole sampling interval later.
 inline constexpr Millis kProbeAfterSample{4};
+inline constexpr Micros kAlignTolerance{2000};
 MonoTime AlignToSamples(MonoTime tick, MonoTime last_sample, Millis sample_interval,
                         Millis after_sample = kProbeAfterSample);
 

@@ -39,11 +39,25 @@ TEST_CASE("a tick missed while a slow probe ran means probing at once") {
   CHECK(NextProbeAt(T(1300), T(1250), T(1200), T(1250), kLimits) <= T(1300));
 }
 
-TEST_CASE("ticks are moved to just after a position sample, never backwards") {
+TEST_CASE("a probe just before the tick stands in for it; one well before it does not") {
+  // Tick due at 1200, interval 200, early 50.
+  CHECK(NextTick(T(1200), T(1197), T(1199), Millis(200), Millis(50)) == T(1400));
+  CHECK(NextTick(T(1200), T(1150), T(1152), Millis(200), Millis(50)) == T(1400));
+  CHECK(NextTick(T(1200), T(1149), T(1151), Millis(200), Millis(50)) == T(1200));
+  CHECK(NextTick(T(1200), T(1200), T(1203), Millis(200), Millis(50)) == T(1400));
+  // A slow probe that overran the next slot: the schedule resumes from now.
+  CHECK(NextTick(T(1200), T(1200), T(1450), Millis(200), Millis(50)) == T(1450));
+}
+
+TEST_CASE("ticks are moved to just after a position sample, backwards only by the tolerance") {
   // Samples every 50 ms, the latest sent at 1000: aligned points are 1004, 1054, 1104, ...
   CHECK(AlignToSamples(T(1200), T(1000), Millis(50)) == T(1204));
   CHECK(AlignToSamples(T(1204), T(1000), Millis(50)) == T(1204));
-  CHECK(AlignToSamples(T(1205), T(1000), Millis(50)) == T(1254));
+  CHECK(AlignToSamples(T(1207), T(1000), Millis(50)) == T(1254));
+  // A sample sent a few microseconds late must not push the tick a whole interval on.
+  CHECK(AlignToSamples(T(1205), T(1000), Millis(50)) == T(1204));
+  CHECK(AlignToSamples(T(1204) + Micros(40), T(1000), Millis(50)) == T(1204));
+  CHECK(AlignToSamples(T(1204) + Micros(2001), T(1000), Millis(50)) == T(1254));
   // A tick before the latest sample aligns the same way (the sampler's phase is what matters).
   CHECK(AlignToSamples(T(990), T(1000), Millis(50)) == T(1004));
   // Once aligned, a 200 ms cadence stays aligned with 50 ms samples.
