@@ -68,14 +68,15 @@ Agent::Agent(Config config, const Clock& clock)
   for (int i = 0; i < initial_.probe.threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i)));
   }
-  for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(config_, r);
+  prober_settings_ = ProberSettings(config_);
+  for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(r);
 }
 
-std::unique_ptr<ReplicaProber> Agent::MakeProber(const Config& config, const ReplicaConfig& r) {
+std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
-  return std::make_unique<ReplicaProber>(config, r, loop, &heartbeat_log_, &positions_, &publisher_,
-                                         &metrics_, clock_);
+  return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
+                                         &publisher_, &metrics_, clock_);
 }
 
 void Agent::StartProber(ReplicaProber& p) {
@@ -176,6 +177,8 @@ Status Agent::Reload(const Config& next) {
   const bool shared_changed = !SameTiers(config_.tiers, next.tiers) ||
                               !SameHealth(config_.health, next.health) ||
                               config_.slo_delay_ms != next.slo_delay_ms;
+  // New and restarted probers share the new settings; unchanged ones keep theirs.
+  prober_settings_ = ProberSettings(next);
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next.replicas) wanted[r.endpoint.Id()] = &r;
 
@@ -198,7 +201,7 @@ Status Agent::Reload(const Config& next) {
     if (changed) {
       it->second->Stop();
       if (old_rc && old_rc->tier != w->second->tier) metrics_.RemoveReplica(it->first);
-      it->second = MakeProber(next, *w->second);
+      it->second = MakeProber(*w->second);
       if (started_) StartProber(*it->second);
       ++restarted;
     } else {
@@ -208,7 +211,7 @@ Status Agent::Reload(const Config& next) {
   }
   for (const auto& [id, rc] : wanted) {
     if (probers_.count(id)) continue;
-    probers_[id] = MakeProber(next, *rc);
+    probers_[id] = MakeProber(*rc);
     if (started_) StartProber(*probers_[id]);
     ++added;
   }

@@ -59,8 +59,8 @@ class Agent {
   bool ProbersAlive(Millis within) const;
 
  private:
-  // REQUIRES: mu_ held (or in the constructor).
-  std::unique_ptr<ReplicaProber> MakeProber(const Config& config, const ReplicaConfig& r);
+  // A prober with prober_settings_. REQUIRES: mu_ held (or in the constructor).
+  std::unique_ptr<ReplicaProber> MakeProber(const ReplicaConfig& r);
   void StartProber(ReplicaProber& p);  // REQUIRES: mu_ held
   // The HTTP API's routes (README "HTTP API").
   std::map<std::string, HttpServer::Handler> Routes();
@@ -90,8 +90,9 @@ class Agent {
   std::vector<std::unique_ptr<EventLoop>> loops_;
   size_t next_loop_ = 0;  // GUARDED_BY(mu_)
 
-  mutable std::mutex mu_;  // serialises Reload against readers of probers_
-  Config config_;          // GUARDED_BY(mu_): the running configuration
+  mutable std::mutex mu_;                          // serialises Reload against readers of probers_
+  Config config_;                                  // GUARDED_BY(mu_): the running configuration
+  std::shared_ptr<const Config> prober_settings_;  // GUARDED_BY(mu_): ProberSettings(config_)
   std::map<std::string, std::unique_ptr<ReplicaProber>> probers_;  // GUARDED_BY(mu_), by id
   bool started_ = false;                                           // GUARDED_BY(mu_)
   std::unique_ptr<HttpServer> http_;

@@ -37,7 +37,22 @@ std::string CellText(const QueryResult& r, std::string_view column) {
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
+// One ring per replica serves every window (5m and 1m): it spans the longest.
+constexpr int64_t kLongestWindowMs =
+    *std::max_element(std::begin(kWindowSpansMs), std::end(kWindowSpansMs));
+// Room for every tick over the longest window plus half again for deadline probes, and some
+// slack; a burst beyond that truncates the window (QuantileWindow::truncated).
+size_t LagWindowCapacity(int interval_ms) {
+  return static_cast<size_t>(kLongestWindowMs / interval_ms) * 3 / 2 + 64;
+}
+
 }  // namespace
+
+std::shared_ptr<const Config> ProberSettings(const Config& config) {
+  auto settings = std::make_shared<Config>(config);
+  settings->replicas = {};  // not clear(): that would keep the capacity
+  return settings;
+}
 
 Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
   ReplicationStatus st;
@@ -62,14 +77,16 @@ Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
   return st;
 }
 
-ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica, EventLoop* loop,
-                             const HeartbeatLog* log, const PositionHistory* history,
-                             RedisPublisher* publisher, Metrics* metrics, const Clock& clock)
-    : config_(config),
+ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
+                             EventLoop* loop, const HeartbeatLog* log,
+                             const PositionHistory* history, RedisPublisher* publisher,
+                             Metrics* metrics, const Clock& clock)
+    : settings_(std::move(settings)),
+      config_(*settings_),
       replica_(replica),
       id_(replica.endpoint.Id()),
-      tier_(config.Tier(replica.tier)),
-      sql_(config),
+      tier_(config_.Tier(replica.tier)),
+      sql_(config_),
       log_(log),
       history_(history),
       publisher_(publisher),
@@ -77,22 +94,18 @@ ReplicaProber::ReplicaProber(const Config& config, const ReplicaConfig& replica,
       m_(metrics->Replica(id_, replica.tier)),
       clock_(clock),
       loop_(loop),
-      conn_(loop, replica.endpoint, config.replica_defaults_file,
+      conn_(loop, replica.endpoint, config_.replica_defaults_file,
             "replica " + replica.endpoint.Id()),
-      health_(HealthPolicy{config.health.recover_ratio, config.health.recover_probes,
-                           config.health.keep_caught_up_when_primary_unknown}) {
-  for (const auto& t : config.tiers) {
+      health_(HealthPolicy{config_.health.recover_ratio, config_.health.recover_probes,
+                           config_.health.keep_caught_up_when_primary_unknown}),
+      lag_window_(Millis(kLongestWindowMs), LagWindowCapacity(config_.probe.interval_ms)),
+      slar_window_(Millis(kLongestWindowMs)) {
+  for (const auto& t : config_.tiers) {
     if (t.enabled && t.max_delay_ms) limits_ms_.push_back(*t.max_delay_ms);
   }
   std::sort(limits_ms_.begin(), limits_ms_.end());
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   last_probe_done_ = clock_.Now();
-  for (int64_t span_ms : kWindowSpansMs) {
-    // Room for every probe at the configured rate plus deadline probes, with headroom.
-    const size_t capacity = static_cast<size_t>(span_ms / config.probe.interval_ms) * 2 + 64;
-    lag_windows_.emplace_back(Millis(span_ms), capacity);
-    slar_windows_.emplace_back(Millis(span_ms));
-  }
   m_.lag_upper_seconds->Set(std::nan(""));
   m_.lag_lower_seconds->Set(std::nan(""));
   m_.SetState("unreachable");
@@ -127,10 +140,11 @@ std::vector<WindowStats> ReplicaProber::windows() const {
 
 std::vector<WindowStats> ReplicaProber::WindowsLocked(MonoTime now) const {
   std::vector<WindowStats> out;
-  for (size_t w = 0; w < lag_windows_.size(); ++w) {
-    QuantileWindow::Summary s = lag_windows_[w].Summarize(now);
-    out.push_back({kWindowNames[w], slar_windows_[w].Count(now), s.p50, s.p95, s.p99, s.max,
-                   slar_windows_[w].Ratio(now)});
+  for (size_t w = 0; w < std::size(kWindowSpansMs); ++w) {
+    const Millis span(kWindowSpansMs[w]);
+    QuantileWindow::Summary s = lag_window_.Summarize(now, span);
+    out.push_back({kWindowNames[w], slar_window_.Count(now, span), s.p50, s.p95, s.p99, s.max,
+                   slar_window_.Ratio(now, span)});
   }
   return out;
 }
@@ -423,9 +437,9 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
     std::lock_guard lock(mu_);
     // SLAR counts every probe: one that could not measure is not within the SLO.
     const bool within_slo = r.ok() && in.delay_ms && *in.delay_ms <= config_.slo_delay_ms;
-    for (auto& w : slar_windows_) w.Add(obs.received, within_slo);
+    slar_window_.Add(obs.received, within_slo);
     if (in.delay_ms) {
-      for (auto& w : lag_windows_) w.Add(obs.received, static_cast<double>(*in.delay_ms));
+      lag_window_.Add(obs.received, static_cast<double>(*in.delay_ms));
     }
   }
   UpdateWindowGauges(obs.received);

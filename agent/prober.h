@@ -11,6 +11,7 @@
 // Thread-safe: Start/Stop and the views from any thread; the probe itself runs on the loop.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -71,12 +72,18 @@ struct ReplicaView {
   std::vector<WindowStats> windows;  // 1m, 5m
 };
 
+// `config` without its replica list: what every prober of that configuration shares.
+std::shared_ptr<const Config> ProberSettings(const Config& config);
+
 class ReplicaProber {
  public:
-  // `loop`, `log`, `history`, `publisher` and `metrics` must outlive the prober.
-  ReplicaProber(const Config& config, const ReplicaConfig& replica, EventLoop* loop,
-                const HeartbeatLog* log, const PositionHistory* history, RedisPublisher* publisher,
-                Metrics* metrics, const Clock& clock);
+  // `settings` is shared by every prober of one configuration (ProberSettings: the
+  // configuration without its replica list, which a copy per prober would make memory grow with
+  // the square of the fleet). `loop`, `log`, `history`, `publisher` and `metrics` must outlive
+  // the prober.
+  ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
+                EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
+                RedisPublisher* publisher, Metrics* metrics, const Clock& clock);
   ~ReplicaProber() { Stop(); }
 
   // Schedules the first probe `phase` from now (spreading replicas over the interval keeps a
@@ -111,7 +118,8 @@ class ReplicaProber {
   Millis ReconnectBackoff(int failures) const;
 
   // Constant after construction.
-  const Config config_;
+  const std::shared_ptr<const Config> settings_;
+  const Config& config_;  // *settings_
   const ReplicaConfig replica_;
   const std::string id_;
   const TierConfig tier_;
@@ -158,13 +166,14 @@ class ReplicaProber {
   std::vector<WindowStats> WindowsLocked(MonoTime now) const;  // REQUIRES: mu_ held
 
   mutable std::mutex mu_;
-  // Lag (ms) of every measured probe, and the SLAR verdict of every probe, per window.
-  std::vector<QuantileWindow> lag_windows_;  // GUARDED_BY(mu_)
-  std::vector<RatioWindow> slar_windows_;    // GUARDED_BY(mu_)
-  MonoTime next_window_update_{};            // used only on the loop's thread
-  ReplicaView view_;                         // GUARDED_BY(mu_)
-  bool probed_once_ = false;                 // GUARDED_BY(mu_)
-  MonoTime last_probe_done_;                 // GUARDED_BY(mu_)
+  // Lag (ms) of every measured probe, and the SLAR verdict of every probe, over the longest
+  // window; the shorter ones are read from the same rings.
+  QuantileWindow lag_window_;      // GUARDED_BY(mu_)
+  RatioWindow slar_window_;        // GUARDED_BY(mu_)
+  MonoTime next_window_update_{};  // used only on the loop's thread
+  ReplicaView view_;               // GUARDED_BY(mu_)
+  bool probed_once_ = false;       // GUARDED_BY(mu_)
+  MonoTime last_probe_done_;       // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

@@ -18,30 +18,53 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 // ceil(percent × n / 100) - 1, in integers so that 95 % of 100 is exactly rank 95.
 size_t RankIndex(size_t n, size_t percent) { return (n * percent + 99) / 100 - 1; }
 
+// QuantileWindow keeps sample times as 32-bit millisecond offsets from a base that moves on
+// once they reach 2^31, keeping the last 2^30 ms (more than any window) representable.
+constexpr int64_t kRebaseAfterMs = int64_t{1} << 31;
+constexpr int64_t kKeepMs = int64_t{1} << 30;
+
 }  // namespace
 
 QuantileWindow::QuantileWindow(Millis span, size_t capacity)
     : span_(span), capacity_(std::max<size_t>(capacity, 1)), ring_(capacity_) {}
 
+int64_t QuantileWindow::MsSinceBase(MonoTime t) const {
+  return std::chrono::floor<Millis>(t - *base_).count();
+}
+
 void QuantileWindow::Add(MonoTime at, double value) {
   if (std::isnan(value)) return;
+  if (!base_) base_ = at;
+  if (MsSinceBase(at) >= kRebaseAfterMs) {
+    // Move the base on so offsets stay in 32 bits. Samples older than the new base are older
+    // than any window (span < 2^30 ms) and are pinned to it, which keeps them out.
+    const int64_t shift = MsSinceBase(at) - kKeepMs;
+    *base_ += Millis(shift);
+    for (size_t i = 0; i < size_; ++i) {
+      ring_[i].at_ms = static_cast<uint32_t>(std::max<int64_t>(ring_[i].at_ms - shift, 0));
+    }
+  }
   if (size_ == capacity_) {
-    last_overwritten_at_ = ring_[next_].at;
+    last_overwritten_at_ = *base_ + Millis(ring_[next_].at_ms);
   } else {
     ++size_;
   }
-  ring_[next_] = {at, value};
+  ring_[next_] = {static_cast<uint32_t>(MsSinceBase(at)), static_cast<float>(value)};
   next_ = (next_ + 1) % capacity_;
 }
 
-QuantileWindow::Summary QuantileWindow::Summarize(MonoTime now) const {
-  const MonoTime from = now - span_;
+QuantileWindow::Summary QuantileWindow::Summarize(MonoTime now, Millis span) const {
   std::vector<double> values;
-  values.reserve(size_);
-  // Entries [0, size_) are the valid ones whether or not the ring has wrapped; order is
-  // irrelevant to quantiles.
-  for (size_t i = 0; i < size_; ++i) {
-    if (ring_[i].at > from && ring_[i].at <= now) values.push_back(ring_[i].value);
+  if (base_) {
+    const int64_t to = MsSinceBase(now);
+    const int64_t from = MsSinceBase(now - std::min(span, span_));
+    values.reserve(size_);
+    // Entries [0, size_) are the valid ones whether or not the ring has wrapped; order is
+    // irrelevant to quantiles.
+    for (size_t i = 0; i < size_; ++i) {
+      const int64_t at = ring_[i].at_ms;
+      if (at > from && at <= to) values.push_back(ring_[i].value);
+    }
   }
   Summary s;
   s.count = values.size();
@@ -91,8 +114,8 @@ void RatioWindow::Add(MonoTime at, bool good) {
   if (good) ++slot.good;
 }
 
-RatioWindow::Totals RatioWindow::Sum(MonoTime now) const {
-  const int64_t first = SlotIndex(now - span_);
+RatioWindow::Totals RatioWindow::Sum(MonoTime now, Millis span) const {
+  const int64_t first = SlotIndex(now - std::min(span, span_));
   const int64_t last = SlotIndex(now);
   Totals t;
   for (const Slot& slot : ring_) {
@@ -103,13 +126,13 @@ RatioWindow::Totals RatioWindow::Sum(MonoTime now) const {
   return t;
 }
 
-std::optional<double> RatioWindow::Ratio(MonoTime now) const {
-  const Totals t = Sum(now);
+std::optional<double> RatioWindow::Ratio(MonoTime now, Millis span) const {
+  const Totals t = Sum(now, span);
   if (t.total == 0) return std::nullopt;
   return static_cast<double>(t.good) / static_cast<double>(t.total);
 }
 
-uint64_t RatioWindow::Count(MonoTime now) const { return Sum(now).total; }
+uint64_t RatioWindow::Count(MonoTime now, Millis span) const { return Sum(now, span).total; }
 
 CounterRatioWindow::CounterRatioWindow(Millis span, size_t capacity)
     : span_(span), capacity_(std::max<size_t>(capacity, 2)), ring_(capacity_) {}

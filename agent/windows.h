@@ -18,15 +18,21 @@
 
 namespace lagwatch {
 
-// Quantiles of the samples added in the last `span`, e.g. a replica's lag in milliseconds.
+// Quantiles of the samples added in the last `span`, e.g. a replica's lag in milliseconds; any
+// shorter window ending now can be summarised from the same samples (5m and 1m from one ring).
 //
 // Samples sit in a ring of `capacity` entries. When it is full, Add overwrites the oldest sample,
 // so the window then covers less than `span`; truncated() tells when that has happened to a
 // sample that would still be in the window. Size the ring for the expected rate with headroom:
 // 5 probes/s over 300 s needs 1500, so 1536.
+//
+// Compact, because an agent keeps one per replica: 8 bytes a sample. Times are kept to the
+// millisecond and values as float (integers exact up to 2^24, e.g. lag in ms up to 4.6 hours;
+// beyond that within 1 part in 10^7).
 class QuantileWindow {
  public:
-  // REQUIRES: span > 0. A capacity of 0 is raised to 1. Allocates the ring once, here.
+  // REQUIRES: 0 < span < 2^30 ms (12 days). A capacity of 0 is raised to 1. Allocates the ring
+  // once, here.
   QuantileWindow(Millis span, size_t capacity);
 
   // Records `value` observed at `at`. NaN values are ignored (they have no rank).
@@ -43,9 +49,11 @@ class QuantileWindow {
     double p99 = 0;
     double max = 0;
   };
-  // Summarises the samples with `at` in (now - span, now]. O(n) in the samples held; allocates
-  // a scratch copy of the ones in the window.
-  Summary Summarize(MonoTime now) const;
+  // Summarises the samples with `at` in (now - span, now], `span` defaulting to the window's
+  // own (a longer one is cut to it). O(n) in the samples held; allocates a scratch copy of the
+  // ones in the window.
+  Summary Summarize(MonoTime now) const { return Summarize(now, span_); }
+  Summary Summarize(MonoTime now, Millis span) const;
 
   // True if the ring has overwritten a sample that would be inside the window at `now`: the
   // summary then covers less than `span` (the newest `capacity` samples only).
@@ -53,17 +61,19 @@ class QuantileWindow {
 
  private:
   struct Sample {
-    MonoTime at;
-    double value;  // double costs nothing over float here: the struct pads to 16 bytes anyway
+    uint32_t at_ms;  // milliseconds since base_
+    float value;
   };
+  int64_t MsSinceBase(MonoTime t) const;
 
   // Constant after construction.
   const Millis span_;
   const size_t capacity_;
 
-  std::vector<Sample> ring_;  // sized capacity_ once; next_ is the oldest entry when full
-  size_t next_ = 0;           // where Add writes next
-  size_t size_ = 0;           // valid entries, <= capacity_
+  std::vector<Sample> ring_;      // sized capacity_ once; next_ is the oldest entry when full
+  size_t next_ = 0;               // where Add writes next
+  size_t size_ = 0;               // valid entries, <= capacity_
+  std::optional<MonoTime> base_;  // the first sample's time, moved on every 2^31 ms
   std::optional<MonoTime> last_overwritten_at_;
 };
 
@@ -83,22 +93,25 @@ class RatioWindow {
   // whose slot's ring entry already holds a later slot is dropped.
   void Add(MonoTime at, bool good);
 
-  // Good events / all events in the window; nullopt when there are none.
-  std::optional<double> Ratio(MonoTime now) const;
+  // Good events / all events in the window; nullopt when there are none. `span` (at most the
+  // window's own) asks about a shorter window ending now, e.g. 1m from a 5m ring.
+  std::optional<double> Ratio(MonoTime now) const { return Ratio(now, span_); }
+  std::optional<double> Ratio(MonoTime now, Millis span) const;
   // All events in the window.
-  uint64_t Count(MonoTime now) const;
+  uint64_t Count(MonoTime now) const { return Count(now, span_); }
+  uint64_t Count(MonoTime now, Millis span) const;
 
  private:
   struct Slot {
     int64_t index;  // which slot of the clock this entry holds: floor(time / slot)
-    uint64_t good;
-    uint64_t total;
+    uint32_t good;  // a slot of 1 s would need 4 billion events to overflow
+    uint32_t total;
   };
   struct Totals {
     uint64_t good = 0;
     uint64_t total = 0;
   };
-  Totals Sum(MonoTime now) const;
+  Totals Sum(MonoTime now, Millis span) const;
   int64_t SlotIndex(MonoTime t) const;
 
   // Constant after construction.

@@ -289,3 +289,65 @@ TEST_CASE("a counter reset clears truncation: what was lost predates the restart
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+MonoTime At(int64_t ms) { return MonoTime(Millis(5'000'000 + ms)); }
+
+TEST_CASE("a shorter window is summarised from the same samples") {
+  QuantileWindow w(Millis(300'000), 4096);
+  // One sample a second for 5 minutes: value = its second, so the last minute holds 241..300.
+  for (int i = 1; i <= 300; ++i) w.Add(At(i * 1000), i);
+  auto all = w.Summarize(At(300'000));
+  CHECK(all.count == 300);
+  CHECK(all.max == 300);
+  auto last_minute = w.Summarize(At(300'000), Millis(60'000));
+  CHECK(last_minute.count == 60);
+  CHECK(last_minute.p50 == 270);
+  CHECK(last_minute.max == 300);
+  // A span longer than the window's own is cut to it.
+  CHECK(w.Summarize(At(300'000), Millis(900'000)).count == 300);
+}
+
+TEST_CASE("sample times stay right across the 32-bit millisecond rebase (weeks of uptime)") {
+  QuantileWindow w(Millis(60'000), 64);
+  w.Add(At(0), 1);
+  const int64_t day = 86'400'000;
+  // 40 days later (past 2^31 ms): the old sample is long gone, new ones are in the window.
+  w.Add(At(40 * day), 7);
+  w.Add(At(40 * day + 30'000), 9);
+  auto s = w.Summarize(At(40 * day + 30'000));
+  CHECK(s.count == 2);
+  CHECK(s.p50 == 7);
+  CHECK(s.max == 9);
+  // And again 30 days on.
+  w.Add(At(70 * day), 3);
+  CHECK(w.Summarize(At(70 * day)).count == 1);
+  CHECK(w.Summarize(At(70 * day)).max == 3);
+}
+
+TEST_CASE("values are kept as float: integer milliseconds exact to 2^24") {
+  QuantileWindow w(Millis(60'000), 8);
+  w.Add(At(1), 16'777'216);
+  w.Add(At(2), 123'457);
+  auto s = w.Summarize(At(2));
+  CHECK(s.max == 16'777'216);
+  CHECK(s.p50 == 123'457);
+}
+
+TEST_CASE("a ratio over a shorter window counts only its slots") {
+  RatioWindow w(Millis(300'000));
+  // Bad for four minutes, then good for one.
+  for (int i = 0; i < 300; ++i) w.Add(At(i * 1000), i >= 240);
+  CHECK(w.Count(At(299'000)) == 300);
+  CHECK(*w.Ratio(At(299'000)) == doctest::Approx(60.0 / 300));
+  // The slot of second 239 is partly inside (239 s, 299 s]: slots count whole (see RatioWindow).
+  CHECK(w.Count(At(299'000), Millis(60'000)) == 61);
+  CHECK(*w.Ratio(At(299'000), Millis(60'000)) == doctest::Approx(60.0 / 61));
+  CHECK(w.Count(At(299'000), Millis(30'000)) == 31);
+  CHECK(*w.Ratio(At(299'000), Millis(30'000)) == 1.0);
+}
+
+}  // namespace
+}  // namespace lagwatch
