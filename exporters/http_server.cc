@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <sstream>
 #include <thread>
 
 #include <CivetServer.h>
-#include <prometheus/text_serializer.h>
+
+#include "exporters/exposition.h"
 
 namespace lagwatch {
 
@@ -47,10 +47,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
     HttpResponse r;
     auto reg = weak.lock();
     if (!reg) return HttpResponse{503, "text/plain", "shutting down\n"};
-    std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, reg->Collect());
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = out.str();
+    r.body = SerializeText(reg->Collect());
     return r;
   };
   routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });

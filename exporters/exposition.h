@@ -1,0 +1,29 @@
+// The Prometheus text exposition format (0.0.4) for /metrics, written straight into one string.
+// A faster stand-in for prometheus::TextSerializer: no iostreams, numbers through std::to_chars,
+// the output reserved once. Thread-safe: a pure function of its argument.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+namespace lagwatch {
+
+// Returns `families` in the text format, with the same lines, in the same order and with the same
+// number formatting as prometheus-cpp 1.0's TextSerializer, so that every series keeps its name,
+// labels (including a histogram's `le` and a summary's `quantile`) and value across the switch:
+//  - per family: `# HELP` (only when the help is not empty), `# TYPE`, then each metric;
+//  - counter, gauge, untyped: one line; summary: `_count`, `_sum`, one line per quantile;
+//    histogram: `_count`, `_sum`, one `_bucket` line per bucket with its cumulative count, and a
+//    `le="+Inf"` bucket holding the sample count unless the last bucket already is +Inf;
+//  - label values escape `\`, `"` and newline; a metric's timestamp_ms follows the value unless 0;
+//  - finite doubles as printf's "%.16g" does (integers as integers, "0.005", "1e-07");
+//    +Inf and -Inf as such.
+// It departs from TextSerializer only where that one breaks the format: NaN is written "NaN" (not
+// "Nan"), and HELP text escapes `\` and newline (not written raw, which would end the line).
+//
+// Throws nothing but std::bad_alloc.
+std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);
+
+}  // namespace lagwatch
