@@ -45,7 +45,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
   if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
       a.probe.status_interval_ms != b.probe.status_interval_ms ||
-      a.probe.threads != b.probe.threads) {
+      a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime) {
     return "probe";
   }
   if (a.redis.host != b.redis.host || a.redis.port != b.redis.port ||
@@ -66,7 +66,8 @@ Agent::Agent(Config config, const Clock& clock)
       router_feedback_(initial_.redis, metrics_.registry()),
       config_(std::move(config)) {
   for (int i = 0; i < initial_.probe.threads; ++i) {
-    loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i)));
+    loops_.push_back(
+        std::make_unique<EventLoop>("lw-probe-" + std::to_string(i), initial_.probe.realtime));
   }
   prober_settings_ = ProberSettings(config_);
   for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(r);
@@ -131,7 +132,7 @@ Status Agent::Start() {
   std::vector<std::string> ids;
   for (const auto& [id, p] : probers_) ids.push_back(id);
   publisher_.SetReplicas(ids);
-  publisher_.Start();
+  publisher_.Start(initial_.probe.realtime);
   router_feedback_.Start();
   sampler_.Start();
   writer_.Start();
@@ -146,6 +147,14 @@ Status Agent::Start() {
   }
   for (auto& loop : loops_) loop->Start();
   for (auto& [id, p] : probers_) StartProber(*p);
+  if (initial_.probe.realtime) {
+    // Started probers have run a loop turn, so each loop has tried by now.
+    bool all = true;
+    for (auto& loop : loops_) loop->RunSync([&] { all = all && loop->realtime_active(); });
+    Log(LogLevel::kInfo, all ? "probe threads run at real-time priority (SCHED_FIFO 1)"
+                             : "probe threads run at normal priority: SCHED_FIFO was refused "
+                               "(needs root, CAP_SYS_NICE or LimitRTPRIO=1)");
+  }
   started_ = true;
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " + std::to_string(probers_.size()) +
                            " replicas of primary " + initial_.primary.Id() +

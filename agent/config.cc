@@ -134,6 +134,7 @@ Config Parse(const json& root) {
     c.probe.timeout_ms = static_cast<int>(p.Int("timeout_ms", 150, 10, 60000));
     c.probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
     c.probe.threads = static_cast<int>(p.Int("threads", 2, 1, 64));
+    c.probe.realtime = p.Bool("realtime", true);
     p.RejectUnknownKeys();
     if (c.probe.timeout_ms > c.probe.interval_ms) {
       Fail("probe.timeout_ms",

@@ -45,6 +45,8 @@ struct ProbeConfig {
   int status_interval_ms = 1000;
   // Event-loop threads the probers share (agent/event_loop.h); replicas are spread over them.
   int threads = 2;
+  // Run those threads and the Redis publisher at SCHED_FIFO priority 1 when permitted.
+  bool realtime = true;
 };
 
 struct HealthConfig {

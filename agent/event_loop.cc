@@ -1,6 +1,7 @@
 #include "agent/event_loop.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -30,7 +31,17 @@ void Drain(int fd) {
 
 }  // namespace
 
-EventLoop::EventLoop(std::string name) : name_(std::move(name)) {
+Status SetCurrentThreadRealtime(int priority) {
+  sched_param param{};
+  param.sched_priority = priority;
+  if (int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); err != 0) {
+    return Status::Unavailable(std::string("SCHED_FIFO refused: ") + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+EventLoop::EventLoop(std::string name, bool realtime)
+    : name_(std::move(name)), realtime_(realtime) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -161,6 +172,7 @@ void EventLoop::RunPosted() {
 void EventLoop::Run(std::stop_token stop) {
   loop_thread_id_ = std::this_thread::get_id();
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+  if (realtime_) realtime_active_ = SetCurrentThreadRealtime(1).ok();
   epoll_event events[kMaxEvents];
   ArmTimerFd();
   RunPosted();

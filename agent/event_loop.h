@@ -12,6 +12,7 @@
 // Callbacks run on the loop's thread, one at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -26,6 +27,13 @@
 
 namespace lagwatch {
 
+// Moves the calling thread to SCHED_FIFO at `priority` (1 is the lowest real-time priority, above
+// every normal thread). Needs root, CAP_SYS_NICE or RLIMIT_RTPRIO >= priority (systemd:
+// LimitRTPRIO=); the kernel's real-time throttling still leaves 5 % of each second to normal
+// threads. A thread that wakes to start probes on time must not wait behind the servers it just
+// woke: on a busy host that is what makes probe starts late.
+Status SetCurrentThreadRealtime(int priority);
+
 class EventLoop {
  public:
   using TimerId = uint64_t;
@@ -33,8 +41,9 @@ class EventLoop {
   // Called with the epoll events (EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLERR, EPOLLHUP) that happened.
   using FdCallback = std::function<void(uint32_t events)>;
 
-  // `name` labels the thread in logs and /proc ("lw-loop-0").
-  explicit EventLoop(std::string name);
+  // `name` labels the thread in logs and /proc ("lw-probe-0"). With `realtime`, the thread asks
+  // for SCHED_FIFO priority 1 (see SetCurrentThreadRealtime) and runs normally if refused.
+  explicit EventLoop(std::string name, bool realtime = false);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -64,6 +73,9 @@ class EventLoop {
   Status Watch(int fd, uint32_t events, FdCallback callback);
   void Unwatch(int fd);
 
+  // True once the running thread got the real-time priority it asked for.
+  bool realtime_active() const { return realtime_active_; }
+
   // How many timers and watched descriptors are registered (for tests).
   size_t timers() const { return timer_tasks_.size(); }
   size_t watched() const { return watches_.size(); }
@@ -77,6 +89,8 @@ class EventLoop {
   void ArmTimerFd();
 
   const std::string name_;
+  const bool realtime_;
+  std::atomic<bool> realtime_active_ = false;
   int epoll_fd_ = -1;
   int timer_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: Post and Stop wake the loop through it

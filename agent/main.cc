@@ -9,6 +9,7 @@
 #include <string>
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -20,6 +21,26 @@ namespace {
 
 using lagwatch::Log;
 using lagwatch::LogLevel;
+
+// Every replica holds a connection, so a large fleet needs more descriptors than the common soft
+// limit of 1024: raise the soft limit to the hard one (always permitted; systemd's default hard
+// limit is 524288). Says so if even that is too low for the configured replicas.
+void RaiseFdLimit(size_t replicas) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  // One socket per replica plus Redis, the primary, HTTP and the agent's own descriptors.
+  const rlim_t needed = static_cast<rlim_t>(replicas) + 64;
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed) {
+    Log(LogLevel::kWarn, "open file limit " + std::to_string(lim.rlim_cur) + " is below the " +
+                             std::to_string(needed) + " that " + std::to_string(replicas) +
+                             " replicas need (raise LimitNOFILE / ulimit -n)");
+  }
+}
 
 constexpr int kExitUsage = 2;  // bad command line or bad config
 
@@ -53,6 +74,7 @@ int Run(const std::string& path) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  RaiseFdLimit(config->replicas.size());
   const int probe_interval_ms = config->probe.interval_ms;
   lagwatch::Agent agent(std::move(config).value());
   if (auto st = agent.Start(); !st.ok()) {

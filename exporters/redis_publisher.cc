@@ -4,6 +4,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "agent/event_loop.h"
 #include "agent/log.h"
 #include "exporters/metrics.h"
 
@@ -35,8 +36,11 @@ void Append(redisContext* c, const std::vector<std::string>& args) {
 RedisPublisher::RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock)
     : config_(config), metrics_(metrics), clock_(clock) {}
 
-void RedisPublisher::Start() {
-  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+void RedisPublisher::Start(bool realtime) {
+  thread_ = std::jthread([this, realtime](std::stop_token st) {
+    if (realtime) (void)SetCurrentThreadRealtime(1);  // normal priority if refused
+    Run(st);
+  });
 }
 
 void RedisPublisher::Stop() {

@@ -34,7 +34,9 @@ class RedisPublisher {
   RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock);
   ~RedisPublisher() { Stop(); }
 
-  void Start();
+  // With `realtime`, the publishing thread asks for SCHED_FIFO priority 1 (see
+  // agent/event_loop.h): records must not wait behind the probes that produce them.
+  void Start(bool realtime = false);
   void Stop();
 
   // The members of `<prefix>:replicas`; members no longer listed are removed from the set and
