@@ -8,6 +8,7 @@
 #include <ctime>
 #include <string>
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 
@@ -75,6 +76,10 @@ int Run(const std::string& path) {
   std::signal(SIGPIPE, SIG_IGN);
 
   RaiseFdLimit(config->replicas.size());
+  // Buffers of 1 MB and more (a large fleet's /metrics body) come from mmap and go back to the
+  // system when freed. Without a fixed threshold glibc raises it after the first such free, and
+  // every HTTP worker's arena then keeps a scrape's worth of pages for good.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const int probe_interval_ms = config->probe.interval_ms;
   lagwatch::Agent agent(std::move(config).value());
   if (auto st = agent.Start(); !st.ok()) {

@@ -1,6 +1,7 @@
 #include "exporters/http_server.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,8 +31,15 @@ class HttpServer::Route : public CivetHandler {
               resp.code, mg_get_response_code_text(conn, resp.code), resp.content_type.c_str(),
               resp.body.size());
     mg_write(conn, resp.body.data(), resp.body.size());
+    const bool large = resp.body.size() >= kTrimAfterBytes;
+    resp = {};
+    // A large fleet's scrape builds tens of MB of temporaries; hand the pages back rather than
+    // keep them in this worker's malloc arena until the next scrape.
+    if (large) malloc_trim(0);
     return true;
   }
+
+  static constexpr size_t kTrimAfterBytes = 1 << 20;
 
  private:
   Handler handler_;
