@@ -34,12 +34,15 @@ trap cleanup EXIT
 start_am() {
   stop_am
   rm -rf "$WORK/data" && mkdir -p "$WORK/data"
+  # The previous Alertmanager's log names its (now closed) port: remove it before the new one
+  # starts, or the loop below can read it before the redirect truncates it.
+  rm -f "$WORK/log"
   "$ALERTMANAGER" --config.file="$CONFIG" --storage.path="$WORK/data" \
     --web.listen-address=127.0.0.1:0 --cluster.listen-address= >"$WORK/log" 2>&1 &
   AM_PID=$!
   local port='' i
   for ((i = 0; i < 100; i++)); do
-    port=$(sed -n 's/.*msg="Listening on" address=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/log")
+    [[ -f $WORK/log ]] && port=$(sed -n 's/.*msg="Listening on" address=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/log")
     [[ -n $port ]] && break
     sleep 0.1
   done
