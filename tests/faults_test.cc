@@ -4,9 +4,11 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "agent/strings.h"
 #include "tests/harness.h"
@@ -17,9 +19,20 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// The sandbox's configuration with one probe thread: both replicas then share one event loop, so
+// "a hung replica delays no other" is tested where it could happen.
+std::string OneLoopConfig(const Sandbox& sandbox) {
+  std::ifstream in(sandbox.config_path());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, true, true);
+  j["probe"]["threads"] = 1;
+  const std::string path = sandbox.dir() + "/one-loop.json";
+  std::ofstream(path) << j.dump(2);
+  return path;
+}
+
 struct Env {
   Sandbox sandbox{"/tmp/lw-ft", 27406};
-  Agent agent{sandbox.config_path(), sandbox.dir() + "/agent.log"};
+  Agent agent{OneLoopConfig(sandbox), sandbox.dir() + "/agent.log"};
 };
 
 Env& E() {
