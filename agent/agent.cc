@@ -124,7 +124,7 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
 }
 
 Status Agent::Start() {
-  auto http = HttpServer::Start(initial_.http_listen, metrics_.registry(), Routes());
+  auto http = HttpServer::Start(initial_.http_listen, &metrics_, Routes());
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
 

@@ -106,8 +106,8 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
   std::sort(limits_ms_.begin(), limits_ms_.end());
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   last_probe_done_ = clock_.Now();
-  m_.lag_upper_seconds->Set(std::nan(""));
-  m_.lag_lower_seconds->Set(std::nan(""));
+  m_.lag_upper_seconds.Set(std::nan(""));
+  m_.lag_lower_seconds.Set(std::nan(""));
   m_.SetState("unreachable");
 }
 
@@ -159,8 +159,8 @@ void ReplicaProber::UpdateWindowGauges(MonoTime now) {
   }
   for (size_t w = 0; w < windows.size(); ++w) {
     const double q[] = {windows[w].p50_ms, windows[w].p95_ms, windows[w].p99_ms};
-    for (size_t i = 0; i < std::size(q); ++i) m_.lag_window_seconds[w][i]->Set(q[i] / 1000.0);
-    m_.slar_ratio[w]->Set(windows[w].slar.value_or(std::nan("")));
+    for (size_t i = 0; i < std::size(q); ++i) m_.lag_window_seconds[w][i].Set(q[i] / 1000.0);
+    m_.slar_ratio[w].Set(windows[w].slar.value_or(std::nan("")));
   }
 }
 
@@ -216,7 +216,7 @@ void ReplicaProber::OnTick() {
   timer_ = 0;
   probe_ = InFlight{};
   probe_.started = clock_.Now();
-  m_.probe_start_delay_seconds->Observe(Seconds(std::chrono::duration_cast<Micros>(
+  m_.probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
       std::max(probe_.started - planned_, MonoTime::duration::zero()))));
   // While replication is reported stopped, poll every probe so a restart is seen at once.
   probe_.poll_status = probe_.started >= next_status_ || replication_stopped_;
@@ -287,11 +287,11 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
   ProbeObservation& obs = probe_.obs;
   const bool backing_off = probe_.backing_off;
   const WallTime received_wall = probe_.received_wall;
-  m_.probes->Increment();
+  m_.probes.Increment();
 
   Status probe_status = r.status();
   if (r.ok()) {
-    m_.probe_duration_seconds->Observe(
+    m_.probe_duration_seconds.Observe(
         Seconds(std::chrono::duration_cast<Micros>(obs.received - obs.sent)));
     auto seq_cell = Cell(*r, "seq");
     auto pos_cell = Cell(*r, "pos");
@@ -337,7 +337,7 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
       auto parsed = ParseSlaveStatus(**status_reply);
       if (parsed.ok()) {
         status = parsed.value();
-        m_.status_polls->Increment();
+        m_.status_polls.Increment();
       } else {
         status_error = parsed.status();
       }
@@ -382,20 +382,20 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
   if (status_error) m_.ProbeError(status_error->reason()).Increment();
   if (in.delay_ms) {
     double upper = static_cast<double>(*in.delay_ms) / 1000.0;
-    m_.lag_upper_seconds->Set(upper);
-    m_.lag_lower_seconds->Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
-    m_.lag_seconds->Observe(upper);
-    if (r.ok() && *in.delay_ms <= config_.slo_delay_ms) m_.probes_within_slo->Increment();
+    m_.lag_upper_seconds.Set(upper);
+    m_.lag_lower_seconds.Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
+    m_.lag_seconds.Observe(upper);
+    if (r.ok() && *in.delay_ms <= config_.slo_delay_ms) m_.probes_within_slo.Increment();
   }
-  m_.healthy->Set(v.healthy ? 1 : 0);
+  m_.healthy.Set(v.healthy ? 1 : 0);
   m_.SetState(snap.state);
-  m_.io_thread_running->Set(status.io_running ? 1 : 0);
-  m_.sql_thread_running->Set(status.sql_running ? 1 : 0);
-  m_.seconds_behind_master->Set(status.seconds_behind_master
-                                    ? static_cast<double>(*status.seconds_behind_master)
-                                    : std::nan(""));
+  m_.io_thread_running.Set(status.io_running ? 1 : 0);
+  m_.sql_thread_running.Set(status.sql_running ? 1 : 0);
+  m_.seconds_behind_master.Set(status.seconds_behind_master
+                                   ? static_cast<double>(*status.seconds_behind_master)
+                                   : std::nan(""));
   if (status.relay_log_space) {
-    m_.relay_log_space_bytes->Set(static_cast<double>(*status.relay_log_space));
+    m_.relay_log_space_bytes.Set(static_cast<double>(*status.relay_log_space));
   }
 
   // A replica is published once it has been measured; before that its key stays absent, which

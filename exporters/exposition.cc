@@ -243,26 +243,45 @@ const char* TypeName(MetricType type) {
   return nullptr;
 }
 
+void AppendHelp(std::string& out, std::string_view name, std::string_view help) {
+  if (help.empty()) return;
+  out.append("# HELP ");
+  out.append(name);
+  out.push_back(' ');
+  AppendEscaped(out, help, false);
+  out.push_back('\n');
+}
+
+void AppendType(std::string& out, std::string_view name, std::string_view type) {
+  out.append("# TYPE ");
+  out.append(name);
+  out.push_back(' ');
+  out.append(type);
+  out.push_back('\n');
+}
+
 }  // namespace
+
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help,
+                        std::string_view type) {
+  AppendHelp(out, name, help);
+  AppendType(out, name, type);
+}
+
+void AppendSampleValue(std::string& out, double v) { AppendDouble(out, v); }
+
+void AppendSampleValue(std::string& out, uint64_t v) { AppendUint(out, v); }
+
+void AppendLabelValue(std::string& out, std::string_view value) { AppendEscaped(out, value, true); }
 
 std::string SerializeText(const std::vector<MetricFamily>& families) {
   std::string out;
   out.reserve(EstimateSize(families));
   for (const auto& family : families) {
-    if (!family.help.empty()) {
-      out.append("# HELP ");
-      out.append(family.name);
-      out.push_back(' ');
-      AppendEscaped(out, family.help, false);
-      out.push_back('\n');
-    }
+    AppendHelp(out, family.name, family.help);
     const char* type = TypeName(family.type);
     if (type == nullptr) continue;  // As TextSerializer: no TYPE line, no samples.
-    out.append("# TYPE ");
-    out.append(family.name);
-    out.push_back(' ');
-    out.append(type);
-    out.push_back('\n');
+    AppendType(out, family.name, type);
 
     MetricWriter w(out, family);
     for (const auto& metric : family.metric) {

@@ -3,7 +3,9 @@
 // the output reserved once. Thread-safe: a pure function of its argument.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <prometheus/metric_family.h>
@@ -25,5 +27,19 @@ namespace lagwatch {
 //
 // Throws nothing but std::bad_alloc.
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);
+
+// The pieces SerializeText is made of, for writers that render series straight from their own
+// storage (Metrics' per-replica series) and must format them exactly as SerializeText would.
+// Each appends to `out` and throws nothing but std::bad_alloc.
+
+// The `# HELP` line (unless `help` is empty; `help` is escaped) and the `# TYPE` line of a family.
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view help,
+                        std::string_view type);
+// A sample value as SerializeText writes a double ("%.16g", "NaN", "+Inf", "-Inf").
+void AppendSampleValue(std::string& out, double v);
+// A sample value as SerializeText writes a histogram's counts.
+void AppendSampleValue(std::string& out, uint64_t v);
+// `value` as it goes between a label's double quotes: backslash, `"` and newline escaped.
+void AppendLabelValue(std::string& out, std::string_view value);
 
 }  // namespace lagwatch

@@ -11,7 +11,7 @@
 
 #include <CivetServer.h>
 
-#include "exporters/exposition.h"
+#include "exporters/metrics.h"
 
 namespace lagwatch {
 
@@ -45,19 +45,12 @@ class HttpServer::Route : public CivetHandler {
   Handler handler_;
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
-    std::map<std::string, Handler> routes) {
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
+                                                      const Metrics* metrics,
+                                                      std::map<std::string, Handler> routes) {
   std::unique_ptr<HttpServer> s(new HttpServer());
-  s->registry_ = registry;
-  std::weak_ptr<prometheus::Registry> weak = registry;
-  routes["/metrics"] = [weak] {
-    HttpResponse r;
-    auto reg = weak.lock();
-    if (!reg) return HttpResponse{503, "text/plain", "shutting down\n"};
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = SerializeText(reg->Collect());
-    return r;
+  routes["/metrics"] = [metrics] {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->TextExposition()};
   };
   routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include <prometheus/registry.h>
-
 #include "agent/status.h"
 
 class CivetServer;
 
 namespace lagwatch {
+
+class Metrics;
 
 struct HttpResponse {
   int code = 200;
@@ -27,10 +27,10 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
 
-  // Serves /metrics from `registry` (which must outlive the server) plus `routes` (path -> GET
-  // handler). Returns InvalidArgument if the address cannot be bound.
+  // Serves /metrics from `metrics` (Metrics::TextExposition; `metrics` must outlive the server)
+  // plus `routes` (path -> GET handler). Returns InvalidArgument if the address cannot be bound.
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& listen,
-                                                   std::shared_ptr<prometheus::Registry> registry,
+                                                   const Metrics* metrics,
                                                    std::map<std::string, Handler> routes);
   ~HttpServer();
 
@@ -40,7 +40,6 @@ class HttpServer {
  private:
   HttpServer() = default;
   class Route;
-  std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<CivetServer> server_;
   std::vector<std::unique_ptr<Route>> routes_;
   uint32_t wake_address_ = 0;  // network byte order

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <vector>
+
+#include "exporters/exposition.h"
 
 namespace lagwatch {
 namespace {
@@ -9,37 +12,256 @@ namespace {
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
-using prometheus::Histogram;
 
-// Sub-second resolution around the 200 ms SLO (DESIGN.md §5).
-const Histogram::BucketBoundaries& LagBuckets() {
-  static const Histogram::BucketBoundaries b = {0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3,
-                                                0.5,   0.75, 1,     2,    5,   10,  30};
-  return b;
+static_assert(std::size(kProbeErrorReasons) > std::size(kErrorReasons));
+constexpr bool ProbeErrorReasonsStartWithErrorReasons() {
+  for (size_t i = 0; i < std::size(kErrorReasons); ++i) {
+    if (std::string_view(kProbeErrorReasons[i]) != kErrorReasons[i]) return false;
+  }
+  return std::string_view(kProbeErrorReasons[std::size(kProbeErrorReasons) - 1]) == "unknown";
 }
-const Histogram::BucketBoundaries& LatencyBuckets() {
-  static const Histogram::BucketBoundaries b = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
-                                                0.05,   0.1,   0.15,  0.25,  0.5,  1};
-  return b;
+static_assert(ProbeErrorReasonsStartWithErrorReasons());
+
+// A per-replica family. prometheus-cpp adds no suffix: counter names already end in `_total`.
+struct FamilyInfo {
+  std::string_view name;
+  std::string_view type;
+  std::string_view help;
+};
+
+// The per-replica families (README's metrics table), in the order a scrape writes them.
+constexpr FamilyInfo kLagUpper = {
+    "lagwatch_replica_lag_upper_seconds", "gauge",
+    "Upper bound of the replica's staleness at the last probe: its data is at most this old "
+    "(published as delay_ms)."};
+constexpr FamilyInfo kLagLower = {"lagwatch_replica_lag_lower_seconds", "gauge",
+                                  "Lower bound of the replica's staleness at the last probe."};
+constexpr FamilyInfo kLagHistogram = {
+    "lagwatch_replica_lag_seconds", "histogram",
+    "Distribution of the published upper bound, one observation per probe."};
+constexpr FamilyInfo kState = {"lagwatch_replica_state", "gauge",
+                               "1 for the replica's current state, 0 for the others."};
+constexpr FamilyInfo kHealthy = {"lagwatch_replica_healthy", "gauge",
+                                 "1 if routers may read from the replica (DESIGN.md 3.5), else 0."};
+constexpr FamilyInfo kIoRunning = {"lagwatch_replica_io_thread_running", "gauge",
+                                   "1 if Slave_IO_Running is Yes at the last status poll."};
+constexpr FamilyInfo kSqlRunning = {"lagwatch_replica_sql_thread_running", "gauge",
+                                    "1 if Slave_SQL_Running is Yes at the last status poll."};
+constexpr FamilyInfo kSecondsBehindMaster = {
+    "lagwatch_replica_seconds_behind_master", "gauge",
+    "Seconds_Behind_Master as the server reports it (NaN when NULL), for comparison."};
+constexpr FamilyInfo kRelayLogSpace = {"lagwatch_replica_relay_log_space_bytes", "gauge",
+                                       "Relay_Log_Space at the last status poll."};
+constexpr FamilyInfo kLagWindow = {
+    "lagwatch_replica_lag_window_seconds", "gauge",
+    "Percentile (50, 95, 99) of the published upper bound over the last 1m or 5m (nearest rank "
+    "over every measured probe), computed by the agent."};
+constexpr FamilyInfo kSlarWindow = {
+    "lagwatch_replica_slar_ratio", "gauge",
+    "SLAR over the last 1m or 5m: probes with delay_ms <= slo.delay_ms / all probes (failed "
+    "probes count as outside)."};
+constexpr FamilyInfo kProbes = {"lagwatch_probes_total", "counter",
+                                "Probes attempted, successful or not."};
+constexpr FamilyInfo kProbesWithinSlo = {
+    "lagwatch_probes_within_slo_total", "counter",
+    "Successful probes whose upper bound was within slo.delay_ms (SLAR numerator)."};
+constexpr FamilyInfo kProbeErrors = {"lagwatch_probe_errors_total", "counter",
+                                     "Failed probes and status polls, by reason."};
+constexpr FamilyInfo kProbeDuration = {"lagwatch_probe_duration_seconds", "histogram",
+                                       "Round trip of the heartbeat/position probe."};
+constexpr FamilyInfo kProbeStartDelay = {
+    "lagwatch_probe_start_delay_seconds", "histogram",
+    "How late a probe started after its planned moment (the tick, or when the bound would cross "
+    "a tier limit): scheduling jitter."};
+constexpr FamilyInfo kStatusPolls = {"lagwatch_status_polls_total", "counter",
+                                     "SHOW SLAVE STATUS polls that succeeded."};
+
+// Writes the per-replica families' text, every series as prometheus-cpp's registry and
+// SerializeText wrote it: labels sorted by name, a histogram's `le` last.
+class ReplicaTextWriter {
+ public:
+  ReplicaTextWriter(std::string& out, const std::vector<const ReplicaMetrics*>& replicas)
+      : out_(out), replicas_(replicas) {}
+
+  // A gauge or counter family with one series per replica.
+  template <typename Series>
+  void Scalars(const FamilyInfo& f, const Series ReplicaMetrics::*series) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    for (const ReplicaMetrics* m : replicas_) {
+      Open(f.name);
+      out_.append(m->labels);
+      Close((m->*series).Value());
+    }
+  }
+
+  void States(const FamilyInfo& f) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    for (const ReplicaMetrics* m : replicas_) {
+      const std::string_view labels = m->labels;
+      const int current = m->state.Get();
+      for (int i = 0; i < static_cast<int>(std::size(kReplicaStates)); ++i) {
+        Open(f.name);
+        out_.append(labels.substr(0, m->tier_at));
+        out_.append(",state=\"");
+        out_.append(kReplicaStates[i]);
+        out_.push_back('"');
+        out_.append(labels.substr(m->tier_at));
+        Close(i == current ? 1.0 : 0.0);
+      }
+    }
+  }
+
+  void LagWindows(const FamilyInfo& f) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    for (const ReplicaMetrics* m : replicas_) {
+      for (size_t w = 0; w < std::size(kWindowNames); ++w) {
+        for (size_t q = 0; q < std::size(kWindowPercentiles); ++q) {
+          Open(f.name);
+          out_.append("percentile=\"");
+          out_.append(kWindowPercentiles[q]);
+          out_.append("\",");
+          out_.append(m->labels);
+          AppendWindow(w);
+          Close(m->lag_window_seconds[w][q].Value());
+        }
+      }
+    }
+  }
+
+  void SlarWindows(const FamilyInfo& f) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    for (const ReplicaMetrics* m : replicas_) {
+      for (size_t w = 0; w < std::size(kWindowNames); ++w) {
+        Open(f.name);
+        out_.append(m->labels);
+        AppendWindow(w);
+        Close(m->slar_ratio[w].Value());
+      }
+    }
+  }
+
+  // kErrorReasons always; the other reasons once they have counted an error.
+  void ProbeErrors(const FamilyInfo& f) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    for (const ReplicaMetrics* m : replicas_) {
+      for (size_t i = 0; i < std::size(kProbeErrorReasons); ++i) {
+        const double v = m->probe_errors[i].Value();
+        if (i >= std::size(kErrorReasons) && v == 0) continue;
+        Open(f.name);
+        out_.append("reason=\"");
+        out_.append(kProbeErrorReasons[i]);
+        out_.append("\",");
+        out_.append(m->labels);
+        Close(v);
+      }
+    }
+  }
+
+  // `_count`, `_sum`, then one `_bucket` per bound and +Inf, with cumulative counts.
+  template <typename Histogram>
+  void Histograms(const FamilyInfo& f, const Histogram ReplicaMetrics::*histogram) {
+    AppendFamilyHeader(out_, f.name, f.help, f.type);
+    std::string le[Histogram::kBuckets];
+    for (size_t i = 0; i + 1 < Histogram::kBuckets; ++i) {
+      AppendSampleValue(le[i], Histogram::bounds()[i]);
+    }
+    le[Histogram::kBuckets - 1] = "+Inf";
+    for (const ReplicaMetrics* m : replicas_) {
+      const Histogram& h = m->*histogram;
+      const auto counts = h.CumulativeCounts();
+      Open(f.name, "_count");
+      out_.append(m->labels);
+      Close(counts.back());
+      Open(f.name, "_sum");
+      out_.append(m->labels);
+      Close(h.Sum());
+      for (size_t i = 0; i < Histogram::kBuckets; ++i) {
+        Open(f.name, "_bucket");
+        out_.append(m->labels);
+        out_.append(",le=\"");
+        out_.append(le[i]);
+        out_.push_back('"');
+        Close(counts[i]);
+      }
+    }
+  }
+
+ private:
+  // `<name><suffix>{`
+  void Open(std::string_view name, std::string_view suffix = {}) {
+    out_.append(name);
+    out_.append(suffix);
+    out_.push_back('{');
+  }
+
+  // `} <value>` and the line's end.
+  template <typename Value>
+  void Close(Value v) {
+    out_.append("} ");
+    AppendSampleValue(out_, v);
+    out_.push_back('\n');
+  }
+
+  void AppendWindow(size_t w) {
+    out_.append(",window=\"");
+    out_.append(kWindowNames[w]);
+    out_.push_back('"');
+  }
+
+  std::string& out_;
+  const std::vector<const ReplicaMetrics*>& replicas_;
+};
+
+// Lines per replica (with every probe error reason) and an upper bound of a line's length
+// besides the replica's labels: name and suffix, the family's own label, value and punctuation.
+constexpr size_t kLinesPerReplica =
+    10 + std::size(kReplicaStates) + std::size(kWindowNames) * (std::size(kWindowPercentiles) + 1) +
+    std::size(kProbeErrorReasons) + 3 * 2 + ReplicaHistogram<kLagBucketsSeconds>::kBuckets +
+    ReplicaHistogram<kLatencyBucketsSeconds>::kBuckets +
+    ReplicaHistogram<kJitterBucketsSeconds>::kBuckets;
+constexpr size_t kLineMax = 48 + 32 + 24 + 8;
+
+// `name="value"` with the value escaped.
+void AppendLabel(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name);
+  out.append("=\"");
+  AppendLabelValue(out, value);
+  out.push_back('"');
 }
-// Scheduling jitter: the target is p99 <= 10 ms (DESIGN.md §7).
-const Histogram::BucketBoundaries& JitterBuckets() {
-  static const Histogram::BucketBoundaries b = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1};
-  return b;
+
+std::string RenderLabels(std::string_view replica, std::string_view tier) {
+  std::string labels;
+  AppendLabel(labels, "replica", replica);
+  labels.push_back(',');
+  AppendLabel(labels, "tier", tier);
+  return labels;
 }
 
 }  // namespace
 
-void ReplicaMetrics::SetState(const std::string& state) {
-  for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
-    this->state[i]->Set(state == kReplicaStates[i] ? 1 : 0);
+ReplicaMetrics::ReplicaMetrics(std::string_view replica, std::string_view tier)
+    // An escaped value has no bare `"`, so the last `,tier="` is the one before the tier label.
+    : labels(RenderLabels(replica, tier)), tier_at(labels.rfind(",tier=\"")) {
+  seconds_behind_master.Set(std::nan(""));
+  for (size_t w = 0; w < std::size(kWindowNames); ++w) {
+    slar_ratio[w].Set(std::nan(""));
+    for (auto& g : lag_window_seconds[w]) g.Set(std::nan(""));
   }
 }
 
-prometheus::Counter& ReplicaMetrics::ProbeError(const std::string& reason) {
-  auto l = labels;
-  l["reason"] = reason;
-  return probe_errors_family->Add(l);
+void ReplicaMetrics::SetState(std::string_view state) {
+  int current = ReplicaEnumGauge::kNone;
+  for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
+    if (state == kReplicaStates[i]) current = static_cast<int>(i);
+  }
+  this->state.Set(current);
+}
+
+ReplicaCounter& ReplicaMetrics::ProbeError(std::string_view reason) {
+  for (size_t i = 0; i + 1 < std::size(kProbeErrorReasons); ++i) {
+    if (reason == kProbeErrorReasons[i]) return probe_errors[i];
+  }
+  return probe_errors[std::size(kProbeErrorReasons) - 1];
 }
 
 Metrics::Metrics(const std::string& version)
@@ -127,11 +349,13 @@ Metrics::Metrics(const std::string& version)
                        .Name("lagwatch_redis_errors_total")
                        .Help("Redis connection or command failures, by reason.")
                        .Register(*registry_)),
-      redis_publish_duration_seconds(BuildHistogram()
-                                         .Name("lagwatch_redis_publish_duration_seconds")
-                                         .Help("Time to write one batch of records to Redis.")
-                                         .Register(*registry_)
-                                         .Add({}, LatencyBuckets())),
+      redis_publish_duration_seconds(
+          BuildHistogram()
+              .Name("lagwatch_redis_publish_duration_seconds")
+              .Help("Time to write one batch of records to Redis.")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries(kLatencyBucketsSeconds.begin(),
+                                                               kLatencyBucketsSeconds.end()))),
       redis_connected(BuildGauge()
                           .Name("lagwatch_redis_connected")
                           .Help("1 while the publisher holds a working Redis connection.")
@@ -155,83 +379,7 @@ Metrics::Metrics(const std::string& version)
                      .Name("lagwatch_router_dsr_ratio")
                      .Help("Degradation success ratio from router feedback over the window: "
                            "successes / attempts (NaN without attempts in the window).")
-                     .Register(*registry_)),
-      lag_upper_(BuildGauge()
-                     .Name("lagwatch_replica_lag_upper_seconds")
-                     .Help("Upper bound of the replica's staleness at the last probe: its data is "
-                           "at most this old (published as delay_ms).")
-                     .Register(*registry_)),
-      lag_lower_(BuildGauge()
-                     .Name("lagwatch_replica_lag_lower_seconds")
-                     .Help("Lower bound of the replica's staleness at the last probe.")
-                     .Register(*registry_)),
-      healthy_(BuildGauge()
-                   .Name("lagwatch_replica_healthy")
-                   .Help("1 if routers may read from the replica (DESIGN.md 3.5), else 0.")
-                   .Register(*registry_)),
-      io_running_(BuildGauge()
-                      .Name("lagwatch_replica_io_thread_running")
-                      .Help("1 if Slave_IO_Running is Yes at the last status poll.")
-                      .Register(*registry_)),
-      sql_running_(BuildGauge()
-                       .Name("lagwatch_replica_sql_thread_running")
-                       .Help("1 if Slave_SQL_Running is Yes at the last status poll.")
-                       .Register(*registry_)),
-      sbm_(BuildGauge()
-               .Name("lagwatch_replica_seconds_behind_master")
-               .Help("Seconds_Behind_Master as the server reports it (NaN when NULL), for "
-                     "comparison.")
-               .Register(*registry_)),
-      relay_space_(BuildGauge()
-                       .Name("lagwatch_replica_relay_log_space_bytes")
-                       .Help("Relay_Log_Space at the last status poll.")
-                       .Register(*registry_)),
-      state_(BuildGauge()
-                 .Name("lagwatch_replica_state")
-                 .Help("1 for the replica's current state, 0 for the others.")
-                 .Register(*registry_)),
-      lag_hist_(BuildHistogram()
-                    .Name("lagwatch_replica_lag_seconds")
-                    .Help("Distribution of the published upper bound, one observation per probe.")
-                    .Register(*registry_)),
-      lag_window_(
-          BuildGauge()
-              .Name("lagwatch_replica_lag_window_seconds")
-              .Help("Percentile (50, 95, 99) of the published upper bound over the last 1m or "
-                    "5m (nearest rank over every measured probe), computed by the agent.")
-              .Register(*registry_)),
-      slar_window_(BuildGauge()
-                       .Name("lagwatch_replica_slar_ratio")
-                       .Help("SLAR over the last 1m or 5m: probes with delay_ms <= slo.delay_ms / "
-                             "all probes (failed probes count as outside).")
-                       .Register(*registry_)),
-      probe_duration_(BuildHistogram()
-                          .Name("lagwatch_probe_duration_seconds")
-                          .Help("Round trip of the heartbeat/position probe.")
-                          .Register(*registry_)),
-      probe_start_delay_(BuildHistogram()
-                             .Name("lagwatch_probe_start_delay_seconds")
-                             .Help("How late a probe started after its planned moment (the "
-                                   "tick, or when the bound would cross a tier limit): "
-                                   "scheduling jitter.")
-                             .Register(*registry_)),
-      probes_(BuildCounter()
-                  .Name("lagwatch_probes_total")
-                  .Help("Probes attempted, successful or not.")
-                  .Register(*registry_)),
-      probes_within_slo_(BuildCounter()
-                             .Name("lagwatch_probes_within_slo_total")
-                             .Help("Successful probes whose upper bound was within slo.delay_ms "
-                                   "(SLAR numerator).")
-                             .Register(*registry_)),
-      status_polls_(BuildCounter()
-                        .Name("lagwatch_status_polls_total")
-                        .Help("SHOW SLAVE STATUS polls that succeeded.")
-                        .Register(*registry_)),
-      probe_errors_(BuildCounter()
-                        .Name("lagwatch_probe_errors_total")
-                        .Help("Failed probes and status polls, by reason.")
-                        .Register(*registry_)) {
+                     .Register(*registry_)) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -250,85 +398,49 @@ Metrics::Metrics(const std::string& version)
 
 ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& tier) {
   std::lock_guard lock(mu_);
-  auto& slot = replicas_[replica + "\n" + tier];
-  if (slot) return *slot;
-  slot = std::make_unique<ReplicaMetrics>();
-  ReplicaMetrics& m = *slot;
-  const prometheus::Labels l = {{"replica", replica}, {"tier", tier}};
-  m.labels = l;
-  m.lag_upper_seconds = &lag_upper_.Add(l);
-  m.lag_lower_seconds = &lag_lower_.Add(l);
-  m.healthy = &healthy_.Add(l);
-  m.io_thread_running = &io_running_.Add(l);
-  m.sql_thread_running = &sql_running_.Add(l);
-  m.seconds_behind_master = &sbm_.Add(l);
-  m.seconds_behind_master->Set(std::nan(""));
-  m.relay_log_space_bytes = &relay_space_.Add(l);
-  for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
-    auto sl = l;
-    sl["state"] = kReplicaStates[i];
-    m.state[i] = &state_.Add(sl);
-  }
-  m.lag_seconds = &lag_hist_.Add(l, LagBuckets());
-  for (size_t w = 0; w < std::size(kWindowNames); ++w) {
-    auto wl = l;
-    wl["window"] = kWindowNames[w];
-    m.slar_ratio[w] = &slar_window_.Add(wl);
-    m.slar_ratio[w]->Set(std::nan(""));
-    for (size_t q = 0; q < std::size(kWindowPercentiles); ++q) {
-      auto ql = wl;
-      ql["percentile"] = kWindowPercentiles[q];
-      m.lag_window_seconds[w][q] = &lag_window_.Add(ql);
-      m.lag_window_seconds[w][q]->Set(std::nan(""));
-    }
-  }
-  m.probe_duration_seconds = &probe_duration_.Add(l, LatencyBuckets());
-  m.probe_start_delay_seconds = &probe_start_delay_.Add(l, JitterBuckets());
-  m.probes = &probes_.Add(l);
-  m.probes_within_slo = &probes_within_slo_.Add(l);
-  m.status_polls = &status_polls_.Add(l);
-  m.probe_errors_family = &probe_errors_;
-  for (const char* reason : kErrorReasons) m.ProbeError(reason);
-  return m;
+  auto& slot = replicas_[{replica, tier}];
+  if (!slot) slot = std::make_unique<ReplicaMetrics>(replica, tier);
+  return *slot;
 }
-
-}  // namespace lagwatch
-
-namespace lagwatch {
 
 void Metrics::RemoveReplica(const std::string& replica) {
   std::lock_guard lock(mu_);
-  for (auto it = replicas_.begin(); it != replicas_.end();) {
-    if (it->first.rfind(replica + "\n", 0) != 0) {
-      ++it;
-      continue;
-    }
-    ReplicaMetrics& m = *it->second;
-    lag_upper_.Remove(m.lag_upper_seconds);
-    lag_lower_.Remove(m.lag_lower_seconds);
-    healthy_.Remove(m.healthy);
-    io_running_.Remove(m.io_thread_running);
-    sql_running_.Remove(m.sql_thread_running);
-    sbm_.Remove(m.seconds_behind_master);
-    relay_space_.Remove(m.relay_log_space_bytes);
-    for (auto* g : m.state) state_.Remove(g);
-    lag_hist_.Remove(m.lag_seconds);
-    for (size_t w = 0; w < std::size(kWindowNames); ++w) {
-      slar_window_.Remove(m.slar_ratio[w]);
-      for (auto* g : m.lag_window_seconds[w]) lag_window_.Remove(g);
-    }
-    probe_duration_.Remove(m.probe_duration_seconds);
-    probe_start_delay_.Remove(m.probe_start_delay_seconds);
-    probes_.Remove(m.probes);
-    probes_within_slo_.Remove(m.probes_within_slo);
-    status_polls_.Remove(m.status_polls);
-    for (const char* reason : kErrorReasons) {
-      auto l = m.labels;
-      l["reason"] = reason;
-      if (probe_errors_.Has(l)) probe_errors_.Remove(&probe_errors_.Add(l));
-    }
-    it = replicas_.erase(it);
+  auto it = replicas_.lower_bound({replica, std::string()});
+  while (it != replicas_.end() && it->first.first == replica) it = replicas_.erase(it);
+}
+
+std::string Metrics::TextExposition() const {
+  std::string out = SerializeText(registry_->Collect());
+  std::lock_guard lock(mu_);
+  if (replicas_.empty()) return out;
+  std::vector<const ReplicaMetrics*> replicas;
+  replicas.reserve(replicas_.size());
+  size_t size = out.size();
+  for (const auto& [key, m] : replicas_) {
+    replicas.push_back(m.get());
+    size += kLinesPerReplica * (kLineMax + m->labels.size());
   }
+  out.reserve(size);
+
+  ReplicaTextWriter w(out, replicas);
+  w.Scalars(kLagUpper, &ReplicaMetrics::lag_upper_seconds);
+  w.Scalars(kLagLower, &ReplicaMetrics::lag_lower_seconds);
+  w.Histograms(kLagHistogram, &ReplicaMetrics::lag_seconds);
+  w.States(kState);
+  w.Scalars(kHealthy, &ReplicaMetrics::healthy);
+  w.Scalars(kIoRunning, &ReplicaMetrics::io_thread_running);
+  w.Scalars(kSqlRunning, &ReplicaMetrics::sql_thread_running);
+  w.Scalars(kSecondsBehindMaster, &ReplicaMetrics::seconds_behind_master);
+  w.Scalars(kRelayLogSpace, &ReplicaMetrics::relay_log_space_bytes);
+  w.LagWindows(kLagWindow);
+  w.SlarWindows(kSlarWindow);
+  w.Scalars(kProbes, &ReplicaMetrics::probes);
+  w.Scalars(kProbesWithinSlo, &ReplicaMetrics::probes_within_slo);
+  w.ProbeErrors(kProbeErrors);
+  w.Histograms(kProbeDuration, &ReplicaMetrics::probe_duration_seconds);
+  w.Histograms(kProbeStartDelay, &ReplicaMetrics::probe_start_delay_seconds);
+  w.Scalars(kStatusPolls, &ReplicaMetrics::status_polls);
+  return out;
 }
 
 }  // namespace lagwatch

@@ -1,20 +1,30 @@
 // Every Prometheus metric lagwatch exports (DESIGN.md §5), declared in one place with its help
 // text. Base units, `lagwatch_` namespace, `replica="host:port"` and `tier` labels.
 //
-// Thread-safe: prometheus-cpp metrics are updated atomically and a scrape (Collect) never blocks a
-// prober for longer than a family's internal lock.
+// Agent-wide series are prometheus-cpp metrics in registry(). Per-replica series (~70 per replica)
+// are lagwatch's own lock-free ReplicaMetrics, which a scrape (TextExposition) writes straight
+// from their atomics: with 1,000 replicas prometheus-cpp's Collect cost tens of ms per scrape and
+// ~15 KB per replica.
+//
+// Thread-safe: prometheus-cpp metrics and ReplicaMetrics are updated atomically; a scrape never
+// blocks a prober's update.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include "exporters/replica_series.h"
 
 namespace lagwatch {
 
@@ -28,8 +38,8 @@ inline constexpr int64_t kWindowSpansMs[] = {60'000, 300'000};
 // Percentile label values ("quantile" is reserved for summaries).
 inline constexpr const char* kWindowPercentiles[] = {"50", "95", "99"};
 
-// Every reason label Status::reason() can produce for a failed call (pre-created at zero so the
-// series exist before the first error).
+// The reason labels Status::reason() gives for the failures a call is expected to have
+// (pre-created at zero so the series exist before the first error).
 inline constexpr const char* kErrorReasons[] = {"timeout", "unavailable", "server_error",
                                                 "bad_data", "invalid"};
 // Redis publisher failure reasons.
@@ -38,33 +48,67 @@ inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command"}
 // The primary's circuit states (DESIGN.md §4), in the order of the enum gauge's series.
 inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
 
-// Handles to one replica's series; created once per replica, valid as long as the Metrics.
+// Every reason label of lagwatch_probe_errors_total: first kErrorReasons, whose series exist from
+// the start, then the other reasons Status::reason() can give (for statuses a probe should not
+// fail with), whose series appear at their first error. The last, "unknown", also counts any
+// reason not listed, so the number of series per replica stays bounded.
+inline constexpr const char* kProbeErrorReasons[] = {
+    "timeout", "unavailable", "server_error", "bad_data", "invalid", "cancelled", "unknown"};
+
+// Histogram bucket upper bounds, in seconds (+Inf is implicit).
+// Sub-second resolution around the 200 ms SLO (DESIGN.md §5).
+inline constexpr auto kLagBucketsSeconds =
+    std::to_array<double>({0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30});
+// Round trips: probes and Redis publishes.
+inline constexpr auto kLatencyBucketsSeconds = std::to_array<double>(
+    {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1});
+// Scheduling jitter: the target is p99 <= 10 ms (DESIGN.md §7).
+inline constexpr auto kJitterBucketsSeconds =
+    std::to_array<double>({0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1});
+
+// One replica's series in one allocation, created by Metrics::Replica and valid until
+// Metrics::RemoveReplica. Its prober updates them; a scrape reads them. Thread-safe (lock-free).
 struct ReplicaMetrics {
-  prometheus::Gauge* lag_upper_seconds;
-  prometheus::Gauge* lag_lower_seconds;
-  prometheus::Gauge* healthy;
-  prometheus::Gauge* io_thread_running;
-  prometheus::Gauge* sql_thread_running;
-  prometheus::Gauge* seconds_behind_master;
-  prometheus::Gauge* relay_log_space_bytes;
-  prometheus::Gauge* state[std::size(kReplicaStates)];
-  prometheus::Histogram* lag_seconds;
+  // Renders the labels once; every series starts at 0 except those documented as NaN until
+  // measured (seconds_behind_master and the window gauges).
+  ReplicaMetrics(std::string_view replica, std::string_view tier);
+  ReplicaMetrics(const ReplicaMetrics&) = delete;
+  ReplicaMetrics& operator=(const ReplicaMetrics&) = delete;
+
+  ReplicaGauge lag_upper_seconds;
+  ReplicaGauge lag_lower_seconds;
+  ReplicaGauge healthy;
+  ReplicaGauge io_thread_running;
+  ReplicaGauge sql_thread_running;
+  ReplicaGauge seconds_behind_master;
+  ReplicaGauge relay_log_space_bytes;
+  // Index into kReplicaStates; set through SetState.
+  ReplicaEnumGauge state;
+  ReplicaHistogram<kLagBucketsSeconds> lag_seconds;
   // Rolling windows [0] = 1m, [1] = 5m: lag quantiles p50, p95, p99 and SLAR.
-  prometheus::Gauge* lag_window_seconds[2][3];
-  prometheus::Gauge* slar_ratio[2];
-  prometheus::Histogram* probe_duration_seconds;
+  ReplicaGauge lag_window_seconds[2][3];
+  ReplicaGauge slar_ratio[2];
+  ReplicaHistogram<kLatencyBucketsSeconds> probe_duration_seconds;
   // How late each probe started against its plan (the tick or the tier-crossing moment).
-  prometheus::Histogram* probe_start_delay_seconds;
-  prometheus::Counter* probes;
-  prometheus::Counter* probes_within_slo;
-  prometheus::Counter* status_polls;
+  ReplicaHistogram<kJitterBucketsSeconds> probe_start_delay_seconds;
+  ReplicaCounter probes;
+  ReplicaCounter probes_within_slo;
+  ReplicaCounter status_polls;
+  // By kProbeErrorReasons; use ProbeError.
+  ReplicaCounter probe_errors[std::size(kProbeErrorReasons)];
 
-  void SetState(const std::string& state);
-  // Counter of probe errors for `reason` (Status::reason()).
-  prometheus::Counter& ProbeError(const std::string& reason);
+  // Makes `state` (one of kReplicaStates) current: its series 1, the others 0. Any other string
+  // sets all of them to 0.
+  void SetState(std::string_view state);
+  // The counter of probe errors for `reason` (Status::reason()); "unknown" for a reason not in
+  // kProbeErrorReasons.
+  ReplicaCounter& ProbeError(std::string_view reason);
 
-  prometheus::Family<prometheus::Counter>* probe_errors_family;
-  std::map<std::string, std::string> labels;
+  // `replica="…",tier="…"` with the values escaped: the labels every series of the replica carries,
+  // in prometheus-cpp's order (by name). A family's own label goes before them (`percentile`,
+  // `reason`), after them (`window`, `le`) or at tier_at (`state`).
+  const std::string labels;
+  const size_t tier_at;  // where `,tier=` starts in `labels`
 };
 
 class Metrics {
@@ -76,13 +120,25 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
+  // The agent-wide families; other components may register theirs here too. It holds none of
+  // the per-replica families.
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   // The handles for `replica` ("host:port") in `tier`; creates its series on first use.
   ReplicaMetrics& Replica(const std::string& replica, const std::string& tier);
-  // Removes every series of `replica` (when configuration no longer lists it, or its tier
-  // label changes). Handles from Replica() for it become invalid.
+  // Removes every series of `replica`, in every tier (when configuration no longer lists it, or
+  // its tier label changes): the next scrape no longer shows them. Handles from Replica() for it
+  // become invalid.
   void RemoveReplica(const std::string& replica);
+
+  // The /metrics body in the text format (0.0.4): registry()'s families as SerializeText writes
+  // them, then the per-replica families, each with its HELP and TYPE once and its series sorted by
+  // replica and tier. A per-replica family is left out while there are no replicas (as
+  // prometheus-cpp leaves out a family without series). Series, labels and number formatting are
+  // those prometheus-cpp's serializer gave the same values.
+  // Holds the replica map's mutex while it writes their series (probers' updates never take it).
+  // Throws nothing but std::bad_alloc.
+  std::string TextExposition() const;
 
   // Agent-wide series.
   prometheus::Family<prometheus::Gauge>& build_info;  // label version
@@ -112,26 +168,10 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& router_dsr;
 
  private:
-  prometheus::Family<prometheus::Gauge>& lag_upper_;
-  prometheus::Family<prometheus::Gauge>& lag_lower_;
-  prometheus::Family<prometheus::Gauge>& healthy_;
-  prometheus::Family<prometheus::Gauge>& io_running_;
-  prometheus::Family<prometheus::Gauge>& sql_running_;
-  prometheus::Family<prometheus::Gauge>& sbm_;
-  prometheus::Family<prometheus::Gauge>& relay_space_;
-  prometheus::Family<prometheus::Gauge>& state_;
-  prometheus::Family<prometheus::Histogram>& lag_hist_;
-  prometheus::Family<prometheus::Gauge>& lag_window_;
-  prometheus::Family<prometheus::Gauge>& slar_window_;
-  prometheus::Family<prometheus::Histogram>& probe_duration_;
-  prometheus::Family<prometheus::Histogram>& probe_start_delay_;
-  prometheus::Family<prometheus::Counter>& probes_;
-  prometheus::Family<prometheus::Counter>& probes_within_slo_;
-  prometheus::Family<prometheus::Counter>& status_polls_;
-  prometheus::Family<prometheus::Counter>& probe_errors_;
-
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<ReplicaMetrics>> replicas_;  // GUARDED_BY(mu_)
+  mutable std::mutex mu_;
+  // By (replica, tier), which is also the order of a scrape.
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<ReplicaMetrics>>
+      replicas_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch
