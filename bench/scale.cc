@@ -764,7 +764,8 @@ void Usage(std::ostream& out) {
          "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
          "                   [--command TEXT] [--git-rev REV]\n"
          "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
-         "--replica-bind 0.0.0.0 --max-connections M). Normally started by bench/scale.\n";
+         "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
+         "bench/scale.\n";
 }
 
 // "10,100,1000" -> {10, 100, 1000}; empty on a malformed list.
