@@ -39,7 +39,7 @@ Table MainTable(const json& res) {
   const double exporter_mb = cmp["mysqld_exporter"]["rss_mb"];
   Table t;
   t.left_cols = 1;
-  t.rows.push_back({"N", "probes/s planned", "achieved", "failed", "CPU cores", "RSS MB",
+  t.rows.push_back({"N", "probes/s planned", "attempted", "answered", "CPU cores", "RSS MB",
                     "jitter p50 ms", "p99 ms", "≤10 ms", "r1 frozen: r2 p50 ms", "r2 p99 ms",
                     "r2 ≤10 ms", "r2 failed", "Redis cmd/s", "scrape ms med/max", "scrape KB",
                     "pt-heartbeat RSS×N MB", "mysqld_exporter RSS×N MB"});
@@ -48,17 +48,21 @@ Table MainTable(const json& res) {
     const json& pr = st["probes"];
     const json f2 = r.contains("freeze") ? r["freeze"]["replica2"] : json();
     const double n = r["n"];
-    std::vector<std::string> row = {
-        std::to_string(r["n"].get<int>()),       Num(pr["planned_per_s"].get<double>()),
-        Num(pr["achieved_per_s"].get<double>()), SharePct(pr["error_share"]),
-        Num(st["cpu_cores"].get<double>(), 3),   Num(st["rss_mb"].get<double>(), 1),
-        JitterMs(pr["jitter"], "p50"),           JitterMs(pr["jitter"], "p99"),
-        SharePct(pr["jitter"]["share_le_10ms"])};
+    std::vector<std::string> row = {std::to_string(r["n"].get<int>()),
+                                    Num(pr["planned_per_s"].get<double>()),
+                                    Num(pr["attempted_per_s"].get<double>()),
+                                    Num(pr["answered_per_s"].get<double>()),
+                                    Num(st["cpu_cores"].get<double>(), 3),
+                                    Num(st["rss_mb"].get<double>(), 1),
+                                    JitterMs(pr["jitter"], "p50"),
+                                    JitterMs(pr["jitter"], "p99"),
+                                    SharePct(pr["jitter"]["share_le_10ms"])};
     if (f2.is_null()) {
       row.insert(row.end(), 4, "-");
     } else {
-      row.insert(row.end(), {JitterMs(f2["jitter"], "p50"), JitterMs(f2["jitter"], "p99"),
-                             SharePct(f2["jitter"]["share_le_10ms"]), SharePct(f2["error_share"])});
+      row.insert(row.end(),
+                 {JitterMs(f2["jitter"], "p50"), JitterMs(f2["jitter"], "p99"),
+                  SharePct(f2["jitter"]["share_le_10ms"]), SharePct(f2["failed_share"])});
     }
     row.insert(row.end(), {Num(st["redis_commands_per_s"].get<double>()),
                            Num(st["scrapes"]["median_ms"].get<double>(), 1) + " / " +
@@ -99,11 +103,11 @@ Table DetailTable(const json& res) {
       const json& f = r["freeze"];
       const json& r1 = f["replica1"];
       const json& r2 = f["replica2"];
-      row.push_back(Num(r2["achieved_per_s"].get<double>()) + " (" +
+      row.push_back(Num(r2["attempted_per_s"].get<double>()) + " (" +
                     Num(r2["planned_per_s"].get<double>()) + ")");
       row.push_back(std::to_string(f["replica2_ok_at_end"].get<int>()) + "/" +
                     std::to_string(r2["aliases"].get<int>()));
-      row.push_back(Num(r1["achieved_per_s"].get<double>()));
+      row.push_back(Num(r1["attempted_per_s"].get<double>()));
       row.push_back(JitterMs(r1["jitter"], "p99"));
       row.push_back(f["replica1_all_ok_after_cont_s"].is_number()
                         ? Num(f["replica1_all_ok_after_cont_s"].get<double>(), 1)
@@ -234,11 +238,12 @@ std::string RenderScaleMarkdown(const json& res) {
   md << "- **CPU** = lagwatch's utime+stime over the window / wall time (1.0 = one core). "
         "**RSS** = VmRSS at the end of the steady window; *RSS peak* = VmHWM at the end of the "
         "run.\n";
-  md << "- **Probes/s** = the increase of `lagwatch_probes_total` (attempts) summed over the "
+  md << "- **Probes/s** *attempted* = the increase of `lagwatch_probes_total` summed over the "
         "aliases / window; *planned* = N × 1000 / probe interval. lagwatch also probes at the "
         "moment a bound would cross a tier limit (DESIGN.md §3.5), so achieved can exceed "
-        "planned. *failed* = increase of `lagwatch_probe_errors_total` (every reason; it also "
-        "counts failed status polls) / probes.\n";
+        "planned. *answered* = probes that got an answer within the probe timeout (the increase "
+        "of `lagwatch_probe_duration_seconds_count`); *r2 failed* = the share of replica2's "
+        "probes without one while replica1 was frozen.\n";
   md << "- **Jitter** = `lagwatch_probe_start_delay_seconds`, how late each probe started after "
         "its planned moment; bucket increases over the window summed over the aliases. p50/p99 "
         "are interpolated linearly within a bucket, as PromQL's `histogram_quantile` does (`>100` "

@@ -10,7 +10,7 @@ namespace lagwatch::bench {
 namespace {
 
 constexpr std::string_view kProbes = "lagwatch_probes_total";
-constexpr std::string_view kErrors = "lagwatch_probe_errors_total";
+constexpr std::string_view kAnswered = "lagwatch_probe_duration_seconds_count";
 constexpr std::string_view kDelayBucket = "lagwatch_probe_start_delay_seconds_bucket";
 
 // The value of label `key` in `{a="x",b="y"}` (escapes undone), or nullopt.
@@ -47,7 +47,7 @@ double ParseValue(std::string_view s) {
 std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
   out->bytes = body.size();
   out->replicas.clear();
-  bool saw_probes = false, saw_errors = false, saw_buckets = false;
+  bool saw_probes = false, saw_answered = false, saw_buckets = false;
   size_t pos = 0;
   while (pos < body.size()) {
     size_t end = body.find('\n', pos);
@@ -58,8 +58,8 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
     auto is = [&](std::string_view family) {
       return line.starts_with(family) && line.size() > family.size() && line[family.size()] == '{';
     };
-    const bool probes = is(kProbes), errors = is(kErrors), bucket = is(kDelayBucket);
-    if (!probes && !errors && !bucket) continue;
+    const bool probes = is(kProbes), answered = is(kAnswered), bucket = is(kDelayBucket);
+    if (!probes && !answered && !bucket) continue;
     const size_t close = line.rfind('}');
     if (close == std::string_view::npos) return "malformed line: " + std::string(line);
     const std::string_view labels = line.substr(line.find('{') + 1, close - line.find('{') - 1);
@@ -72,9 +72,9 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
       saw_probes = true;
       continue;
     }
-    if (errors) {
-      r.errors += value;  // one series per reason
-      saw_errors = true;
+    if (answered) {
+      r.answered = value;
+      saw_answered = true;
       continue;
     }
     auto le = Label(labels, "le");
@@ -85,7 +85,7 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
     saw_buckets = true;
   }
   if (!saw_probes) return std::string(kProbes) + " not found";
-  if (!saw_errors) return std::string(kErrors) + " not found";
+  if (!saw_answered) return std::string(kAnswered) + " not found";
   if (!saw_buckets) return std::string(kDelayBucket) + " not found";
   for (const auto& [id, r] : out->replicas) {
     if (r.start_delay.bounds_s.empty() || !std::isinf(r.start_delay.bounds_s.back())) {
@@ -116,7 +116,7 @@ ScrapeDelta Diff(const Scrape& before, const Scrape& after,
       d.start_delay.cumulative.assign(hb.bounds_s.size(), 0.0);
     }
     d.probes += b->second.probes - a->second.probes;
-    d.errors += b->second.errors - a->second.errors;
+    d.answered += b->second.answered - a->second.answered;
     for (size_t i = 0; i < hb.cumulative.size(); ++i) {
       d.start_delay.cumulative[i] += hb.cumulative[i] - ha.cumulative[i];
     }

@@ -1,6 +1,7 @@
 // lagwatch's /metrics as bench_scale reads it: per replica, the probes attempted
-// (`lagwatch_probes_total`), the failures (`lagwatch_probe_errors_total`, every reason; it also
-// counts failed status polls) and the probe-start-delay histogram
+// (`lagwatch_probes_total`: every turn of the probe loop, also one skipped while reconnecting is
+// backed off), the probes that got an answer (`lagwatch_probe_duration_seconds_count`: only
+// successful probes are timed) and the probe-start-delay histogram
 // (`lagwatch_probe_start_delay_seconds`, how late each probe started after its planned moment).
 // Counters only mean something as differences between two scrapes of one lagwatch process.
 #pragma once
@@ -22,7 +23,7 @@ struct BucketCounts {
 
 struct ReplicaCounters {
   double probes = 0;
-  double errors = 0;
+  double answered = 0;
   BucketCounts start_delay;
 };
 
@@ -41,7 +42,7 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out);
 struct ScrapeDelta {
   double seconds = 0;  // between the two requests
   double probes = 0;
-  double errors = 0;
+  double answered = 0;
   BucketCounts start_delay;
   size_t replicas = 0;  // found in both scrapes
   size_t missing = 0;   // asked for but absent from either scrape
