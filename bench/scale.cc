@@ -422,9 +422,11 @@ json JitterJson(const BucketCounts& h) {
   auto p50 = Quantile(h, 0.50, &beyond50);
   auto p99 = Quantile(h, 0.99, &beyond99);
   auto share = ShareAtMost(h, 0.010);
-  json buckets = json::object();
+  // [[upper bound in ms ("+Inf" for the last), observations at or under it], ...], in order.
+  json buckets = json::array();
   for (size_t i = 0; i < h.bounds_s.size(); ++i) {
-    buckets[std::isinf(h.bounds_s[i]) ? "+Inf" : Num(h.bounds_s[i] * 1000, 1)] = h.cumulative[i];
+    buckets.push_back(
+        {std::isinf(h.bounds_s[i]) ? json("+Inf") : json(h.bounds_s[i] * 1000), h.cumulative[i]});
   }
   return {{"starts", h.total()},
           {"p50_ms", p50 ? json(*p50 * 1000) : json(nullptr)},
@@ -432,7 +434,7 @@ json JitterJson(const BucketCounts& h) {
           {"p99_ms", p99 ? json(*p99 * 1000) : json(nullptr)},
           {"p99_beyond_last_bucket", beyond99},
           {"share_le_10ms", share ? json(*share) : json(nullptr)},
-          {"cumulative_by_le_ms", buckets}};
+          {"cumulative_buckets_ms", buckets}};
 }
 
 // Probes/s and jitter of `ids` between two scrapes; `planned_per_s` for that set.
