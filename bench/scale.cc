@@ -69,6 +69,9 @@ constexpr int kMaxAliases = 250 * 254;
 constexpr int kMiddleScrapes = 4;
 constexpr auto kScrapeTimeout = milliseconds(60'000);
 constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter before RSS
+// On a shared machine, each N waits up to this long for other work to calm down.
+constexpr auto kQuietWait = seconds(60);
+constexpr double kQuietCores = 0.3;
 
 struct Options {
   bool quick = false;
@@ -228,6 +231,15 @@ double HostBusyCores(milliseconds d) {
   const HostCpu b = ReadHostCpu();
   return (b.busy - a.busy) / (b.total - a.total) *
          static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Waits (up to kQuietWait) until the host is nearly idle; returns how busy it was last.
+double WaitQuiet() {
+  const auto until = std::chrono::steady_clock::now() + kQuietWait;
+  for (;;) {
+    const double busy = HostBusyCores(milliseconds(2000));
+    if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
+  }
 }
 
 std::string LoadAverage() {
@@ -476,7 +488,9 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   json res = {
       {"n", n}, {"planned_probes_per_s", n * per_alias_per_s}, {"config", config}, {"log", log}};
 
-  Progress("N=" + std::to_string(n) + ": starting lagwatch");
+  res["host_busy_cores_before"] = WaitQuiet();
+  Progress("N=" + std::to_string(n) + ": starting lagwatch (host " +
+           Num(res["host_busy_cores_before"].get<double>(), 2) + " cores busy before)");
   auto lagwatch = Child::Spawn({opt.lagwatch, "--config", config}, log);
   const Pids pids{lagwatch->pid(),
                   {ServerPid(p, "primary"), ServerPid(p, "replica1"), ServerPid(p, "replica2")},
