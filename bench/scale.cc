@@ -746,6 +746,7 @@ int RunBenchmark(const Options& opt) {
        {{"steady", dur.steady_s}, {"freeze", dur.freeze_s}, {"warmup", dur.warmup_s}}},
       {"probe_interval_ms", base_config.value(json::json_pointer("/probe/interval_ms"), 200)},
       {"fd_limit", fd_limit},
+      {"quiet_wait", {{"max_s", kQuietWait.count()}, {"below_cores", kQuietCores}}},
       {"logs", logs}};
   utsname u{};
   uname(&u);

@@ -261,8 +261,10 @@ std::string RenderScaleMarkdown(const json& res) {
      << (scrapes.is_null() ? 0 : scrapes["count"].get<int>())
      << " scrapes spread evenly over the steady window (about Prometheus' usual cadence in a "
         "60 s window); size of the last.\n";
-  md << "- Before each N the bench waits up to 60 s for the host to be nearly idle (under 0.3 "
-        "busy cores; *host busy before* is what it last saw).\n";
+  md << "- Before each N the bench waits up to " << res["quiet_wait"]["max_s"].get<int>()
+     << " s for the host to be nearly idle (under "
+     << Num(res["quiet_wait"]["below_cores"].get<double>(), 1)
+     << " busy cores; *host busy before* is what it last saw).\n";
   md << "- *host busy cores* = the whole machine (every process, including the servers, the "
         "bench and anything else running) from /proc/stat; *mariadbd cores* = the primary and "
         "both replicas; *other cores* = host busy minus lagwatch, the servers and the bench: other "
