@@ -64,8 +64,8 @@ using std::chrono::seconds;
 
 constexpr int kAddressesPerSubnet = 250;  // 127.0.x.1 .. 127.0.x.250
 constexpr int kMaxAliases = 250 * 254;
-// Scrapes inside the steady window besides its first and last: about one every 12 s in a 60 s
-// window, Prometheus' usual cadence.
+// Scrapes inside the steady window besides its first and last: one every 12 s in a 60 s window,
+// close to the common 15 s scrape interval.
 constexpr int kMiddleScrapes = 4;
 constexpr auto kScrapeTimeout = milliseconds(60'000);
 constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter before RSS
