@@ -79,7 +79,7 @@ Table DetailTable(const json& res) {
   t.left_cols = 1;
   t.rows.push_back({"N", "host busy before", "all ok after s", "RSS peak MB", "threads", "fds",
                     "host busy cores", "mariadbd cores", "redis cores", "other cores",
-                    "frozen: r2 probes/s (planned)", "r2 ok at end", "r1 probes/s", "r1 p99 ms",
+                    "frozen: r2 probes/s (planned)", "r2 ok at end", "r1 attempted/s", "r1 p99 ms",
                     "r1 ok again after s", "log WARN/ERROR"});
   for (const auto& r : res["runs"]) {
     const json& st = r["steady"];
@@ -230,7 +230,9 @@ std::string RenderScaleMarkdown(const json& res) {
         "replica's port. lagwatch sees N distinct `host:port` replicas, each with its own "
         "connection, schedule, Redis key and metric series; the replicas listen on 0.0.0.0 "
         "(`scripts/sandbox --replica-bind`), and the kernel gives these connections source "
-        "address 127.0.0.1, so the probe account matches. Everything stays on loopback.\n";
+        "address 127.0.0.1, so the probe account matches. Everything stays on loopback. Each "
+        "real server answers N/2 replicas' worth of probes (connections served by a thread "
+        "pool), on the same CPUs as lagwatch.\n";
   md << "- **Per N**: lagwatch starts with a config of N aliases (tier1, otherwise the "
         "sandbox's config); *all ok after* is until every alias's Redis key shows `state=ok`; "
         "then "
@@ -243,8 +245,10 @@ std::string RenderScaleMarkdown(const json& res) {
         "run.\n";
   md << "- **Probes/s** *attempted* = the increase of `lagwatch_probes_total` summed over the "
         "aliases / window; *planned* = N × 1000 / probe interval. lagwatch also probes at the "
-        "moment a bound would cross a tier limit (DESIGN.md §3.5), so achieved can exceed "
-        "planned. *answered* = probes that got an answer within the probe timeout (the increase "
+        "moment a bound would cross a tier limit (DESIGN.md §3.5), so attempted can exceed "
+        "planned: with tier1's 200 ms limit equal to the probe interval, the bound of a replica "
+        "at zero lag reaches the limit just before each tick. *answered* = probes that got an "
+        "answer within the probe timeout (the increase "
         "of `lagwatch_probe_duration_seconds_count`); *r2 failed* = the share of replica2's "
         "probes without one while replica1 was frozen.\n";
   md << "- **Jitter** = `lagwatch_probe_start_delay_seconds`, how late each probe started after "
