@@ -90,12 +90,27 @@ class Redis {
   // nullopt on a connection error (and reconnects on the next call).
   std::optional<std::vector<std::map<std::string, std::string>>> HGetAll(
       const std::vector<std::string>& keys);
+  // `INFO section` as "field:value" lines; nullopt on a connection error.
+  std::optional<std::string> Info(const std::string& section);
 
  private:
   bool Connect();
   int port_;
   redisContext* ctx_ = nullptr;
 };
+
+// The answer to an HTTP GET.
+struct HttpResult {
+  int status = 0;  // 0: no HTTP answer (see error)
+  std::string body;
+  int64_t sent_us = 0;     // NowUs() just before the request was written
+  double duration_ms = 0;  // connect to the end of the body
+  std::string error;
+};
+
+// GET `path` from 127.0.0.1:port as HTTP/1.0 (the server closes when done), reading the whole
+// body; gives up after `timeout`. Any fault shows as status 0 with `error` set.
+HttpResult HttpGet(int port, const std::string& path, std::chrono::milliseconds timeout);
 
 // A child process started by this program, stopped by its PID on Stop() or destruction.
 // Children get their own process group (a terminal's Ctrl-C reaches only us; we stop them) and

@@ -1,64 +1,14 @@
 #include "bench/report.h"
 
-#include <algorithm>
-#include <cstdio>
 #include <sstream>
 #include <vector>
+
+#include "bench/table.h"
 
 namespace lagwatch::bench {
 namespace {
 
 using json = nlohmann::json;
-
-// A table as rows of cells; the first row is the header. Columns after the first `left_cols`
-// are right-aligned in text.
-struct Table {
-  std::vector<std::vector<std::string>> rows;
-  size_t left_cols = 2;
-
-  std::string Text(const std::string& indent = "") const {
-    std::vector<size_t> width;
-    for (const auto& r : rows) {
-      width.resize(std::max(width.size(), r.size()), 0);
-      for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-    }
-    std::ostringstream out;
-    for (const auto& r : rows) {
-      std::string line = indent;
-      for (size_t c = 0; c < r.size(); ++c) {
-        const std::string pad(width[c] - r[c].size(), ' ');
-        if (c) line += "  ";
-        line += c < left_cols ? r[c] + pad : pad + r[c];
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out << line << "\n";
-    }
-    return out.str();
-  }
-
-  std::string Markdown() const {
-    std::ostringstream out;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      out << "|";
-      for (const auto& cell : rows[i]) out << " " << cell << " |";
-      out << "\n";
-      if (i == 0) {
-        out << "|";
-        for (size_t c = 0; c < rows[i].size(); ++c) out << (c < left_cols ? "---|" : "---:|");
-        out << "\n";
-      }
-    }
-    return out.str();
-  }
-};
-
-std::string Num(double v, int decimals = 0) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string s = buf;
-  if (s == "-0") s = "0";
-  return s;
-}
 
 // A percentile field of a {n, p50, …} object, or "-" when there is no data.
 std::string Pct(const json& p, const char* field, int decimals = 0) {

@@ -1,0 +1,882 @@
+// bench_scale: how lagwatch's cost and probe timing grow with the number of replicas it watches
+// (DESIGN.md §7: 1,000 replicas at 200 ms on <= 0.5 core and <= 128 MB RSS, probe-start jitter
+// p99 <= 10 ms). Run it through bench/scale, which builds, brings the sandbox up and takes it
+// down.
+//
+// The sandbox's two real replicas stand in for N replicas ("aliases"): alias i is replica
+// i % 2 at its own loopback address 127.0.(1 + i/250).(1 + i%250), on that replica's port. All of
+// 127.0.0.0/8 is loopback on Linux and the kernel gives such connections the source address
+// 127.0.0.1, so the sandbox's 'lagwatch_probe'@'127.0.0.1' account matches and no traffic
+// leaves the host; the replicas listen on 0.0.0.0 for it (scripts/sandbox --replica-bind) and
+// allow one connection per alias (--max-connections). lagwatch sees N distinct "host:port"
+// replicas, each with its own connection, schedule, Redis key and metric series.
+//
+// For each N: write a config of N aliases, start lagwatch, wait until every alias is published
+// with state ok, warm up, then
+//   - steady window: lagwatch's CPU (/proc/PID/stat) and RSS (/proc/PID/status), probes/s and
+//     probe-start jitter (differences of lagwatch_probes_total and of the buckets of
+//     lagwatch_probe_start_delay_seconds between the first and last scrape of the window),
+//     Redis commands/s (INFO stats), and the time and size of each /metrics scrape;
+//   - freeze window: replica1's mariadbd is SIGSTOPped; the jitter of replica2's aliases (which
+//     must not suffer) and of replica1's (for information) is measured separately; then
+//     SIGCONT, and the bench waits until every alias is ok again.
+// Before the N runs, one pt-heartbeat --monitor and one mysqld_exporter run against replica2 for
+// a while: their RSS, times N, is what one-process-per-replica tools would take.
+//
+// usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]
+//                    [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]
+//                    [--command TEXT] [--git-rev REV]
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mysql.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_util.h"
+#include "bench/scale_report.h"
+#include "bench/scrape.h"
+#include "bench/table.h"
+
+namespace lagwatch::bench {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kAddressesPerSubnet = 250;  // 127.0.x.1 .. 127.0.x.250
+constexpr int kMaxAliases = 250 * 254;
+// Scrapes inside the steady window besides its first and last: one every 12 s in a 60 s window,
+// close to the common 15 s scrape interval.
+constexpr int kMiddleScrapes = 4;
+constexpr auto kScrapeTimeout = milliseconds(60'000);
+constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter before RSS
+// On a shared machine, each N waits up to this long for other work to calm down.
+constexpr auto kQuietWait = seconds(60);
+constexpr double kQuietCores = 0.3;
+
+struct Options {
+  bool quick = false;
+  std::string dir;
+  int base_port = 0;
+  std::string lagwatch;
+  std::string out_dir;
+  std::string command;
+  std::string git_rev;
+  std::vector<int> ns = {10, 100, 1000};
+  // Negative: the mode's default (see Durations).
+  int seconds = -1, freeze_seconds = -1, warmup_seconds = -1;
+};
+
+struct Durations {
+  int steady_s, freeze_s, warmup_s;
+};
+Durations DurationsFor(const Options& o) {
+  const Durations d = o.quick ? Durations{20, 10, 5} : Durations{60, 20, 10};
+  return {o.seconds >= 0 ? o.seconds : d.steady_s,
+          o.freeze_seconds >= 0 ? o.freeze_seconds : d.freeze_s,
+          o.warmup_seconds >= 0 ? o.warmup_seconds : d.warmup_s};
+}
+
+struct Paths {
+  std::string dir;
+  int base_port;
+  std::string Server(const std::string& name) const { return dir + "/" + name; }
+  std::string Sock(const std::string& name) const { return Server(name) + "/mysqld.sock"; }
+  std::string Primary() const { return Sock("primary"); }
+  std::string ReplicaName(int i) const { return "replica" + std::to_string(i + 1); }
+  std::string Replica(int i) const { return Sock(ReplicaName(i)); }
+  int ReplicaPort(int i) const { return base_port + 1 + i; }
+  int RedisPort() const { return base_port + 3; }
+  int HttpPort() const { return base_port + 4; }  // lagwatch's, in the sandbox's config
+  int ExporterPort() const { return base_port + 5; }
+  std::string SandboxConfig() const { return dir + "/lagwatch.json"; }
+};
+
+// One of the N replicas lagwatch is given.
+struct Alias {
+  std::string host;
+  int port = 0;
+  int replica = 0;  // 0: replica1, 1: replica2
+  std::string Id() const { return host + ":" + std::to_string(port); }
+};
+
+struct InterruptedError : std::runtime_error {
+  InterruptedError() : std::runtime_error("interrupted") {}
+};
+
+const int64_t g_start_us = NowUs();
+
+void Progress(const std::string& msg) {
+  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
+               msg.c_str());
+}
+
+void Pause(milliseconds d) {
+  if (!SleepFor(d)) throw InterruptedError();
+}
+
+void PauseUntil(std::chrono::steady_clock::time_point t) {
+  if (!SleepUntil(t)) throw InterruptedError();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string CommandVersion(const std::vector<std::string>& argv) {
+  CommandResult r = RunCommand(argv);
+  std::string first = Trim(r.output.substr(0, r.output.find('\n')));
+  return r.exit_code == 0 ? first : "unknown (" + first + ")";
+}
+
+size_t CountSubstr(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes, from /proc
+
+// utime + stime of a process (all its threads), in seconds; nullopt if it is gone.
+std::optional<double> CpuSeconds(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream in(stat.substr(paren + 2));
+  std::vector<std::string> f;  // f[0] is field 3 (state)
+  for (std::string x; in >> x && f.size() < 13;) f.push_back(x);
+  if (f.size() < 13) return std::nullopt;
+  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+struct Memory {
+  double rss_mb = 0;
+  double hwm_mb = 0;  // peak RSS
+  int threads = 0;
+};
+
+Memory MemoryOf(pid_t pid) {
+  Memory m;
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);) {
+    auto value = [&] { return std::strtod(line.c_str() + line.find(':') + 1, nullptr); };
+    if (line.starts_with("VmRSS:")) m.rss_mb = value() / 1024.0;  // kB
+    if (line.starts_with("VmHWM:")) m.hwm_mb = value() / 1024.0;
+    if (line.starts_with("Threads:")) m.threads = static_cast<int>(value());
+  }
+  return m;
+}
+
+size_t OpenFds(pid_t pid) {
+  std::error_code ec;
+  auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+  return ec ? 0 : static_cast<size_t>(std::distance(it, std::filesystem::directory_iterator()));
+}
+
+// Busy and total jiffies of the whole host, from /proc/stat's "cpu" line.
+struct HostCpu {
+  double busy = 0, total = 0;
+};
+HostCpu ReadHostCpu() {
+  std::istringstream in(ReadFile("/proc/stat"));
+  std::string cpu;
+  in >> cpu;
+  HostCpu h;
+  double v[8] = {};  // user nice system idle iowait irq softirq steal
+  for (double& x : v) in >> x;
+  for (double x : v) h.total += x;
+  h.busy = h.total - v[3] - v[4];
+  return h;
+}
+
+// How busy the whole host is over `d`, in cores: other work here skews every timing.
+double HostBusyCores(milliseconds d) {
+  const HostCpu a = ReadHostCpu();
+  Pause(d);
+  const HostCpu b = ReadHostCpu();
+  return (b.busy - a.busy) / (b.total - a.total) *
+         static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Waits (up to kQuietWait) until the host is nearly idle; returns how busy it was last.
+double WaitQuiet() {
+  const auto until = std::chrono::steady_clock::now() + kQuietWait;
+  for (;;) {
+    const double busy = HostBusyCores(milliseconds(2000));
+    if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
+  }
+}
+
+std::string LoadAverage() {
+  std::istringstream in(ReadFile("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// The PID in a sandbox server's pid file, checked to be the server the sandbox started there
+// (its working directory is its datadir, as scripts/sandbox checks too) before we signal it.
+pid_t ServerPid(const Paths& p, const std::string& name) {
+  const bool redis = name == "redis";
+  const std::string pid_file = p.Server(name) + (redis ? "/redis.pid" : "/mysqld.pid");
+  const pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(pid_file).c_str()));
+  const std::string want_cwd = redis ? p.Server(name) : p.Server(name) + "/data";
+  std::error_code ec;
+  auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec);
+  if (pid <= 0 || ec || cwd != want_cwd) {
+    throw std::runtime_error(name + ": no live server of this sandbox behind " + pid_file);
+  }
+  return pid;
+}
+
+// SIGSTOPs a process for the lifetime of this object and SIGCONTs it on every way out (an
+// exception, an interrupt). Should this program die without unwinding, bench/scale's exit trap
+// runs `scripts/sandbox down`, which sends SIGCONT with its SIGTERM.
+class Frozen {
+ public:
+  explicit Frozen(pid_t pid) : pid_(pid) {
+    if (kill(pid_, SIGSTOP) != 0) throw std::runtime_error("cannot SIGSTOP " + std::to_string(pid));
+  }
+  ~Frozen() { kill(pid_, SIGCONT); }
+  Frozen(const Frozen&) = delete;
+  Frozen& operator=(const Frozen&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
+// lagwatch (a child) needs a descriptor per replica: children inherit our limit.
+rlim_t RaiseFdLimit(rlim_t want) {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur >= want) return lim.rlim_cur;
+  if (lim.rlim_max < want) lim.rlim_max = want;  // allowed as root
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    throw std::runtime_error("cannot raise the open-files limit to " + std::to_string(want));
+  }
+  return lim.rlim_cur;
+}
+
+// ---------------------------------------------------------------------------------------------
+// lagwatch under test
+
+std::vector<Alias> MakeAliases(const Paths& p, int n) {
+  std::vector<Alias> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back({"127.0." + std::to_string(1 + i / kAddressesPerSubnet) + "." +
+                       std::to_string(1 + i % kAddressesPerSubnet),
+                   p.ReplicaPort(i % 2), i % 2});
+  }
+  return out;
+}
+
+std::vector<std::string> Ids(const std::vector<Alias>& aliases, int replica = -1) {
+  std::vector<std::string> ids;
+  for (const auto& a : aliases) {
+    if (replica < 0 || a.replica == replica) ids.push_back(a.Id());
+  }
+  return ids;
+}
+
+// The sandbox's config with the aliases as replicas; returns the file written.
+std::string WriteConfig(const Paths& p, const json& base, const std::vector<Alias>& aliases) {
+  json c = base;
+  c["replicas"] = json::array();
+  for (const auto& a : aliases) {
+    c["replicas"].push_back(
+        {{"host", a.host}, {"port", a.port}, {"tier", "tier1"}, {"weight", 50}});
+  }
+  const std::string path = p.dir + "/scale-" + std::to_string(aliases.size()) + ".json";
+  std::ofstream(path) << c.dump(2) << "\n";
+  return path;
+}
+
+// How many of `ids` have a Redis key with state "ok" (published, fresh, replicating, in time).
+size_t CountOk(Redis& redis, const std::string& prefix, const std::vector<std::string>& ids) {
+  std::vector<std::string> keys;
+  for (const auto& id : ids) keys.push_back(prefix + ":" + id);
+  auto hashes = redis.HGetAll(keys);
+  if (!hashes) return 0;
+  return static_cast<size_t>(std::count_if(hashes->begin(), hashes->end(), [](const auto& h) {
+    auto it = h.find("state");
+    return it != h.end() && it->second == "ok";
+  }));
+}
+
+// Waits until every one of `ids` is ok; returns the seconds it took, or nullopt on timeout.
+std::optional<double> WaitAllOk(Redis& redis, const std::string& prefix,
+                                const std::vector<std::string>& ids, Child& lagwatch,
+                                milliseconds timeout, size_t* ok_at_end) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    *ok_at_end = CountOk(redis, prefix, ids);
+    if (*ok_at_end == ids.size()) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    if (!lagwatch.Running()) throw std::runtime_error("lagwatch exited while starting up");
+    if (std::chrono::steady_clock::now() - start > timeout) return std::nullopt;
+    Pause(milliseconds(250));
+  }
+}
+
+Scrape ScrapeLagwatch(const Paths& p) {
+  HttpResult r = HttpGet(p.HttpPort(), "/metrics", kScrapeTimeout);
+  if (r.status != 200) {
+    throw std::runtime_error("lagwatch /metrics: " +
+                             (r.error.empty() ? "HTTP " + std::to_string(r.status) : r.error));
+  }
+  Scrape s;
+  s.sent_us = r.sent_us;
+  s.duration_ms = r.duration_ms;
+  if (auto err = ParseScrape(r.body, &s)) throw std::runtime_error("lagwatch /metrics: " + *err);
+  return s;
+}
+
+int64_t RedisCommandsProcessed(Redis& redis) {
+  auto info = redis.Info("stats");
+  if (!info) throw std::runtime_error("redis INFO stats failed");
+  const std::string field = "total_commands_processed:";
+  const size_t at = info->find(field);
+  if (at == std::string::npos) throw std::runtime_error("redis INFO stats: no " + field);
+  return std::strtoll(info->c_str() + at + field.size(), nullptr, 10);
+}
+
+// Everything read at one moment; windows are differences of two.
+struct Point {
+  int64_t t_us = 0;
+  std::map<std::string, double> cpu_s;  // lagwatch, mariadbd (all three), redis, bench
+  HostCpu host;
+  int64_t redis_commands = 0;
+  Scrape scrape;
+};
+
+struct Pids {
+  pid_t lagwatch;
+  std::vector<pid_t> mariadbd;
+  pid_t redis;
+};
+
+Point Capture(const Pids& pids, Redis& redis, const Paths& p) {
+  Point pt;
+  pt.t_us = NowUs();
+  auto cpu = [](pid_t pid) {
+    auto s = CpuSeconds(pid);
+    if (!s) throw std::runtime_error("process " + std::to_string(pid) + " is gone");
+    return *s;
+  };
+  pt.cpu_s["lagwatch"] = cpu(pids.lagwatch);
+  for (pid_t m : pids.mariadbd) pt.cpu_s["mariadbd"] += cpu(m);
+  pt.cpu_s["redis"] = cpu(pids.redis);
+  pt.cpu_s["bench"] = cpu(getpid());
+  pt.host = ReadHostCpu();
+  pt.redis_commands = RedisCommandsProcessed(redis);
+  pt.scrape = ScrapeLagwatch(p);
+  return pt;
+}
+
+double Cores(const Point& a, const Point& b, const std::string& who) {
+  return (b.cpu_s.at(who) - a.cpu_s.at(who)) / (static_cast<double>(b.t_us - a.t_us) / 1e6);
+}
+
+// What the whole host did over a window: busy cores, split into the processes of this benchmark
+// and everything else (other work on the machine, and kernel time not charged to a process).
+json HostJson(const Point& a, const Point& b) {
+  const double busy = (b.host.busy - a.host.busy) / (b.host.total - a.host.total) *
+                      static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+  json j = {{"busy_cores", busy}, {"load_average_at_end", LoadAverage()}};
+  double ours = 0;
+  for (const auto& [who, cpu] : a.cpu_s) {
+    j[who + "_cores"] = Cores(a, b, who);
+    ours += Cores(a, b, who);
+  }
+  j["other_cores"] = std::max(0.0, busy - ours);
+  return j;
+}
+
+json JitterJson(const BucketCounts& h) {
+  bool beyond50 = false, beyond99 = false;
+  auto p50 = Quantile(h, 0.50, &beyond50);
+  auto p99 = Quantile(h, 0.99, &beyond99);
+  auto share = ShareAtMost(h, 0.010);
+  // [[upper bound in ms ("+Inf" for the last), observations at or under it], ...], in order.
+  json buckets = json::array();
+  for (size_t i = 0; i < h.bounds_s.size(); ++i) {
+    buckets.push_back(
+        {std::isinf(h.bounds_s[i]) ? json("+Inf") : json(h.bounds_s[i] * 1000), h.cumulative[i]});
+  }
+  return {{"starts", h.total()},
+          {"p50_ms", p50 ? json(*p50 * 1000) : json(nullptr)},
+          {"p50_beyond_last_bucket", beyond50},
+          {"p99_ms", p99 ? json(*p99 * 1000) : json(nullptr)},
+          {"p99_beyond_last_bucket", beyond99},
+          {"share_le_10ms", share ? json(*share) : json(nullptr)},
+          {"cumulative_buckets_ms", buckets}};
+}
+
+// Probes/s and jitter of `ids` between two scrapes; `planned_per_s` for that set.
+json ProbesJson(const Scrape& a, const Scrape& b, const std::vector<std::string>& ids,
+                double planned_per_s) {
+  ScrapeDelta d = Diff(a, b, ids);
+  if (d.missing) {
+    throw std::runtime_error(std::to_string(d.missing) + " replicas missing from /metrics");
+  }
+  return {{"aliases", ids.size()},
+          {"seconds", d.seconds},
+          {"planned_per_s", planned_per_s},
+          {"attempted_per_s", d.probes / d.seconds},
+          {"answered_per_s", d.answered / d.seconds},
+          {"failed_share", d.probes > 0 ? 1.0 - d.answered / d.probes : 0.0},
+          {"jitter", JitterJson(d.start_delay)}};
+}
+
+json ScrapesJson(const std::vector<Scrape>& scrapes) {
+  std::vector<double> ms;
+  for (const auto& s : scrapes) ms.push_back(s.duration_ms);
+  return {{"count", ms.size()},
+          {"ms", ms},
+          {"median_ms", Median(ms)},
+          {"max_ms", *std::max_element(ms.begin(), ms.end())},
+          {"bytes", scrapes.back().bytes}};
+}
+
+json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& base_config, int n,
+          const std::string& logs) {
+  const int interval_ms = base_config.value(json::json_pointer("/probe/interval_ms"), 200);
+  const std::string prefix =
+      base_config.value(json::json_pointer("/redis/key_prefix"), std::string("slave_delay"));
+  const double per_alias_per_s = 1000.0 / interval_ms;
+  const std::vector<Alias> aliases = MakeAliases(p, n);
+  const std::vector<std::string> all = Ids(aliases), r1 = Ids(aliases, 0), r2 = Ids(aliases, 1);
+  const std::string config = WriteConfig(p, base_config, aliases);
+  const std::string log = logs + "/lagwatch-" + std::to_string(n) + ".log";
+  json res = {
+      {"n", n}, {"planned_probes_per_s", n * per_alias_per_s}, {"config", config}, {"log", log}};
+
+  res["host_busy_cores_before"] = WaitQuiet();
+  Progress("N=" + std::to_string(n) + ": starting lagwatch (host " +
+           Num(res["host_busy_cores_before"].get<double>(), 2) + " cores busy before)");
+  auto lagwatch = Child::Spawn({opt.lagwatch, "--config", config}, log);
+  const Pids pids{lagwatch->pid(),
+                  {ServerPid(p, "primary"), ServerPid(p, "replica1"), ServerPid(p, "replica2")},
+                  ServerPid(p, "redis")};
+  Redis redis(p.RedisPort());
+
+  // Startup: every alias published as ok. Not reaching it is a result, not a failure.
+  size_t ok = 0;
+  auto startup_s = WaitAllOk(redis, prefix, all, *lagwatch, milliseconds(60'000 + 30 * n), &ok);
+  res["startup"] = {
+      {"all_ok_after_s", startup_s ? json(*startup_s) : json(nullptr)}, {"ok", ok}, {"aliases", n}};
+  Progress("N=" + std::to_string(n) + ": " + std::to_string(ok) + "/" + std::to_string(n) +
+           " aliases ok" +
+           (startup_s ? " after " + Num(*startup_s, 1) + " s" : " (gave up waiting)") +
+           "; warming up " + std::to_string(dur.warmup_s) + " s");
+  Pause(seconds(dur.warmup_s));
+
+  // Steady window.
+  Progress("N=" + std::to_string(n) + ": steady window " + std::to_string(dur.steady_s) + " s");
+  const auto steady_start = std::chrono::steady_clock::now();
+  const Point a = Capture(pids, redis, p);
+  std::vector<Scrape> scrapes = {a.scrape};
+  for (int k = 1; k <= kMiddleScrapes; ++k) {
+    PauseUntil(steady_start + milliseconds(dur.steady_s * 1000 * k / (kMiddleScrapes + 1)));
+    scrapes.push_back(ScrapeLagwatch(p));
+  }
+  PauseUntil(steady_start + seconds(dur.steady_s));
+  const Point b = Capture(pids, redis, p);
+  scrapes.push_back(b.scrape);
+  if (!lagwatch->Running()) throw std::runtime_error("lagwatch exited; see " + log);
+  const Memory mem = MemoryOf(lagwatch->pid());
+  const double window_s = static_cast<double>(b.t_us - a.t_us) / 1e6;
+  res["steady"] = {
+      {"seconds", window_s},
+      {"probes", ProbesJson(a.scrape, b.scrape, all, n * per_alias_per_s)},
+      {"cpu_cores", Cores(a, b, "lagwatch")},
+      {"rss_mb", mem.rss_mb},
+      {"rss_peak_mb", mem.hwm_mb},
+      {"threads", mem.threads},
+      {"fds", OpenFds(lagwatch->pid())},
+      {"redis_commands_per_s", static_cast<double>(b.redis_commands - a.redis_commands) / window_s},
+      {"scrapes", ScrapesJson(scrapes)},
+      {"host", HostJson(a, b)}};
+
+  // Freeze window: replica1 hangs; replica2's aliases must not notice.
+  if (dur.freeze_s > 0) {
+    Progress("N=" + std::to_string(n) + ": replica1 frozen (SIGSTOP) for " +
+             std::to_string(dur.freeze_s) + " s");
+    const pid_t frozen_pid = ServerPid(p, "replica1");
+    Point fa, fb;
+    size_t r2_ok = 0;
+    {
+      fa = Capture(pids, redis, p);
+      Frozen frozen(frozen_pid);
+      Pause(seconds(dur.freeze_s));
+      fb = Capture(pids, redis, p);
+      r2_ok = CountOk(redis, prefix, r2);
+    }
+    Progress("N=" + std::to_string(n) + ": replica1 resumed (SIGCONT); waiting for its aliases");
+    size_t r1_ok = 0;
+    auto back_s = WaitAllOk(redis, prefix, r1, *lagwatch, milliseconds(60'000 + 30 * n), &r1_ok);
+    res["freeze"] = {
+        {"seconds", static_cast<double>(fb.t_us - fa.t_us) / 1e6},
+        {"replica2", ProbesJson(fa.scrape, fb.scrape, r2, r2.size() * per_alias_per_s)},
+        {"replica1", ProbesJson(fa.scrape, fb.scrape, r1, r1.size() * per_alias_per_s)},
+        {"replica2_ok_at_end", r2_ok},
+        {"cpu_cores", Cores(fa, fb, "lagwatch")},
+        {"replica1_all_ok_after_cont_s", back_s ? json(*back_s) : json(nullptr)},
+        {"replica1_ok_after_wait", r1_ok}};
+  }
+
+  if (!lagwatch->Running()) throw std::runtime_error("lagwatch exited; see " + log);
+  res["lagwatch_peak_rss_mb"] = MemoryOf(lagwatch->pid()).hwm_mb;
+  const auto stop_start = std::chrono::steady_clock::now();
+  res["lagwatch_exit_code"] = lagwatch->Stop(milliseconds(20'000));
+  res["lagwatch_stop_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_start).count();
+  const std::string text = ReadFile(log);
+  res["log_warn_lines"] = CountSubstr(text, " WARN ");
+  res["log_error_lines"] = CountSubstr(text, " ERROR ");
+  return res;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One process per replica, for comparison
+
+std::string RandomPassword() {
+  std::random_device rd;
+  std::string s;
+  for (int i = 0; i < 24; ++i) s += "0123456789abcdef"[rd() % 16];
+  return s;
+}
+
+// Writes `content` to a new file that is never readable by others, not even briefly.
+void WriteSecretFile(const std::string& path, const std::string& content) {
+  std::filesystem::remove(path);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+}
+
+void WaitReplicasCaughtUp(const Paths& p) {
+  auto pos = AdminQuery(p.Primary(), "SELECT @@gtid_binlog_pos").First().value_or("");
+  for (int i = 0; i < 2; ++i) {
+    auto r = AdminQuery(p.Replica(i), "SELECT MASTER_GTID_WAIT('" + pos + "', 30)").First();
+    if (r.value_or("-1") != "0") throw std::runtime_error(p.ReplicaName(i) + " did not catch up");
+  }
+}
+
+// pt-heartbeat as an operator runs it (see PLATFORM.md), over the admin sockets as root.
+std::vector<std::string> PtArgs(const std::string& mode, const std::string& sock) {
+  std::vector<std::string> a = {
+      "pt-heartbeat", "--no-version-check", mode, "--interval", "0.5", "--database", "lwtest",
+      "--table",      "pt_heartbeat",       "-S", sock,         "-u",  "root"};
+  if (mode == "--update") a.push_back("--create-table");
+  if (mode == "--monitor") a.insert(a.end(), {"--skew", "0", "--master-server-id", "1"});
+  return a;
+}
+
+json RunComparison(const Paths& p, const std::string& logs) {
+  Progress("comparison: pt-heartbeat --update/--monitor and mysqld_exporter against replica2");
+  // mysqld_exporter cannot use unix_socket authentication: a dedicated account, created on the
+  // primary so it replicates.
+  const std::string password = RandomPassword();
+  Sql primary(p.Primary());
+  for (const std::string& stmt :
+       {std::string("CREATE OR REPLACE USER 'lw_exporter'@'127.0.0.1' IDENTIFIED BY '") + password +
+            "' WITH MAX_USER_CONNECTIONS 3",
+        std::string("GRANT PROCESS, REPLICATION CLIENT, SLAVE MONITOR, SELECT ON *.* TO "
+                    "'lw_exporter'@'127.0.0.1'")}) {
+    if (!primary.Exec(stmt)) throw std::runtime_error(primary.error());
+  }
+  WaitReplicasCaughtUp(p);
+  const std::string cnf = p.dir + "/exporter.cnf";
+  WriteSecretFile(cnf, "[client]\nuser=lw_exporter\npassword=" + password +
+                           "\nhost=127.0.0.1\nport=" + std::to_string(p.ReplicaPort(1)) + "\n");
+
+  auto update = Child::Spawn(PtArgs("--update", p.Primary()), logs + "/pt-heartbeat-update.log");
+  Pause(milliseconds(1500));  // the table and its first row
+  auto monitor =
+      Child::Spawn(PtArgs("--monitor", p.Replica(1)), logs + "/pt-heartbeat-monitor.log");
+  const std::vector<std::string> exporter_args = {
+      "prometheus-mysqld-exporter", "--config.my-cnf=" + cnf,
+      "--web.listen-address=127.0.0.1:" + std::to_string(p.ExporterPort())};
+  auto exporter = Child::Spawn(exporter_args, logs + "/mysqld-exporter.log");
+  const auto started = std::chrono::steady_clock::now();
+
+  // Scrape the exporter a few times, as Prometheus would, before reading its RSS.
+  std::vector<json> scrapes;
+  for (int i = 0; i < 4; ++i) {
+    Pause(milliseconds(2000));
+    HttpResult r = HttpGet(p.ExporterPort(), "/metrics", milliseconds(10'000));
+    scrapes.push_back({{"status", r.status},
+                       {"ms", r.duration_ms},
+                       {"bytes", r.body.size()},
+                       {"mysql_up", r.body.find("\nmysql_up 1") != std::string::npos}});
+  }
+  PauseUntil(started + kComparisonRun);
+  for (Child* c : {update.get(), monitor.get(), exporter.get()}) {
+    if (!c->Running()) {
+      throw std::runtime_error(c->name() + " exited early; see the logs in " + logs);
+    }
+  }
+  const Memory mon = MemoryOf(monitor->pid()), upd = MemoryOf(update->pid()),
+               exporter_mem = MemoryOf(exporter->pid());
+  json out = {
+      {"pt_heartbeat_monitor", {{"rss_mb", mon.rss_mb}, {"command", PtArgs("--monitor", "")}}},
+      {"pt_heartbeat_update", {{"rss_mb", upd.rss_mb}}},
+      {"mysqld_exporter",
+       {{"rss_mb", exporter_mem.rss_mb}, {"scrapes", scrapes}, {"command", exporter_args}}},
+      {"ran_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
+  exporter->Stop();
+  monitor->Stop();
+  update->Stop();
+  Progress("comparison: pt-heartbeat --monitor " + Num(mon.rss_mb, 1) + " MB, mysqld_exporter " +
+           Num(exporter_mem.rss_mb, 1) + " MB RSS");
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+json Targets(const json& runs) {
+  json out = json::array();
+  for (const auto& r : runs) {
+    if (r["n"] != 1000) continue;
+    const json& st = r["steady"];
+    auto add = [&](const std::string& what, const std::string& target, const std::string& value,
+                   bool pass) {
+      out.push_back({{"what", what}, {"target", target}, {"value", value}, {"pass", pass}});
+    };
+    const double cpu = st["cpu_cores"];
+    add("CPU", "<= 0.5 core", Num(cpu, 2) + " core", cpu <= 0.5);
+    const double rss = st["rss_mb"], peak = r["lagwatch_peak_rss_mb"];
+    add("RSS (peak over the run)", "<= 128 MB",
+        Num(peak, 1) + " MB (" + Num(rss, 1) + " MB at the end of the steady window)", peak <= 128);
+    // Exact, not interpolated: 10 ms is a bucket bound.
+    const json& j = st["probes"]["jitter"];
+    const double share = j["share_le_10ms"].is_number() ? j["share_le_10ms"].get<double>() : 0.0;
+    add("probe-start jitter p99, steady", "<= 10 ms (>= 99% of starts in the 10 ms bucket)",
+        Num(share * 100, 2) + "% <= 10 ms", share >= 0.99);
+    if (r.contains("freeze")) {
+      const json& fj = r["freeze"]["replica2"]["jitter"];
+      const double fs = fj["share_le_10ms"].is_number() ? fj["share_le_10ms"].get<double>() : 0.0;
+      add("jitter p99 of replica2's aliases while replica1 is frozen",
+          "<= 10 ms (a hung replica never delays another's probe)", Num(fs * 100, 2) + "% <= 10 ms",
+          fs >= 0.99);
+    }
+    const double scrape = st["scrapes"]["max_ms"];
+    add("/metrics scrape (slowest)", "<= 100 ms", Num(scrape, 0) + " ms", scrape <= 100);
+    // Answered, not attempted: a probe that timed out measured nothing.
+    const double planned = st["probes"]["planned_per_s"], got = st["probes"]["answered_per_s"];
+    add("probes/s achieved (answered)", ">= 99% of " + Num(planned, 0) + "/s planned",
+        Num(got, 0) + "/s (" + Num(got / planned * 100, 1) + "%; attempted " +
+            Num(st["probes"]["attempted_per_s"].get<double>(), 0) + "/s)",
+        got >= 0.99 * planned);
+  }
+  return out;
+}
+
+int RunBenchmark(const Options& opt) {
+  const Durations dur = DurationsFor(opt);
+  const Paths p{opt.dir, opt.base_port};
+  const std::string logs = opt.out_dir + "/logs-scale";
+  std::filesystem::create_directories(logs);
+  for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
+
+  const int max_n = *std::max_element(opt.ns.begin(), opt.ns.end());
+  const rlim_t fd_limit = RaiseFdLimit(static_cast<rlim_t>(max_n) + 1024);
+  // Each real replica gets one connection per alias of it, plus replication, the admin socket
+  // and the comparison tools.
+  const int needed_connections = (max_n + 1) / 2 + 20;
+  for (int i = 0; i < 2; ++i) {
+    const int have = std::atoi(
+        AdminQuery(p.Replica(i), "SELECT @@max_connections").First().value_or("0").c_str());
+    if (have < needed_connections) {
+      throw std::runtime_error(p.ReplicaName(i) + " allows " + std::to_string(have) +
+                               " connections, N=" + std::to_string(max_n) + " needs " +
+                               std::to_string(needed_connections) +
+                               ": rebuild the sandbox with a larger --max-connections");
+    }
+  }
+
+  const json base_config = json::parse(ReadFile(p.SandboxConfig()), nullptr, true, true);
+  json results = {
+      {"benchmark", "scale"},
+      {"mode", opt.quick ? "quick" : "full"},
+      {"date", IsoUtc(g_start_us)},
+      {"command", opt.command},
+      {"git_rev", opt.git_rev},
+      {"durations_s",
+       {{"steady", dur.steady_s}, {"freeze", dur.freeze_s}, {"warmup", dur.warmup_s}}},
+      {"probe_interval_ms", base_config.value(json::json_pointer("/probe/interval_ms"), 200)},
+      {"fd_limit", fd_limit},
+      {"quiet_wait", {{"max_s", kQuietWait.count()}, {"below_cores", kQuietCores}}},
+      {"logs", logs}};
+  utsname u{};
+  uname(&u);
+  results["host"] = {{"cpus", sysconf(_SC_NPROCESSORS_ONLN)},
+                     {"kernel", std::string(u.sysname) + " " + u.release},
+                     {"load_average_at_start", LoadAverage()},
+                     {"busy_cores_before", HostBusyCores(milliseconds(3000))}};
+  results["versions"] = {
+      {"lagwatch", CommandVersion({opt.lagwatch, "--version"})},
+      {"mariadb", AdminQuery(p.Primary(), "SELECT VERSION()").First().value_or("?")},
+      {"pt-heartbeat", CommandVersion({"pt-heartbeat", "--version"})},
+      {"mysqld_exporter", CommandVersion({"prometheus-mysqld-exporter", "--version"})}};
+  results["sandbox"] = {{"primary", "127.0.0.1:" + std::to_string(p.base_port)},
+                        {"replica1", "127.0.0.1:" + std::to_string(p.ReplicaPort(0))},
+                        {"replica2", "127.0.0.1:" + std::to_string(p.ReplicaPort(1))}};
+
+  results["comparison"] = RunComparison(p, logs);
+  results["runs"] = json::array();
+  for (int n : opt.ns) {
+    results["runs"].push_back(RunN(opt, dur, p, base_config, n, logs));
+    Pause(milliseconds(2000));  // let the servers close the last run's connections
+  }
+  results["targets"] = Targets(results["runs"]);
+
+  const std::string base = opt.out_dir + "/scale";
+  std::ofstream(base + ".json") << results.dump(2) << "\n";
+  std::ofstream(base + ".md") << RenderScaleMarkdown(results);
+  std::cout << RenderScaleText(results) << std::flush;
+  Progress("wrote " + base + ".json and " + base + ".md");
+  return 0;
+}
+
+void Usage(std::ostream& out) {
+  out << "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
+         "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
+         "                   [--command TEXT] [--git-rev REV]\n"
+         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
+         "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
+         "bench/scale.\n";
+}
+
+// "10,100,1000" -> {10, 100, 1000}; empty on a malformed list.
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 1 || v > kMaxAliases) return {};
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace lagwatch::bench
+
+int main(int argc, char** argv) {
+  using namespace lagwatch::bench;
+  Options opt;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        std::cerr << "bench_scale: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return args[++i];
+    };
+    auto seconds_value = [&] {
+      const std::string v = value();
+      char* end = nullptr;
+      const long s = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || s < 0 || s > 86400) {
+        std::cerr << "bench_scale: " << a << " needs a number of seconds, got '" << v << "'\n";
+        std::exit(2);
+      }
+      return static_cast<int>(s);
+    };
+    if (a == "--quick") {
+      opt.quick = true;
+    } else if (a == "--dir") {
+      opt.dir = value();
+    } else if (a == "--base-port") {
+      opt.base_port = std::atoi(value().c_str());
+    } else if (a == "--lagwatch") {
+      opt.lagwatch = value();
+    } else if (a == "--out-dir") {
+      opt.out_dir = value();
+    } else if (a == "--command") {
+      opt.command = value();
+    } else if (a == "--git-rev") {
+      opt.git_rev = value();
+    } else if (a == "--n") {
+      opt.ns = ParseList(value());
+    } else if (a == "--seconds") {
+      opt.seconds = seconds_value();
+    } else if (a == "--freeze-seconds") {
+      opt.freeze_seconds = seconds_value();
+    } else if (a == "--warmup-seconds") {
+      opt.warmup_seconds = seconds_value();
+    } else if (a == "-h" || a == "--help") {
+      Usage(std::cout);
+      return 0;
+    } else {
+      std::cerr << "bench_scale: unknown argument '" << a << "'\n";
+      Usage(std::cerr);
+      return 2;
+    }
+  }
+  if (opt.dir.empty() || opt.base_port <= 0 || opt.lagwatch.empty() || opt.out_dir.empty() ||
+      opt.ns.empty() || opt.seconds == 0) {
+    Usage(std::cerr);
+    return 2;
+  }
+  if (opt.command.empty()) opt.command = "bench_scale" + std::string(opt.quick ? " --quick" : "");
+
+  InstallSignalHandlers();
+  mysql_library_init(0, nullptr, nullptr);
+  int rc = 1;
+  try {
+    rc = RunBenchmark(opt);
+  } catch (const InterruptedError&) {
+    std::cerr << "bench_scale: interrupted; stopped everything it started\n";
+    rc = 130;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_scale: error: " << e.what() << "\n";
+    rc = 1;
+  }
+  mysql_library_end();
+  return rc;
+}
