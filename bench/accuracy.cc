@@ -43,14 +43,7 @@ constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
 constexpr int kReplicas = 2;
 
-struct Options {
-  bool quick = false;
-  std::string dir;
-  int base_port = 0;
-  std::string lagwatch;
-  std::string out_dir;
-  std::string command;
-  std::string git_rev;
+struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
 };
 
@@ -82,10 +75,6 @@ struct Paths {
   std::string RedisKey(int i) const {
     return "slave_delay:127.0.0.1:" + std::to_string(ReplicaPort(i));
   }
-};
-
-struct InterruptedError : std::runtime_error {
-  InterruptedError() : std::runtime_error("interrupted") {}
 };
 
 const int64_t g_start_us = NowUs();
@@ -880,21 +869,8 @@ int main(int argc, char** argv) {
       }
       return args[++i];
     };
-    if (a == "--quick") {
-      opt.quick = true;
-    } else if (a == "--dir") {
-      opt.dir = value();
-    } else if (a == "--base-port") {
-      opt.base_port = std::atoi(value().c_str());
-    } else if (a == "--lagwatch") {
-      opt.lagwatch = value();
-    } else if (a == "--out-dir") {
-      opt.out_dir = value();
-    } else if (a == "--command") {
-      opt.command = value();
-    } else if (a == "--git-rev") {
-      opt.git_rev = value();
-    } else if (a == "--sysbench-rate") {
+    if (opt.Parse(a, value)) continue;
+    if (a == "--sysbench-rate") {
       opt.sysbench_rate = std::atoi(value().c_str());
     } else if (a == "-h" || a == "--help") {
       Usage(std::cout);
@@ -905,26 +881,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opt.dir.empty() || opt.base_port <= 0 || opt.lagwatch.empty() || opt.out_dir.empty() ||
-      opt.sysbench_rate <= 0) {
+  if (!opt.complete() || opt.sysbench_rate <= 0) {
     Usage(std::cerr);
     return 2;
   }
   if (opt.command.empty())
     opt.command = "bench_accuracy" + std::string(opt.quick ? " --quick" : "");
 
-  InstallSignalHandlers();
-  mysql_library_init(0, nullptr, nullptr);
-  int rc = 1;
-  try {
-    rc = RunBenchmark(opt);
-  } catch (const InterruptedError&) {
-    std::cerr << "bench_accuracy: interrupted; stopped everything it started\n";
-    rc = 130;
-  } catch (const std::exception& e) {
-    std::cerr << "bench_accuracy: error: " << e.what() << "\n";
-    rc = 1;
-  }
-  mysql_library_end();
-  return rc;
+  return RunBenchmarkMain("bench_accuracy", [&] { return RunBenchmark(opt); });
 }

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -460,6 +461,48 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   }
   r.exit_code = DecodeStatus(status);
   return r;
+}
+
+bool CommonOptions::Parse(const std::string& flag, const std::function<std::string()>& value) {
+  if (flag == "--quick") {
+    quick = true;
+  } else if (flag == "--dir") {
+    dir = value();
+  } else if (flag == "--base-port") {
+    base_port = std::atoi(value().c_str());
+  } else if (flag == "--lagwatch") {
+    lagwatch = value();
+  } else if (flag == "--out-dir") {
+    out_dir = value();
+  } else if (flag == "--command") {
+    command = value();
+  } else if (flag == "--git-rev") {
+    git_rev = value();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool CommonOptions::complete() const {
+  return !dir.empty() && base_port > 0 && !lagwatch.empty() && !out_dir.empty();
+}
+
+int RunBenchmarkMain(const std::string& program, const std::function<int()>& run) {
+  InstallSignalHandlers();
+  mysql_library_init(0, nullptr, nullptr);
+  int rc = 1;
+  try {
+    rc = run();
+  } catch (const InterruptedError&) {
+    std::cerr << program << ": interrupted; stopped everything it started\n";
+    rc = 130;
+  } catch (const std::exception& e) {
+    std::cerr << program << ": error: " << e.what() << "\n";
+    rc = 1;
+  }
+  mysql_library_end();
+  return rc;
 }
 
 }  // namespace lagwatch::bench

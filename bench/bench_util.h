@@ -9,9 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,32 @@ std::string IsoUtc(int64_t unix_us);
 
 // Set by SIGINT/SIGTERM (see InstallSignalHandlers); everything long-running checks it.
 bool Interrupted();
+
+// Thrown by a benchmark's waits once it was interrupted; RunBenchmarkMain turns it into exit 130.
+struct InterruptedError : std::runtime_error {
+  InterruptedError() : std::runtime_error("interrupted") {}
+};
+
+// The options every benchmark program gets from its wrapper script (bench/accuracy, bench/scale).
+struct CommonOptions {
+  bool quick = false;
+  std::string dir;  // the sandbox, already up
+  int base_port = 0;
+  std::string lagwatch;  // the binary
+  std::string out_dir;
+  std::string command;  // the wrapper's command line, for the report
+  std::string git_rev;
+
+  // Applies `flag` if it is one of these (taking its argument from `value`); false otherwise.
+  bool Parse(const std::string& flag, const std::function<std::string()>& value);
+  // True when every required one was given.
+  bool complete() const;
+};
+
+// The body of a benchmark's main(): installs the signal handlers and initialises the MariaDB
+// client library around `run`, and turns an interruption (130) or an exception (1) into an exit
+// code with a message prefixed by `program`.
+int RunBenchmarkMain(const std::string& program, const std::function<int()>& run);
 void InstallSignalHandlers();
 
 // Sleeps until `deadline` in small slices; returns false early if `stop` is set or the process was

@@ -73,14 +73,7 @@ constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter 
 constexpr auto kQuietWait = seconds(60);
 constexpr double kQuietCores = 0.3;
 
-struct Options {
-  bool quick = false;
-  std::string dir;
-  int base_port = 0;
-  std::string lagwatch;
-  std::string out_dir;
-  std::string command;
-  std::string git_rev;
+struct Options : CommonOptions {
   std::vector<int> ns = {10, 100, 1000};
   // Negative: the mode's default (see Durations).
   int seconds = -1, freeze_seconds = -1, warmup_seconds = -1;
@@ -117,10 +110,6 @@ struct Alias {
   int port = 0;
   int replica = 0;  // 0: replica1, 1: replica2
   std::string Id() const { return host + ":" + std::to_string(port); }
-};
-
-struct InterruptedError : std::runtime_error {
-  InterruptedError() : std::runtime_error("interrupted") {}
 };
 
 const int64_t g_start_us = NowUs();
@@ -827,21 +816,8 @@ int main(int argc, char** argv) {
       }
       return static_cast<int>(s);
     };
-    if (a == "--quick") {
-      opt.quick = true;
-    } else if (a == "--dir") {
-      opt.dir = value();
-    } else if (a == "--base-port") {
-      opt.base_port = std::atoi(value().c_str());
-    } else if (a == "--lagwatch") {
-      opt.lagwatch = value();
-    } else if (a == "--out-dir") {
-      opt.out_dir = value();
-    } else if (a == "--command") {
-      opt.command = value();
-    } else if (a == "--git-rev") {
-      opt.git_rev = value();
-    } else if (a == "--n") {
+    if (opt.Parse(a, value)) continue;
+    if (a == "--n") {
       opt.ns = ParseList(value());
     } else if (a == "--seconds") {
       opt.seconds = seconds_value();
@@ -858,25 +834,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (opt.dir.empty() || opt.base_port <= 0 || opt.lagwatch.empty() || opt.out_dir.empty() ||
-      opt.ns.empty() || opt.seconds == 0) {
+  if (!opt.complete() || opt.ns.empty() || opt.seconds == 0) {
     Usage(std::cerr);
     return 2;
   }
   if (opt.command.empty()) opt.command = "bench_scale" + std::string(opt.quick ? " --quick" : "");
 
-  InstallSignalHandlers();
-  mysql_library_init(0, nullptr, nullptr);
-  int rc = 1;
-  try {
-    rc = RunBenchmark(opt);
-  } catch (const InterruptedError&) {
-    std::cerr << "bench_scale: interrupted; stopped everything it started\n";
-    rc = 130;
-  } catch (const std::exception& e) {
-    std::cerr << "bench_scale: error: " << e.what() << "\n";
-    rc = 1;
-  }
-  mysql_library_end();
-  return rc;
+  return RunBenchmarkMain("bench_scale", [&] { return RunBenchmark(opt); });
 }
