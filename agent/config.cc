@@ -1,5 +1,9 @@
 #include "agent/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -7,6 +11,8 @@
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "agent/log.h"
 
 namespace lagwatch {
 namespace {
@@ -99,6 +105,11 @@ Config Parse(const json& root) {
   Config c;
   Obj top(root, "");
   c.agent_id = top.Int("agent_id", 1, 1, 2147483647);
+  if (std::string v = top.Str("insecure_files", "refuse"); v == "warn") {
+    c.insecure_files = InsecureFiles::kWarn;
+  } else if (v != "refuse") {
+    Fail("insecure_files", "must be \"refuse\" or \"warn\"");
+  }
 
   {
     Obj p(top.Require("primary"), "primary");
@@ -219,6 +230,11 @@ Config Parse(const json& root) {
       Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
     }
     c.redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", c.redis.ttl_ms, 100, 600000));
+    c.redis.username = o.Str("username", "");
+    c.redis.password_file = o.Str("password_file", "");
+    if (!c.redis.username.empty() && c.redis.password_file.empty()) {
+      Fail("redis.username", "needs redis.password_file");
+    }
     o.RejectUnknownKeys();
   }
   if (const json* j = top.Get("http")) {
@@ -265,13 +281,57 @@ Result<Config> ParseConfig(const std::string& json_text) {
   }
 }
 
+namespace {
+
+// `path` (named by config key `key`) must be a readable regular file that neither its group nor
+// others can read or write.
+Status CheckSecretFile(const std::string& key, const std::string& path, InsecureFiles policy) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), R_OK) != 0) {
+    return Status::InvalidArgument(key + ": cannot read " + path);
+  }
+  const mode_t exposed = st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH);
+  if (exposed == 0) return Status::Ok();
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  const std::string what = key + ": " + path + " holds credentials but its group or others may " +
+                           "read or write it (mode " + mode + "); chmod 600 it";
+  if (policy == InsecureFiles::kRefuse) {
+    return Status::InvalidArgument(what + ", or set insecure_files to \"warn\"");
+  }
+  Log(LogLevel::kWarn, what);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Config> LoadConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument(path + ": cannot open config file");
   std::stringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Status::InvalidArgument(path + ": cannot read config file");
-  return ParseConfig(buf.str());
+  auto config = ParseConfig(buf.str());
+  if (!config.ok()) return config;
+  Config& c = config.value();
+  const std::pair<const char*, const std::string*> secrets[] = {
+      {"primary.defaults_file", &c.primary_defaults_file},
+      {"replica_defaults_file", &c.replica_defaults_file},
+      {"redis.password_file", &c.redis.password_file}};
+  for (const auto& [key, file] : secrets) {
+    if (file->empty()) continue;
+    if (Status st = CheckSecretFile(key, *file, c.insecure_files); !st.ok()) return st;
+  }
+  if (!c.redis.password_file.empty()) {
+    std::ifstream pw(c.redis.password_file);
+    std::getline(pw, c.redis.password);
+    if (!c.redis.password.empty() && c.redis.password.back() == '\r') c.redis.password.pop_back();
+    if (c.redis.password.empty()) {
+      return Status::InvalidArgument("redis.password_file: " + c.redis.password_file +
+                                     " is empty (the password is its first line)");
+    }
+  }
+  return config;
 }
 
 }  // namespace lagwatch

@@ -64,10 +64,20 @@ struct RedisConfig {
   int port = 6379;
   std::string key_prefix = "slave_delay";
   int ttl_ms = 1000;
+  // AUTH: the password is the first line of password_file (read by LoadConfig); username only
+  // for Redis 6 ACLs. Empty: no AUTH.
+  std::string username;
+  std::string password_file;
+  std::string password;
 };
+
+// What to do with a secret file (MySQL option file, Redis password file) that its group or others
+// may read or write.
+enum class InsecureFiles { kRefuse, kWarn };
 
 struct Config {
   int64_t agent_id = 1;
+  InsecureFiles insecure_files = InsecureFiles::kRefuse;
   Endpoint primary;
   std::string primary_defaults_file;  // MySQL option file with [client] user/password
   std::string replica_defaults_file;
@@ -90,6 +100,9 @@ struct Config {
 Result<Config> ParseConfig(const std::string& json_text);
 
 // Reads and parses a file; a read failure names the path.
+// Also checks the secret files it names (option files, Redis password file): each must be a
+// readable regular file, and one that its group or others may read or write is refused (or
+// only warned about with "insecure_files": "warn"); reads the Redis password.
 Result<Config> LoadConfig(const std::string& path);
 
 }  // namespace lagwatch

@@ -8,6 +8,7 @@
 #include "agent/log.h"
 #include "agent/worker.h"
 #include "exporters/metrics.h"
+#include "exporters/redis_auth.h"
 
 namespace lagwatch {
 namespace {
@@ -147,6 +148,12 @@ bool RedisPublisher::Connect() {
     return false;
   }
   redisSetTimeout(ctx_, ToTimeval(kIoTimeout));
+  if (Status st = RedisAuthenticate(ctx_, config_); !st.ok()) {
+    LogLimited(LogLevel::kWarn, "redis-connect", st.message());
+    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
+    Disconnect();
+    return false;
+  }
   Log(LogLevel::kInfo, "connected to Redis " + config_.host + ":" + std::to_string(config_.port));
   std::lock_guard lock(mu_);
   connected_ = true;

@@ -10,6 +10,7 @@
 
 #include "agent/log.h"
 #include "agent/strings.h"
+#include "exporters/redis_auth.h"
 
 namespace lagwatch {
 namespace {
@@ -403,6 +404,12 @@ bool RouterFeedback::Connect() {
     return false;
   }
   redisSetTimeout(ctx_, ToTimeval(kIoTimeout));
+  if (Status st = RedisAuthenticate(ctx_, config_); !st.ok()) {
+    CountError("redis");
+    LogLimited(LogLevel::kWarn, "router-feedback-connect", "router feedback: " + st.message());
+    Disconnect();
+    return false;
+  }
   connected_ = true;
   return true;
 }

@@ -17,11 +17,21 @@ using nlohmann::json;
 
 const std::string kDir = "/tmp/lw-cli";
 
+// An option file with `mode` (the secret-file check looks at the mode, not the content).
+std::string OptionFile(const std::string& name, mode_t mode) {
+  mkdir(kDir.c_str(), 0700);
+  std::string path = WriteTempFile(kDir, name, "[client]\nuser=u\npassword=not-a-real-secret\n");
+  chmod(path.c_str(), mode);
+  return path;
+}
+
 json Valid() {
   return json::parse(R"({
     "agent_id": 1,
-    "primary": { "host": "127.0.0.1", "port": 3306, "defaults_file": "/nonexistent/primary.cnf" },
-    "replica_defaults_file": "/nonexistent/replica.cnf",
+    "primary": { "host": "127.0.0.1", "port": 3306, "defaults_file": ")" +
+                     OptionFile("primary.cnf", 0600) + R"(" },
+    "replica_defaults_file": ")" +
+                     OptionFile("replica.cnf", 0600) + R"(",
     "replicas": [ { "host": "127.0.0.1", "port": 3307, "tier": "tier1", "weight": 50 },
                   { "host": "127.0.0.1", "port": 3308, "tier": "tier1", "weight": 50 } ],
     "http": { "listen": "127.0.0.1:0" }
@@ -75,6 +85,33 @@ TEST_CASE("each kind of bad config exits 2 naming the key") {
        },
        "heartbeat.table"},
       {"duplicate replica", [](json& j) { j["replicas"][1]["port"] = 3307; }, "replicas[1]"},
+      {"missing option file", [](json& j) { j["replica_defaults_file"] = kDir + "/absent.cnf"; },
+       "replica_defaults_file"},
+      {"option file others can read",
+       [](json& j) { j["replica_defaults_file"] = OptionFile("world.cnf", 0644); },
+       "replica_defaults_file"},
+      {"option file its group can read",
+       [](json& j) { j["primary"]["defaults_file"] = OptionFile("group.cnf", 0640); },
+       "primary.defaults_file"},
+      {"Redis password file others can read",
+       [](json& j) {
+         j["redis"] = {{"password_file", OptionFile("redis-world.pw", 0604)}};
+       },
+       "redis.password_file"},
+      {"empty Redis password file",
+       [](json& j) {
+         std::string p = WriteTempFile(kDir, "empty.pw", "");
+         chmod(p.c_str(), 0600);
+         j["redis"] = {{"password_file", p}};
+       },
+       "redis.password_file"},
+      {"Redis user without a password",
+       [](json& j) {
+         j["redis"] = {{"username", "lw"}};
+       },
+       "redis.username"},
+      {"unknown insecure_files policy", [](json& j) { j["insecure_files"] = "ignore"; },
+       "insecure_files"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.what);
@@ -85,6 +122,17 @@ TEST_CASE("each kind of bad config exits 2 naming the key") {
     CHECK(r.exit_code == 2);
     CHECK(r.output.find(std::string(c.key) + ":") != std::string::npos);
   }
+}
+
+TEST_CASE("insecure_files \"warn\" accepts a group-readable option file and says so") {
+  json j = Valid();
+  j["insecure_files"] = "warn";
+  j["primary"]["defaults_file"] = OptionFile("group-warn.cnf", 0640);
+  auto r = Check(j, "warn.json");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("primary.defaults_file:") != std::string::npos);
+  CHECK(r.output.find("chmod 600") != std::string::npos);
 }
 
 TEST_CASE("--config with a bad config exits 2 before starting anything") {
