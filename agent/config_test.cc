@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "heartbeat/writer.h"
+
 namespace lagwatch {
 namespace {
 
@@ -125,8 +127,12 @@ TEST_CASE("out-of-range intervals are rejected with the key") {
 }
 
 TEST_CASE("bad heartbeat table identifiers are rejected") {
-  for (const char* bad :
-       {"heartbeat", "hb.t; DROP TABLE x", "a.b.c", "`hb`.`t`", ".t", "hb.", "hb.t--", "hb .t"}) {
+  const std::string too_long(65, 'a');
+  for (const std::string& bad : std::vector<std::string>{
+           "heartbeat", "hb.t; DROP TABLE x", "a.b.c", "`hb`.`t`", ".t", "hb.", "hb.t--", "hb .t",
+           "hb.t`; DROP DATABASE mysql; --", "hb.t' OR '1'='1", "hb.t\" OR 1=1", "hb.t/**/",
+           "hb.t\nDROP", std::string("hb.t\0x", 6), "hb.t\u00e9", "hb." + too_long, too_long + ".t",
+           "hb.t)", "hb.$(id)"}) {
     json j = Valid();
     j["heartbeat"]["table"] = bad;
     INFO("table: " << bad);
@@ -168,9 +174,31 @@ TEST_CASE("bad listen addresses and key prefixes are rejected") {
   j = Valid();
   j["http"]["listen"] = "127.0.0.1:99999";
   ExpectRejected(j, "http.listen");
-  j = Valid();
-  j["redis"]["key_prefix"] = "slave delay";
-  ExpectRejected(j, "redis.key_prefix");
+  // Key prefixes go into Redis keys and channel names: no spaces, glob or hash-tag characters,
+  // line breaks or protocol bytes.
+  for (const std::string& bad : std::vector<std::string>{
+           "slave delay", "", "a*", "a?", "a[b]", "{tag}", "a\r\nFLUSHALL", "a\nb", "$5",
+           std::string("a\0b", 3), std::string(65, 'k'), "sl\u00e4ve"}) {
+    j = Valid();
+    j["redis"]["key_prefix"] = bad;
+    INFO("prefix: " << bad);
+    ExpectRejected(j, "redis.key_prefix");
+  }
+}
+
+TEST_CASE("an accepted heartbeat table is backquoted in every statement built from it") {
+  json j = Valid();
+  j["heartbeat"]["table"] = "hb_$1.T_2";
+  auto c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  HeartbeatSql sql(c.value());
+  for (const std::string* stmt : {&sql.create_table, &sql.read_own_seq, &sql.upsert_prefix,
+                                  &sql.probe, &sql.probe_heartbeat_only}) {
+    INFO(*stmt);
+    CHECK(stmt->find("`hb_$1`.`T_2`") != std::string::npos);
+    CHECK(stmt->find("hb_$1.T_2") == std::string::npos);
+  }
+  CHECK(sql.create_database == "CREATE DATABASE IF NOT EXISTS `hb_$1`");
 }
 
 TEST_CASE("a syntax error is reported, not thrown") {

@@ -18,6 +18,8 @@ namespace {
 // The primary counts as unknown when no heartbeat was acknowledged for this many intervals: the
 // bounds can no longer advance, and growing lag would be the writer's, not the replica's.
 constexpr int kPrimaryUnknownAfterIntervals = 3;
+// ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)".
+constexpr unsigned kErSpecificAccessDenied = 1227;
 constexpr Millis kMaxReconnectBackoff(500);
 // However fast the sampler, a sample is only called overdue after this long.
 constexpr Millis kMinSampleOverdue(20);
@@ -343,6 +345,12 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
       }
     } else {
       status_error = status_reply->status();
+      if (conn_.last_errno() == kErSpecificAccessDenied) {
+        status_error = Status::ServerError(
+            status_error->message() +
+            " (grant the probe user SLAVE MONITOR on MariaDB, REPLICATION CLIENT on MySQL: README "
+            "\"Privileges\")");
+      }
     }
   }
 
@@ -389,8 +397,9 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
   }
   m_.healthy.Set(v.healthy ? 1 : 0);
   m_.SetState(snap.state);
-  m_.io_thread_running.Set(status.io_running ? 1 : 0);
-  m_.sql_thread_running.Set(status.sql_running ? 1 : 0);
+  // Unknown (no status poll has answered, e.g. a missing grant) is NaN, not a stopped thread.
+  m_.io_thread_running.Set(!status.known ? std::nan("") : status.io_running ? 1 : 0);
+  m_.sql_thread_running.Set(!status.known ? std::nan("") : status.sql_running ? 1 : 0);
   m_.seconds_behind_master.Set(status.seconds_behind_master
                                    ? static_cast<double>(*status.seconds_behind_master)
                                    : std::nan(""));

@@ -1,0 +1,220 @@
+// Secrets and least privilege against a real sandbox (issue: hostile input and security): Redis
+// AUTH from a password file, no password anywhere the agent shows itself (log, /metrics, the API,
+// `lagwatch status`, ps and its environment), the sandbox's grants being exactly the README's,
+// and a missing grant reported by name while the agent keeps measuring.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kDir = "/tmp/lw-sec";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string RandomPassword() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  const std::string alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+  std::string pw;
+  for (int i = 0; i < 24; ++i) pw += alphabet[gen() % alphabet.size()];
+  return pw;
+}
+
+// Every `password=` value in the sandbox's option files.
+std::vector<std::string> OptionFilePasswords(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const char* f : {"/primary.cnf", "/replica.cnf"}) {
+    std::istringstream in(ReadFile(dir + f));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("password=", 0) == 0) out.push_back(line.substr(9));
+    }
+  }
+  return out;
+}
+
+// redis-cli against the sandbox's Redis; the password goes through the environment, never argv.
+std::string RedisCli(int port, const std::string& password, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "REDISCLI_AUTH=" + password,
+                                   "redis-cli",    "--no-auth-warning",
+                                   "-p",           std::to_string(port)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv).output;
+}
+
+struct Env {
+  Sandbox sandbox{kDir, 27906};
+  std::string redis_password = RandomPassword();
+  std::string config_path = kDir + "/secure.json";
+
+  Env() {
+    // Redis now requires a password; lagwatch reads it from a mode-0600 file.
+    RunCommand({"/usr/bin/redis-cli", "-p", std::to_string(sandbox.redis_port()), "CONFIG", "SET",
+                "requirepass", redis_password});
+    const std::string pw_file = WriteTempFile(kDir, "redis.pw", redis_password + "\n");
+    chmod(pw_file.c_str(), 0600);
+    std::ifstream in(sandbox.config_path());
+    json j = json::parse(in, nullptr, true, true);
+    j["redis"]["password_file"] = pw_file;
+    std::ofstream(config_path) << j.dump(2);
+  }
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+std::string State(int replica) {
+  return RedisCli(E().sandbox.redis_port(), E().redis_password,
+                  {"HGET", E().sandbox.replica_key(replica), "state"});
+}
+
+TEST_CASE("a wrong Redis password is refused and counted; the right one publishes") {
+  E();  // the sandbox first: bringing it up empties its directory
+  const std::string wrong = kDir + "/wrong.pw";
+  WriteTempFile(kDir, "wrong.pw", "not-the-password\n");
+  chmod(wrong.c_str(), 0600);
+  std::ifstream in(E().config_path);
+  json j = json::parse(in);
+  j["redis"]["password_file"] = wrong;
+  const std::string wrong_config = WriteTempFile(kDir, "wrong.json", j.dump(2));
+  {
+    Agent agent(wrong_config, kDir + "/wrong.log");
+    const int port = E().sandbox.http_port();
+    CHECK(WaitFor(
+        [&] {
+          auto v = MetricValue(HttpGet(port, "/metrics").second,
+                               "lagwatch_redis_errors_total{reason=\"connect\"}");
+          return v && *v >= 1;
+        },
+        10s));
+    CHECK(MetricValue(HttpGet(port, "/metrics").second, "lagwatch_redis_connected") == 0.0);
+    CHECK(agent.Log().find("Redis refused AUTH") != std::string::npos);
+    CHECK(agent.Stop() == 0);
+  }
+  Agent agent(E().config_path, kDir + "/agent.log");
+  CHECK_MESSAGE(WaitFor([&] { return State(1).find("ok") == 0 && State(2).find("ok") == 0; }, 10s),
+                agent.Log());
+}
+
+TEST_CASE("no password shows in the log, /metrics, the API, lagwatch status or ps") {
+  Agent agent(E().config_path, kDir + "/agent2.log");
+  const int port = E().sandbox.http_port();
+  REQUIRE(WaitFor([&] { return HttpGet(port, "/readyz").first == 200; }, 10s));
+  std::vector<std::string> secrets = OptionFilePasswords(kDir);
+  secrets.push_back(E().redis_password);
+  REQUIRE(secrets.size() >= 3);
+
+  std::vector<std::pair<std::string, std::string>> places;
+  places.emplace_back("the agent's log", agent.Log());
+  for (const char* path : {"/metrics", "/api/v1/replicas", "/api/v1/primary", "/api/v1/router",
+                           "/readyz", "/healthz"}) {
+    places.emplace_back(path, HttpGet(port, path).second);
+  }
+  places.emplace_back("lagwatch status", RunCommand({LAGWATCH_BINARY, "status", "--url",
+                                                     "http://127.0.0.1:" + std::to_string(port)})
+                                             .output);
+  places.emplace_back("ps", RunCommand({"/usr/bin/ps", "-eww", "-o", "pid,args"}).output);
+  places.emplace_back("its environment",
+                      ReadFile("/proc/" + std::to_string(agent.pid()) + "/environ"));
+  places.emplace_back("its command line",
+                      ReadFile("/proc/" + std::to_string(agent.pid()) + "/cmdline"));
+  for (const auto& secret : secrets) {
+    REQUIRE(secret.size() >= 12);
+    // The check can fail: the secret is where it belongs.
+    CHECK((ReadFile(kDir + "/primary.cnf") + ReadFile(kDir + "/replica.cnf") +
+           ReadFile(kDir + "/redis.pw"))
+              .find(secret) != std::string::npos);
+    for (const auto& [where, text] : places) {
+      CAPTURE(where);
+      CHECK(!text.empty());
+      CHECK(text.find(secret) == std::string::npos);
+    }
+  }
+}
+
+// SHOW GRANTS for `user`@127.0.0.1 on the primary, one line per grant.
+std::string Grants(const std::string& user) {
+  return RunCommand({"/usr/bin/mariadb", "--no-defaults", "-S", E().sandbox.socket("primary"),
+                     "-uroot", "-N", "-e", "SHOW GRANTS FOR '" + user + "'@'127.0.0.1'"})
+      .output;
+}
+
+TEST_CASE("the sandbox grants exactly the README's privileges: no SUPER, no ALL") {
+  const std::string writer = Grants("lagwatch_writer");
+  const std::string probe = Grants("lagwatch_probe");
+  INFO(writer << probe);
+  for (const std::string& g : {writer, probe}) {
+    CHECK(g.find("ALL PRIVILEGES") == std::string::npos);
+    CHECK(g.find("SUPER") == std::string::npos);
+  }
+  CHECK(writer.find("GRANT SELECT, INSERT, UPDATE, CREATE ON `heartbeat`.*") != std::string::npos);
+  CHECK(writer.find("GRANT USAGE ON *.*") != std::string::npos);
+  CHECK(probe.find("GRANT SLAVE MONITOR ON *.*") != std::string::npos);
+  CHECK(probe.find("GRANT SELECT ON `heartbeat`.*") != std::string::npos);
+}
+
+TEST_CASE("a missing grant is named, and the agent keeps measuring") {
+  Agent agent(E().config_path, kDir + "/agent3.log");
+  const int port = E().sandbox.http_port();
+  REQUIRE(WaitFor([&] { return State(1).find("ok") == 0; }, 10s));
+  const std::string primary = E().sandbox.socket("primary");
+  AdminQuery(primary, "REVOKE SLAVE MONITOR ON *.* FROM 'lagwatch_probe'@'127.0.0.1'");
+  // The next status poll is refused: the API and the log name the privilege.
+  bool named = WaitFor(
+      [&] {
+        return HttpGet(port, "/api/v1/replicas").second.find("SLAVE MONITOR") != std::string::npos;
+      },
+      10s);
+  AdminQuery(primary, "GRANT SLAVE MONITOR ON *.* TO 'lagwatch_probe'@'127.0.0.1'");
+  CHECK_MESSAGE(named, agent.Log());
+  CHECK(agent.Log().find("SLAVE MONITOR") != std::string::npos);
+  // Lag is still measured (the probe itself needs only SELECT on the heartbeat table).
+  CHECK(State(1).find("ok") == 0);
+  // Counted as a server error of whichever replica polled first.
+  const std::string metrics = HttpGet(port, "/metrics").second;
+  double errors = 0;
+  for (int r : {1, 2}) {
+    errors +=
+        MetricValue(metrics, "lagwatch_probe_errors_total{reason=\"server_error\",replica=\"" +
+                                 E().sandbox.replica_id(r))
+            .value_or(0);
+  }
+  CHECK(errors >= 1);
+
+  // Without SELECT on the heartbeat table the probe itself is refused, by name, not a crash.
+  AdminQuery(primary, "REVOKE SELECT ON heartbeat.* FROM 'lagwatch_probe'@'127.0.0.1'");
+  bool select_named = WaitFor(
+      [&] {
+        return HttpGet(port, "/api/v1/replicas").second.find("SELECT command denied") !=
+               std::string::npos;
+      },
+      10s);
+  AdminQuery(primary, "GRANT SELECT ON heartbeat.* TO 'lagwatch_probe'@'127.0.0.1'");
+  CHECK_MESSAGE(select_named, agent.Log());
+  CHECK(WaitFor([&] { return State(1).find("ok") == 0 && State(2).find("ok") == 0; }, 10s));
+  CHECK(agent.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace lagwatch::test
