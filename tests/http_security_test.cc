@@ -335,6 +335,13 @@ TEST_CASE("TLS: https with basic auth works, plain HTTP is refused, min_version 
       0);
   CHECK(CodeOf(Exchange(Port(), std::string(5000, '\x16'), 5s)) == 0);
   CHECK(Curl({"--cacert", cert, "-o", "/dev/null", "-u", creds, Https("/metrics")}).first == 200);
+  // Connections that never start the handshake are dropped after request_timeout_ms too.
+  std::vector<int> held;
+  for (int i = 0; i < 8; ++i) held.push_back(Connect(Port()));
+  const auto t0 = Clock::now();
+  CHECK(Curl({"--cacert", cert, "-o", "/dev/null", "-u", creds, Https("/metrics")}).first == 200);
+  CHECK(Clock::now() - t0 < 8s);
+  for (int fd : held) close(fd);
   CHECK(Alive(agent));
   CHECK(agent.Log().find("metrics on https://") != std::string::npos);
   CHECK(agent.Stop() == 0);
