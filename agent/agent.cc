@@ -54,7 +54,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
       a.redis.password != b.redis.password) {
     return "redis";
   }
-  if (a.http_listen != b.http_listen) return "http";
+  if (a.http_listen != b.http_listen || a.http != b.http) return "http";
   return "";
 }
 
@@ -126,7 +126,7 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
 }
 
 Status Agent::Start() {
-  auto http = HttpServer::Start(initial_.http_listen, &metrics_, Routes());
+  auto http = HttpServer::Start(initial_.http_listen, initial_.http, &metrics_, Routes());
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
 
@@ -159,8 +159,10 @@ Status Agent::Start() {
   }
   started_ = true;
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " + std::to_string(probers_.size()) +
-                           " replicas of primary " + initial_.primary.Id() +
-                           "; metrics on http://" + initial_.http_listen + "/metrics");
+                           " replicas of primary " + initial_.primary.Id() + "; metrics on " +
+                           (initial_.http.web.tls() ? "https://" : "http://") +
+                           initial_.http_listen + "/metrics" +
+                           (initial_.http.web.auth() ? " (basic auth)" : ""));
   return Status::Ok();
 }
 

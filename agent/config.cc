@@ -245,6 +245,15 @@ Config Parse(const json& root) {
     if (!std::regex_match(c.http_listen, m, listen_re) || std::stoi(m[2].str()) > 65535) {
       Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
     }
+    c.http.max_connections = static_cast<int>(o.Int("max_connections", 4, 1, 64));
+    c.http.max_request_bytes = static_cast<int>(o.Int("max_request_bytes", 16384, 1024, 1 << 20));
+    c.http.request_timeout_ms = static_cast<int>(o.Int("request_timeout_ms", 5000, 100, 60000));
+    c.http.web_config_file = o.Str("web_config_file", "");
+    if (!c.http.web_config_file.empty()) {
+      auto web = LoadWebConfig(c.http.web_config_file);
+      if (!web.ok()) Fail("http.web_config_file", web.status().message());
+      c.http.web = std::move(web).value();
+    }
     o.RejectUnknownKeys();
   }
   if (const json* j = top.Get("slo")) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/status.h"
+#include "exporters/web_config.h"
 
 namespace lagwatch {
 
@@ -59,6 +60,20 @@ struct HealthConfig {
   int recover_probes = 2;      // ... for this many probes in a row
 };
 
+// http.* apart from http.listen (Config::http_listen).
+struct HttpConfig {
+  // Requests served at once (CivetWeb worker threads); further connections wait in a short queue.
+  int max_connections = 4;
+  // Request line plus headers; a larger request is answered 4xx and closed.
+  int max_request_bytes = 16384;
+  // Deadline to read a request's headers and, separately, to write its response; a connection
+  // whose request body is left unread is closed after at most twice this.
+  int request_timeout_ms = 5000;
+  std::string web_config_file;  // empty: plain HTTP, no authentication
+  WebConfig web;                // loaded from web_config_file by ParseConfig
+  bool operator==(const HttpConfig&) const = default;
+};
+
 struct RedisConfig {
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -89,6 +104,7 @@ struct Config {
   HealthConfig health;
   RedisConfig redis;
   std::string http_listen = "127.0.0.1:9877";
+  HttpConfig http;
   int slo_delay_ms = 200;
 
   // REQUIRES: name is a tier in `tiers` (guaranteed after ParseConfig succeeds).
@@ -97,6 +113,7 @@ struct Config {
 
 // Parses JSON text (comments allowed). On error returns InvalidArgument whose message starts with
 // the offending key path, e.g. "replicas[1].port: must be an integer in 1..65535".
+// Reads http.web_config_file (and the TLS files it names) when set: see exporters/web_config.h.
 Result<Config> ParseConfig(const std::string& json_text);
 
 // Reads and parses a file; a read failure names the path.

@@ -1,5 +1,10 @@
 #include "agent/config.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -199,6 +204,49 @@ TEST_CASE("an accepted heartbeat table is backquoted in every statement built fr
     CHECK(stmt->find("hb_$1.T_2") == std::string::npos);
   }
   CHECK(sql.create_database == "CREATE DATABASE IF NOT EXISTS `hb_$1`");
+}
+
+TEST_CASE("http limits default to 4 connections, 16 KiB requests, 5 s; bad ones name the key") {
+  auto r = ParseConfig(Valid().dump());
+  REQUIRE(r.ok());
+  CHECK(r->http.max_connections == 4);
+  CHECK(r->http.max_request_bytes == 16384);
+  CHECK(r->http.request_timeout_ms == 5000);
+  CHECK(r->http.web_config_file.empty());
+  CHECK_FALSE(r->http.web.tls());
+  CHECK_FALSE(r->http.web.auth());
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, json>>{{"max_connections", 0},
+                                                 {"max_connections", 65},
+                                                 {"max_request_bytes", 100},
+                                                 {"request_timeout_ms", 50},
+                                                 {"web_config_file", ""},
+                                                 {"web_config_file", 7}}) {
+    json j = Valid();
+    j["http"][key] = value;
+    ExpectRejected(j, "http." + key);
+  }
+}
+
+TEST_CASE("http.web_config_file is read with the config; its errors name the key and the file") {
+  char dir[] = "/tmp/lw-config-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string web = std::string(dir) + "/web.yml";
+  json j = Valid();
+  j["http"]["web_config_file"] = web;
+  ExpectRejected(j, "http.web_config_file");
+  CHECK(ParseConfig(j.dump()).status().message().find(web + ": cannot open") != std::string::npos);
+
+  const std::string hash = "$2y$04$" + std::string(53, 'a');
+  std::ofstream(web) << "basic_auth_users:\n  prometheus: " << hash << "\n";
+  auto r = ParseConfig(j.dump());
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(r->http.web.basic_auth_users.at("prometheus") == hash);
+
+  std::ofstream(web) << "basic_auth_users:\n  prometheus: secret\n";
+  ExpectRejected(j, "http.web_config_file");
+  std::remove(web.c_str());
+  rmdir(dir);
 }
 
 TEST_CASE("a syntax error is reported, not thrown") {

@@ -1,24 +1,210 @@
 #include "exporters/http_server.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <malloc.h>
 #include <netinet/in.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <CivetServer.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
 
+#include "agent/log.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {
+namespace {
+
+// Paths served without authentication: probes rarely carry credentials, and these bodies say
+// nothing but "ok", "ready" or why not.
+const std::set<std::string> kOpenPaths = {"/healthz", "/readyz"};
+
+// While Start runs on this thread, CivetWeb's complaints are collected for the error it returns.
+thread_local std::vector<std::string>* t_start_log = nullptr;
+
+int LogMessage(const mg_connection*, const char* message) {
+  if (t_start_log) {
+    t_start_log->push_back(message);
+  } else {
+    // A failed TLS handshake, a malformed request: the client's problem, at most one line per 10 s.
+    LogLimited(LogLevel::kWarn, "http-server", std::string("http: ") + message);
+  }
+  return 1;
+}
+
+// Debian 12's CivetWeb 1.15 finds OpenSSL with dlopen("libssl.so") and dlopen("libcrypto.so")
+// (names that only libssl-dev installs) and looks up SSL_get_peer_certificate, which OpenSSL 3 no
+// longer exports: the pointer stays null and the first TLS connection crashes the process. Two
+// shims that ship with lagwatch (exporters/openssl_shim.cc) carry those sonames, link
+// libssl.so.3 / libcrypto.so.3 and add the missing function. Loaded here, before CivetWeb looks,
+// they are what its dlopen finds: glibc matches an already loaded library by soname.
+constexpr const char* kTlsShims[] = {"liblagwatch-civetweb-crypto.so",
+                                     "liblagwatch-civetweb-ssl.so"};
+
+// Where the shims are, relative to the directory of the running binary: lib/ in the build tree,
+// ../LIBDIR/lagwatch when installed.
+std::vector<std::string> ShimDirs() {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return {};
+  std::string dir(exe, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') + 1);
+  return {dir + "lib/", dir + LAGWATCH_SHIM_INSTALL_RELDIR "/"};
+}
+
+Status LoadTlsShims() {
+  static std::once_flag once;
+  static Status status;
+  std::call_once(once, [] {
+    const std::vector<std::string> dirs = ShimDirs();
+    for (const char* name : kTlsShims) {
+      std::string tried;
+      bool loaded = false;
+      for (const auto& dir : dirs) {
+        const std::string path = dir + name;
+        if (access(path.c_str(), F_OK) != 0) {
+          tried += (tried.empty() ? "" : ", ") + path;
+          continue;
+        }
+        // Never closed: CivetWeb keeps using it.
+        if (!dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+          const char* err = dlerror();
+          status = Status::InvalidArgument("TLS cannot load " + path + ": " +
+                                           (err ? err : "dlopen failed"));
+          return;
+        }
+        loaded = true;
+        break;
+      }
+      if (!loaded) {
+        status = Status::InvalidArgument(std::string("TLS needs ") + name +
+                                         ", installed with lagwatch; not found in " + tried);
+        return;
+      }
+    }
+  });
+  return status;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// CivetWeb 1.15 wants the key and the certificate in one PEM file (ssl_certificate); the web
+// config keeps them apart, like the exporter-toolkit. Joined in an anonymous memory file, the key
+// is never copied to disk. Returns the descriptor (the caller closes it once the server runs).
+Result<int> JoinedPem(const WebConfig& web) {
+  std::string pem = ReadFile(web.key_file) + "\n" + ReadFile(web.cert_file);
+  int fd = memfd_create("lagwatch-tls", MFD_CLOEXEC);
+  bool ok = fd >= 0;
+  for (size_t off = 0; ok && off < pem.size();) {
+    ssize_t n = write(fd, pem.data() + off, pem.size() - off);
+    ok = n > 0;
+    off += ok ? static_cast<size_t>(n) : 0;
+  }
+  const int err = errno;
+  explicit_bzero(pem.data(), pem.size());
+  if (!ok) {
+    if (fd >= 0) close(fd);
+    return Status::InvalidArgument(std::string("cannot stage the TLS key in memory: ") +
+                                   strerror(err));
+  }
+  return fd;
+}
+
+void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
+    s.replace(pos, from.size(), to);
+  }
+}
+
+void SendText(mg_connection* conn, int code, const std::string& body,
+              const std::string& extra_headers = "") {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n",
+            code, mg_get_response_code_text(conn, code), body.size(), extra_headers.c_str());
+  mg_write(conn, body.data(), body.size());
+}
+
+}  // namespace
+
+// Rejected requests by reason; the series exist from the start (at zero without auth).
+struct HttpServer::AuthFailures {
+  explicit AuthFailures(prometheus::Registry& registry)
+      : family(prometheus::BuildCounter()
+                   .Name("lagwatch_http_auth_failures_total")
+                   .Help("HTTP requests refused with 401, by reason: missing, malformed or "
+                         "bad_credentials (unknown user or wrong password)")
+                   .Register(registry)),
+        missing(family.Add({{"reason", "missing"}})),
+        malformed(family.Add({{"reason", "malformed"}})),
+        bad_credentials(family.Add({{"reason", "bad_credentials"}})) {}
+  prometheus::Counter& For(BasicAuth::Verdict v) {
+    if (v == BasicAuth::Verdict::kMissing) return missing;
+    if (v == BasicAuth::Verdict::kMalformed) return malformed;
+    return bad_credentials;
+  }
+  prometheus::Family<prometheus::Counter>& family;
+  prometheus::Counter& missing;
+  prometheus::Counter& malformed;
+  prometheus::Counter& bad_credentials;
+};
 
 class HttpServer::Route : public CivetHandler {
  public:
-  explicit Route(Handler h) : handler_(std::move(h)) {}
-  bool handleGet(CivetServer*, mg_connection* conn) override {
+  // `path` empty: the catch-all that answers 404. `auth` null: open to everyone.
+  Route(std::string path, Handler h, const BasicAuth* auth, AuthFailures* failures)
+      : path_(std::move(path)), handler_(std::move(h)), auth_(auth), failures_(failures) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override { return Serve(conn, true); }
+  bool handleHead(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+  bool handlePost(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+  bool handlePut(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+  bool handleDelete(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+  bool handleOptions(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+  bool handlePatch(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
+
+  static constexpr size_t kTrimAfterBytes = 1 << 20;
+
+ private:
+  bool Serve(mg_connection* conn, bool get) {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    if (auth_) {
+      auto verdict = auth_->Check(mg_get_header(conn, "Authorization"));
+      if (verdict != BasicAuth::Verdict::kOk) {
+        failures_->For(verdict).Increment();
+        // The user name is the client's text: not logged. Never the password.
+        LogLimited(LogLevel::kWarn, "http-auth",
+                   std::string("http: refused ") + ri->request_method + " " + ri->local_uri +
+                       " from " + ri->remote_addr + ": " + BasicAuth::Reason(verdict));
+        SendText(conn, 401, "unauthorized\n",
+                 "WWW-Authenticate: Basic realm=\"lagwatch\", charset=\"UTF-8\"\r\n");
+        return true;
+      }
+    }
+    // CivetWeb matches handlers by prefix ("/metrics" also takes "/metricsfoo"); serve exact paths.
+    if (path_.empty() || path_ != ri->local_uri) {
+      SendText(conn, 404, "not found\n");
+      return true;
+    }
+    if (!get) {
+      SendText(conn, 405, "method not allowed\n", "Allow: GET\r\n");
+      return true;
+    }
     HttpResponse resp;
     try {
       resp = handler_();
@@ -39,37 +225,109 @@ class HttpServer::Route : public CivetHandler {
     return true;
   }
 
-  static constexpr size_t kTrimAfterBytes = 1 << 20;
-
- private:
-  Handler handler_;
+  const std::string path_;
+  const Handler handler_;
+  const BasicAuth* const auth_;
+  AuthFailures* const failures_;
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
+                                                      const HttpConfig& http,
                                                       const Metrics* metrics,
                                                       std::map<std::string, Handler> routes) {
   std::unique_ptr<HttpServer> s(new HttpServer());
+  const WebConfig& web = http.web;
   routes["/metrics"] = [metrics] {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->TextExposition()};
   };
   routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  s->auth_failures_ = std::make_unique<AuthFailures>(*metrics->registry());
+  if (web.auth()) s->auth_ = std::make_unique<BasicAuth>(web.basic_auth_users, SystemClock::Get());
 
   // CivetWeb takes "addr:port"; IPv6 as "[::1]:port" needs a "+" suffix form we do not offer.
-  std::vector<std::string> options = {"listening_ports",    listen, "num_threads",       "4",
-                                      "request_timeout_ms", "5000", "enable_keep_alive", "no"};
+  // A queue of 16 accepted connections and a backlog of 64 bound what waits for a worker.
+  std::vector<std::string> options = {"listening_ports",    listen + (web.tls() ? "s" : ""),
+                                      "num_threads",        std::to_string(http.max_connections),
+                                      "connection_queue",   "16",
+                                      "listen_backlog",     "64",
+                                      "max_request_size",   std::to_string(http.max_request_bytes),
+                                      "request_timeout_ms", std::to_string(http.request_timeout_ms),
+                                      "enable_keep_alive",  "no"};
+  int pem_fd = -1;
+  std::string pem_path;
+  if (web.tls()) {
+    if (Status st = LoadTlsShims(); !st.ok()) {
+      return Status::InvalidArgument("http.web_config_file: " + st.message());
+    }
+    auto fd = JoinedPem(web);
+    if (!fd.ok()) return Status::InvalidArgument("http.web_config_file: " + fd.status().message());
+    pem_fd = *fd;
+    pem_path = "/proc/self/fd/" + std::to_string(pem_fd);
+    // ssl_protocol_version 4: TLS 1.2 and newer; 5: TLS 1.3 only. The cipher list applies to
+    // TLS 1.2 (forward secrecy and AEAD only); TLS 1.3 suites are all fine.
+    options.insert(options.end(),
+                   {"ssl_certificate", pem_path, "ssl_certificate_chain", web.cert_file,
+                    "ssl_protocol_version", web.tls13_only ? "5" : "4", "ssl_cipher_list",
+                    "ECDHE+AESGCM:ECDHE+CHACHA20"});
+  }
   // Where to knock at shutdown: the listen address, or loopback for a wildcard.
   std::string host = listen.substr(0, listen.rfind(':'));
   in_addr_t wake = inet_addr(host.c_str());
   s->wake_address_ =
       (wake == INADDR_NONE || wake == htonl(INADDR_ANY)) ? htonl(INADDR_LOOPBACK) : wake;
+
+  CivetCallbacks callbacks{};
+  callbacks.log_message = LogMessage;
+  std::vector<std::string> start_log;
+  t_start_log = &start_log;
+  std::string error;
   try {
-    s->server_ = std::make_unique<CivetServer>(options);
+    s->server_ = std::make_unique<CivetServer>(options, &callbacks);
   } catch (const CivetException& e) {
-    return Status::InvalidArgument("http.listen: cannot listen on " + listen + ": " + e.what());
+    error = e.what();
   }
+  t_start_log = nullptr;
+  if (pem_fd >= 0) close(pem_fd);  // CivetWeb has read it into its SSL context (or failed)
+  if (!s->server_) {
+    // CivetWeb's exception only guesses ("possible problem binding to port"); its log says why.
+    bool tls_failed = false;
+    if (!start_log.empty()) error.clear();
+    for (auto& line : start_log) {
+      if (!pem_path.empty()) {
+        ReplaceAll(line, pem_path,
+                   "(cert_file " + web.cert_file + ", key_file " + web.key_file + ")");
+      }
+      tls_failed = tls_failed || line.find("SSL") != std::string::npos ||
+                   line.find("ssl") != std::string::npos;
+      error += (error.empty() ? "" : "; ") + line;
+    }
+    if (tls_failed) {
+      return Status::InvalidArgument("http.web_config_file: TLS cannot start: " + error);
+    }
+    return Status::InvalidArgument("http.listen: cannot listen on " + listen + ": " + error);
+  }
+  for (auto& line : start_log) Log(LogLevel::kWarn, "http: " + line);
+
+  const BasicAuth* auth = s->auth_.get();
   for (auto& [path, handler] : routes) {
-    s->routes_.push_back(std::make_unique<Route>(std::move(handler)));
+    s->routes_.push_back(std::make_unique<Route>(path, std::move(handler),
+                                                 kOpenPaths.count(path) ? nullptr : auth,
+                                                 s->auth_failures_.get()));
     s->server_->addHandler(path, s->routes_.back().get());
+  }
+  // Everything else: 401 without credentials, like any protected path, then 404.
+  s->routes_.push_back(std::make_unique<Route>("", nullptr, auth, s->auth_failures_.get()));
+  s->server_->addHandler("/", s->routes_.back().get());
+
+  const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+  if (!loopback && !web.auth()) {
+    Log(LogLevel::kWarn, "http.listen " + listen +
+                             " is reachable from other hosts and needs no credentials; see "
+                             "http.web_config_file");
+  } else if (!loopback && !web.tls()) {
+    Log(LogLevel::kWarn, "http.listen " + listen +
+                             ": basic auth without TLS sends passwords in clear text over the "
+                             "network; see tls_server_config");
   }
   return s;
 }

@@ -1,5 +1,13 @@
-// The agent's HTTP listener (http.listen): /metrics in the Prometheus text format, /healthz, and
+// The agent's HTTP listener (http.*): /metrics in the Prometheus text format, /healthz, and
 // any JSON routes the agent registers. One CivetWeb server per process.
+//
+// Security (README "HTTP security"): with http.web_config_file, TLS (certificate and key files)
+// and basic auth (bcrypt hashes) as exporters/web_config.h describes. Basic auth guards every
+// path except /healthz and /readyz, which stay open for liveness and readiness probes and say
+// nothing but "ok", "ready" or why not. Limits bound what a client can make the server hold:
+// http.max_connections requests at once, http.max_request_bytes of request line and headers,
+// http.request_timeout_ms to send them; no keep-alive.
+//
 // Thread-safe: handlers run on CivetWeb's worker threads and must be thread-safe themselves.
 #pragma once
 
@@ -9,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/config.h"
 #include "agent/status.h"
+#include "exporters/web_config.h"
 
 class CivetServer;
 
@@ -27,10 +37,13 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
 
-  // Serves /metrics from `metrics` (Metrics::TextExposition; `metrics` must outlive the server)
-  // plus `routes` (path -> GET handler). Returns InvalidArgument if the address cannot be bound.
+  // Serves GET /metrics from `metrics` (Metrics::TextExposition; `metrics` must outlive the
+  // server) plus `routes` (exact path -> GET handler); other methods get 405, other paths 404
+  // (after authentication). Adds lagwatch_http_auth_failures_total to metrics->registry().
+  // Returns InvalidArgument naming http.listen if the address cannot be bound, or
+  // http.web_config_file if TLS cannot start (certificate or key rejected, OpenSSL missing).
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& listen,
-                                                   const Metrics* metrics,
+                                                   const HttpConfig& http, const Metrics* metrics,
                                                    std::map<std::string, Handler> routes);
   ~HttpServer();
 
@@ -40,8 +53,13 @@ class HttpServer {
  private:
   HttpServer() = default;
   class Route;
-  std::unique_ptr<CivetServer> server_;
+  struct AuthFailures;
+
+  // Declared before server_: CivetWeb's workers use them until server_ is closed.
+  std::unique_ptr<BasicAuth> auth_;  // null: no authentication
+  std::unique_ptr<AuthFailures> auth_failures_;
   std::vector<std::unique_ptr<Route>> routes_;
+  std::unique_ptr<CivetServer> server_;
   uint32_t wake_address_ = 0;  // network byte order
 };
 
