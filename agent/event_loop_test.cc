@@ -183,7 +183,8 @@ TEST_CASE("due timers run before a flood of ready descriptors") {
   });
   auto f = late.get_future();
   REQUIRE(f.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
-  CHECK(f.get() < Millis(20));
+  // Generous for a loaded CI host: what it catches is a loop starving timers behind ready fds.
+  CHECK(f.get() < Millis(500));
   loop.Stop();
   CHECK(callbacks > 200);
   for (auto& p : pipes) {
