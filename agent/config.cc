@@ -253,7 +253,7 @@ Result<Config> ParseConfig(const std::string& json_text) {
   json root;
   try {
     root = json::parse(json_text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return Status::InvalidArgument(std::string("(syntax): ") + e.what());
   }
   try {
