@@ -69,6 +69,7 @@ void CheckLimits(const Config& c) {
   FUZZ_CHECK(!c.redis.host.empty() && In(c.redis.port, 1, 65535), c.redis.host);
   FUZZ_CHECK(AllOf(c.redis.key_prefix, 1, 64, "_.:-"), c.redis.key_prefix);
   FUZZ_CHECK(In(c.redis.ttl_ms, 100, 600000), std::to_string(c.redis.ttl_ms));
+  FUZZ_CHECK(c.http_listen.size() <= 1 + 253 + 2 + 5, c.http_listen);
   size_t colon = c.http_listen.rfind(':');
   FUZZ_CHECK(colon != std::string::npos && colon > 0 &&
                  AllOf(c.http_listen.substr(colon + 1), 1, 5, "") &&
