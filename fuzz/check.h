@@ -36,7 +36,7 @@ inline std::vector<std::string_view> Lines(std::string_view s) {
 
 }  // namespace lagwatch::fuzz
 
-// CHECK(condition, detail): `detail` (a std::string expression) is only evaluated on failure.
+// FUZZ_CHECK(condition, detail): `detail` (a std::string expression) is only evaluated on failure.
 #define FUZZ_CHECK(cond, detail)                                              \
   do {                                                                        \
     if (!(cond)) ::lagwatch::fuzz::Fail(__FILE__, __LINE__, #cond, (detail)); \

@@ -7,6 +7,7 @@
 // kMaxProblems) and its problems are printable ASCII; counts are non-negative integers; a replica
 // key is the canonical host:port of a field that was present; and the accumulator's exported
 // totals never go down, whatever snapshots follow one another.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -95,6 +96,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fields.emplace_back(std::string(name), std::string(value));
     auto hp = ParseHostPort(name);
     FUZZ_CHECK(!hp || (*hp == name && ParseHostPort(*hp) == hp), std::string(name));
+  }
+
+  // The first line as a whole key, too: an app only when it has the prefix and a valid name.
+  if (auto from_key = AppFromKey(app)) {
+    FUZZ_CHECK(app.starts_with(kRwStatsPrefix) && IsValidAppName(*from_key) &&
+                   *from_key == app.substr(kRwStatsPrefix.size()),
+               *from_key);
   }
 
   const ParseOutcome out = ParseRwStats(app, fields);
