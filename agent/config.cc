@@ -241,8 +241,12 @@ Config Parse(const json& root) {
     Obj o(*j, "http");
     c.http_listen = o.Str("listen", c.http_listen);
     static const std::regex listen_re(R"((\[[0-9a-fA-F:]+\]|[0-9.]+|[A-Za-z0-9.-]+):([0-9]{1,5}))");
+    // "[" + 253-character host + "]:" + port. Checked first: std::regex recurses once per
+    // character, so matching a value of some 30 000 characters overflows the stack.
+    constexpr size_t kMaxListenLength = 1 + 253 + 2 + 5;
     std::smatch m;
-    if (!std::regex_match(c.http_listen, m, listen_re) || std::stoi(m[2].str()) > 65535) {
+    if (c.http_listen.size() > kMaxListenLength || !std::regex_match(c.http_listen, m, listen_re) ||
+        std::stoi(m[2].str()) > 65535) {
       Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
     }
     c.http.max_connections = static_cast<int>(o.Int("max_connections", 4, 1, 64));
@@ -278,7 +282,7 @@ Result<Config> ParseConfig(const std::string& json_text) {
   json root;
   try {
     root = json::parse(json_text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return Status::InvalidArgument(std::string("(syntax): ") + e.what());
   }
   try {

@@ -253,9 +253,10 @@ std::map<std::string, FeedbackAccumulator::Totals> FeedbackAccumulator::AppTotal
   std::lock_guard lock(mu_);
   std::map<std::string, Totals> out;
   for (const auto& [name, app] : apps_) {
+    const auto& counters = app.counters;  // clang 14 cannot capture a structured binding
     auto total = [&](const char* field) {
-      auto it = app.counters.find(field);
-      return it == app.counters.end() ? 0.0 : it->second.total;
+      auto it = counters.find(field);
+      return it == counters.end() ? 0.0 : it->second.total;
     };
     Totals& t = out[name];
     t.reads_replica = total("reads_replica");

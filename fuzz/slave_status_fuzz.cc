@@ -1,0 +1,159 @@
+// Fuzzes ParseSlaveStatus (agent/prober.h) on a QueryResult built from the input.
+//
+// Input: lines (fuzz::Lines), cells separated by tabs, as `mariadb --batch` prints a result. The
+// first line holds the column names: "*" alone stands for the 54 columns of MariaDB 10.11's
+// SHOW SLAVE STATUS, and a name "$N" for the N-th of them (modulo 54), so that mutations reach
+// the columns the parser looks for. Every further line is a row; a cell "\N" is SQL NULL. Rows
+// are padded with NULLs or cut to the number of columns: the client library (agent/mysql_conn.cc)
+// always returns one cell per column, and ParseSlaveStatus relies on it.
+//
+// Properties: the result follows the contract cell by cell, checked against the first row the
+// way a reader of the documentation would look the cells up.
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/mysql_conn.h"
+#include "agent/prober.h"
+#include "fuzz/check.h"
+
+namespace lagwatch {
+namespace {
+
+constexpr std::string_view kColumns[] = {"Slave_IO_State",
+                                         "Master_Host",
+                                         "Master_User",
+                                         "Master_Port",
+                                         "Connect_Retry",
+                                         "Master_Log_File",
+                                         "Read_Master_Log_Pos",
+                                         "Relay_Log_File",
+                                         "Relay_Log_Pos",
+                                         "Relay_Master_Log_File",
+                                         "Slave_IO_Running",
+                                         "Slave_SQL_Running",
+                                         "Replicate_Do_DB",
+                                         "Replicate_Ignore_DB",
+                                         "Replicate_Do_Table",
+                                         "Replicate_Ignore_Table",
+                                         "Replicate_Wild_Do_Table",
+                                         "Replicate_Wild_Ignore_Table",
+                                         "Last_Errno",
+                                         "Last_Error",
+                                         "Skip_Counter",
+                                         "Exec_Master_Log_Pos",
+                                         "Relay_Log_Space",
+                                         "Until_Condition",
+                                         "Until_Log_File",
+                                         "Until_Log_Pos",
+                                         "Master_SSL_Allowed",
+                                         "Master_SSL_CA_File",
+                                         "Master_SSL_CA_Path",
+                                         "Master_SSL_Cert",
+                                         "Master_SSL_Cipher",
+                                         "Master_SSL_Key",
+                                         "Seconds_Behind_Master",
+                                         "Master_SSL_Verify_Server_Cert",
+                                         "Last_IO_Errno",
+                                         "Last_IO_Error",
+                                         "Last_SQL_Errno",
+                                         "Last_SQL_Error",
+                                         "Replicate_Ignore_Server_Ids",
+                                         "Master_Server_Id",
+                                         "Master_SSL_Crl",
+                                         "Master_SSL_Crlpath",
+                                         "Using_Gtid",
+                                         "Gtid_IO_Pos",
+                                         "Replicate_Do_Domain_Ids",
+                                         "Replicate_Ignore_Domain_Ids",
+                                         "Parallel_Mode",
+                                         "SQL_Delay",
+                                         "SQL_Remaining_Delay",
+                                         "Slave_SQL_Running_State",
+                                         "Slave_DDL_Groups",
+                                         "Slave_Non_Transactional_Groups",
+                                         "Slave_Transactional_Groups",
+                                         "Replicate_Rewrite_DB"};
+constexpr size_t kNumColumns = std::size(kColumns);
+
+QueryResult ToQueryResult(std::string_view text) {
+  QueryResult r;
+  const auto lines = fuzz::Lines(text);
+  if (lines[0] == "*") {
+    r.columns.assign(std::begin(kColumns), std::end(kColumns));
+  } else {
+    for (std::string_view name : fuzz::Split(lines[0], '\t')) {
+      size_t n = 0;
+      if (name.size() > 1 && name[0] == '$') {
+        auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), n);
+        if (ec == std::errc() && end == name.data() + name.size()) name = kColumns[n % kNumColumns];
+      }
+      r.columns.emplace_back(name);
+    }
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    auto& row = r.rows.emplace_back();
+    for (std::string_view cell : fuzz::Split(lines[i], '\t')) {
+      if (row.size() == r.columns.size()) break;
+      row.emplace_back(cell == "\\N" ? std::nullopt : std::optional<std::string>(cell));
+    }
+    row.resize(r.columns.size());
+  }
+  return r;
+}
+
+// The first row's cell of the first column called `name`: nullopt when there is none or it is
+// NULL.
+std::optional<std::string> FirstCell(const QueryResult& r, std::string_view name) {
+  for (size_t i = 0; i < r.columns.size(); ++i) {
+    if (r.columns[i] == name) return r.rows.empty() ? std::nullopt : r.rows[0][i];
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> Integer(const std::optional<std::string>& cell) {
+  int64_t v = 0;
+  if (!cell || cell->empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(cell->data(), cell->data() + cell->size(), v);
+  if (ec != std::errc() || end != cell->data() + cell->size()) return std::nullopt;
+  return v;
+}
+
+void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
+  const bool has_columns = r.Column("Slave_IO_Running") >= 0 && r.Column("Slave_SQL_Running") >= 0;
+  if (!r.rows.empty() && !has_columns) {
+    FUZZ_CHECK(!parsed.ok() && parsed.status().code() == Status::Code::kDataError,
+               parsed.ok() ? "accepted" : parsed.status().ToString());
+    return;
+  }
+  FUZZ_CHECK(parsed.ok(), parsed.status().ToString());
+  const ReplicationStatus& st = *parsed;
+  FUZZ_CHECK(st.known, "");
+  FUZZ_CHECK(st.configured == !r.rows.empty(), "");
+
+  const std::string io = FirstCell(r, "Slave_IO_Running").value_or("");
+  FUZZ_CHECK(st.io_state == io, st.io_state + " != " + io);
+  FUZZ_CHECK(st.io_running == (io == "Yes"), io);
+  FUZZ_CHECK(st.sql_running == (FirstCell(r, "Slave_SQL_Running") == "Yes"), "");
+  FUZZ_CHECK(st.seconds_behind_master == Integer(FirstCell(r, "Seconds_Behind_Master")), "");
+  FUZZ_CHECK(st.relay_log_space == Integer(FirstCell(r, "Relay_Log_Space")), "");
+
+  std::string error;
+  for (const char* column : {"Last_IO_Error", "Last_SQL_Error"}) {
+    if (auto v = FirstCell(r, column); v && !v->empty()) error = *v;
+  }
+  FUZZ_CHECK(st.last_error == error, st.last_error + " != " + error);
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const lagwatch::QueryResult r =
+      lagwatch::ToQueryResult(std::string_view(reinterpret_cast<const char*>(data), size));
+  lagwatch::Check(r, lagwatch::ParseSlaveStatus(r));
+  return 0;
+}
