@@ -19,8 +19,11 @@ namespace {
 struct Node {
   enum class Kind { kScalar, kMapping, kSequence } kind = Kind::kScalar;
   std::string scalar;
-  std::vector<std::pair<std::string, Node>> mapping;  // in file order
-  int line = 0;                                       // 1-based, for messages
+  // A mapping: keys[i] -> values[i], in file order. (Not a vector of pairs: a pair needs Node
+  // complete here, which clang's libstdc++ checks; a vector of Node does not.)
+  std::vector<std::string> keys;
+  std::vector<Node> values;
+  int line = 0;  // 1-based, for messages
 };
 
 struct ParseError : std::runtime_error {
@@ -55,7 +58,8 @@ Node Convert(yaml_document_t* doc, yaml_node_t* n, const std::string& key, int* 
                          k->data.scalar.length);
         std::string path = key.empty() ? name : key + "." + name;
         if (!seen.insert(name).second) Fail(path, "duplicate key");
-        out.mapping.emplace_back(name, Convert(doc, v, path, budget, depth + 1));
+        out.values.push_back(Convert(doc, v, path, budget, depth + 1));
+        out.keys.push_back(name);
       }
       break;
     }
@@ -109,8 +113,8 @@ class Map {
   std::string Key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
   const Node* Get(const std::string& k) {
     seen_.insert(k);
-    for (const auto& [name, v] : n_.mapping) {
-      if (name == k) return &v;
+    for (size_t i = 0; i < n_.keys.size(); ++i) {
+      if (n_.keys[i] == k) return &n_.values[i];
     }
     return nullptr;
   }
@@ -124,7 +128,7 @@ class Map {
   }
   // `unsupported`: exporter-toolkit keys lagwatch does not implement, named as such.
   void RejectUnknownKeys(const std::set<std::string>& unsupported = {}) const {
-    for (const auto& [name, v] : n_.mapping) {
+    for (const std::string& name : n_.keys) {
       if (seen_.count(name)) continue;
       if (unsupported.count(name)) {
         Fail(Key(name), "not supported by lagwatch (exporter-toolkit option)");
@@ -132,7 +136,11 @@ class Map {
       Fail(Key(name), "unknown key");
     }
   }
-  const std::vector<std::pair<std::string, Node>>& items() const { return n_.mapping; }
+  std::vector<std::pair<std::string, const Node*>> items() const {
+    std::vector<std::pair<std::string, const Node*>> out;
+    for (size_t i = 0; i < n_.keys.size(); ++i) out.emplace_back(n_.keys[i], &n_.values[i]);
+    return out;
+  }
 
  private:
   const Node& n_;
@@ -180,10 +188,10 @@ WebConfig Parse(const Node& root, const std::string& path) {
       if (name.empty() || name.find(':') != std::string::npos) {
         Fail(key, "a user name must be non-empty and without ':'");
       }
-      if (v.kind != Node::Kind::kScalar || !std::regex_match(v.scalar, bcrypt_re)) {
+      if (v->kind != Node::Kind::kScalar || !std::regex_match(v->scalar, bcrypt_re)) {
         Fail(key, "not a bcrypt hash ($2a$, $2b$ or $2y$ with cost 04..31)");
       }
-      w.basic_auth_users[name] = v.scalar;
+      w.basic_auth_users[name] = v->scalar;
     }
   }
   top.RejectUnknownKeys({"http_server_config", "rate_limit"});
