@@ -76,7 +76,9 @@ void EventLoop::Stop() {
   thread_ = std::jthread();
 }
 
-bool EventLoop::InLoopThread() const { return std::this_thread::get_id() == loop_thread_id_; }
+bool EventLoop::InLoopThread() const {
+  return std::this_thread::get_id() == loop_thread_id_.load();
+}
 
 void EventLoop::Post(Task task) {
   {
@@ -212,7 +214,7 @@ void EventLoop::Run(std::stop_token stop) {
     }
     FireDueTimers();
   }
-  loop_thread_id_ = {};
+  loop_thread_id_ = std::thread::id();
 }
 
 }  // namespace lagwatch

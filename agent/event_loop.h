@@ -115,7 +115,7 @@ class EventLoop {
   std::mutex mu_;
   std::vector<Task> posted_;  // GUARDED_BY(mu_)
   std::jthread thread_;
-  std::thread::id loop_thread_id_;  // set while running
+  std::atomic<std::thread::id> loop_thread_id_;  // set while running; InLoopThread reads it
 };
 
 }  // namespace lagwatch

@@ -58,7 +58,7 @@ TEST_CASE("timers 3.3 ms apart each fire, never early") {
   }
 }
 
-TEST_CASE("a cancelled timer does not fire; cancelling twice or after firing is harmless") {
+TEST_CASE("a cancelled timer does not fire, cancelling twice or after firing is harmless") {
   EventLoop loop("test-loop");
   std::atomic<int> fired = 0;
   std::promise<void> done;
@@ -94,7 +94,7 @@ TEST_CASE("a callback can set, cancel and re-arm timers from inside the loop") {
   CHECK(ticks == 5);
 }
 
-TEST_CASE("posted tasks run on the loop's thread in posting order; RunSync waits") {
+TEST_CASE("posted tasks run on the loop's thread in posting order, RunSync waits") {
   EventLoop loop("test-loop");
   loop.Start();
   std::vector<int> seen;
@@ -114,7 +114,7 @@ TEST_CASE("posted tasks run on the loop's thread in posting order; RunSync waits
   for (int i = 0; i < 100; ++i) CHECK(seen[static_cast<size_t>(i)] == i);
 }
 
-TEST_CASE("RunSync runs inline while the loop is stopped; posts wait for the next Start") {
+TEST_CASE("RunSync runs inline while the loop is stopped, posts wait for the next Start") {
   EventLoop loop("test-loop");
   bool ran = false;
   loop.RunSync([&] { ran = true; });

@@ -24,7 +24,7 @@ TEST_CASE("a replica within its tier limit is ok and healthy from the first prob
   CHECK_FALSE(v.changed);
 }
 
-TEST_CASE("crossing the limit is unhealthy at once; recovery needs two probes under 80 %") {
+TEST_CASE("crossing the limit is unhealthy at once, recovery needs two probes under 80 %") {
   HealthTracker h;
   h.Update(Measured(50));
   auto v = h.Update(Measured(201));

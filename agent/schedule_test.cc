@@ -18,7 +18,7 @@ TEST_CASE("a falling-behind replica is probed the moment its bound would cross a
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(900), kLimits) == T(1101));
 }
 
-TEST_CASE("limits already crossed are not scheduled; the next one is") {
+TEST_CASE("limits already crossed are not scheduled, the next one is") {
   // Fresh at 100: 200 ms was crossed at 300 (reported by the last probe); 1000 ms comes at 1100.
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(100), kLimits) == T(1101));
   // Both crossed: back to the tick.
@@ -39,7 +39,7 @@ TEST_CASE("a tick missed while a slow probe ran means probing at once") {
   CHECK(NextProbeAt(T(1300), T(1250), T(1200), T(1250), kLimits) <= T(1300));
 }
 
-TEST_CASE("a probe just before the tick stands in for it; one well before it does not") {
+TEST_CASE("a probe just before the tick stands in for it, one well before it does not") {
   // Tick due at 1200, interval 200, early 50.
   CHECK(NextTick(T(1200), T(1197), T(1199), Millis(200), Millis(50)) == T(1400));
   CHECK(NextTick(T(1200), T(1150), T(1152), Millis(200), Millis(50)) == T(1400));

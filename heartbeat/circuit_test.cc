@@ -7,7 +7,7 @@ namespace {
 
 MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
 
-TEST_CASE("three consecutive failures open the circuit; fewer only degrade it") {
+TEST_CASE("three consecutive failures open the circuit, fewer only degrade it") {
   CircuitBreaker cb;
   CHECK(std::string(cb.PublicState()) == "up");
   cb.RecordFailure(T(0));
@@ -37,7 +37,7 @@ TEST_CASE("writes slower than 3 s count as failures") {
   CHECK(cb.state() == CircuitBreaker::State::kOpen);
 }
 
-TEST_CASE("an open circuit allows one trial after the cool-down; success closes it") {
+TEST_CASE("an open circuit allows one trial after the cool-down, success closes it") {
   CircuitBreaker cb;
   for (int i = 0; i < 3; ++i) cb.RecordFailure(T(0));
   CHECK_FALSE(cb.AllowAttempt(T(1999)));

@@ -8,8 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -43,9 +47,37 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+bool sanitizer_report_seen = false;
+
+void ExitIfSanitizerReportSeen() {
+  if (!sanitizer_report_seen) return;
+  std::cout.flush();
+  std::fflush(nullptr);
+  _exit(1);
+}
+
+// Registered before any test's function-local environment is built, so it runs after their
+// destructors (which stop agents) at exit.
+[[maybe_unused]] const bool exit_hook_registered = std::atexit(ExitIfSanitizerReportSeen) == 0;
+
+// Every report carries one of these: "ERROR: AddressSanitizer:", "ERROR: LeakSanitizer:",
+// "WARNING: ThreadSanitizer:", "SUMMARY: UndefinedBehaviorSanitizer:", "x.cc:1:2: runtime error:".
+void CheckForSanitizerReport(const std::string& what, const std::string& output) {
+  size_t at = std::string::npos;
+  for (const char* marker : {"Sanitizer:", ": runtime error: "})
+    at = std::min(at, output.find(marker));
+  if (at == std::string::npos) return;
+  sanitizer_report_seen = true;
+  size_t line = output.rfind('\n', at);
+  std::fprintf(stderr, "harness: sanitizer report in %s:\n%s\n", what.c_str(),
+               output.substr(line == std::string::npos ? 0 : line + 1).c_str());
+  if (doctest::is_running_in_test) FAIL_CHECK("sanitizer report in " << what);
+}
+
 }  // namespace
 
-// No doctest macros here: this also runs from destructors after the test run has ended.
+// Doctest macros only through CheckForSanitizerReport, which checks that a test is running: this
+// also runs from destructors after the test run has ended.
 RunResult RunCommand(const std::vector<std::string>& argv) {
   int fds[2];
   if (pipe(fds) != 0) return {-1, "pipe failed"};
@@ -71,6 +103,7 @@ RunResult RunCommand(const std::vector<std::string>& argv) {
   while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
   close(fds[0]);
   r.exit_code = WaitExit(pid);
+  CheckForSanitizerReport(argv.front(), r.output);
   return r;
 }
 
@@ -134,6 +167,7 @@ int Agent::Stop() {
   kill(pid_, SIGTERM);
   int code = WaitExit(pid_);
   pid_ = -1;
+  CheckForSanitizerReport(log_path_, Log());
   return code;
 }
 

@@ -2,6 +2,11 @@
 // replicas and Redis on loopback), the lagwatch binary as a child process, and small clients for
 // Redis, SQL over the admin socket, and HTTP. Everything it starts it stops by PID.
 // Not thread-safe; one test thread.
+//
+// Sanitizer builds (scripts/sanitize): a sanitizer report (ASan, LSan, UBSan, TSan) in the output
+// of a RunCommand child or in an Agent's log once it has stopped is printed to stderr and fails
+// the current test; found after the test run (an agent stopped by a static destructor), it makes
+// the test binary exit 1.
 #pragma once
 
 #include <chrono>
