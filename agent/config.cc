@@ -294,11 +294,8 @@ Result<Config> ParseConfig(const std::string& json_text) {
   }
 }
 
-namespace {
-
-// `path` (named by config key `key`) must be a readable regular file that neither its group nor
-// others can read or write.
-Status CheckSecretFile(const std::string& key, const std::string& path, InsecureFiles policy) {
+Status CheckSecretFile(const std::string& key, const std::string& path, InsecureFiles policy,
+                       const std::string& refuse_hint) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), R_OK) != 0) {
     return Status::InvalidArgument(key + ": cannot read " + path);
@@ -309,14 +306,22 @@ Status CheckSecretFile(const std::string& key, const std::string& path, Insecure
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   const std::string what = key + ": " + path + " holds credentials but its group or others may " +
                            "read or write it (mode " + mode + "); chmod 600 it";
-  if (policy == InsecureFiles::kRefuse) {
-    return Status::InvalidArgument(what + ", or set insecure_files to \"warn\"");
-  }
+  if (policy == InsecureFiles::kRefuse) return Status::InvalidArgument(what + refuse_hint);
   Log(LogLevel::kWarn, what);
   return Status::Ok();
 }
 
-}  // namespace
+Result<std::string> ReadSecretLine(const std::string& key, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument(key + ": cannot read " + path);
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) {
+    return Status::InvalidArgument(key + ": " + path + " is empty (the secret is its first line)");
+  }
+  return line;
+}
 
 Result<Config> LoadConfig(const std::string& path) {
   std::ifstream in(path);
@@ -333,16 +338,14 @@ Result<Config> LoadConfig(const std::string& path) {
       {"redis.password_file", &c.redis.password_file}};
   for (const auto& [key, file] : secrets) {
     if (file->empty()) continue;
-    if (Status st = CheckSecretFile(key, *file, c.insecure_files); !st.ok()) return st;
+    Status st =
+        CheckSecretFile(key, *file, c.insecure_files, ", or set insecure_files to \"warn\"");
+    if (!st.ok()) return st;
   }
   if (!c.redis.password_file.empty()) {
-    std::ifstream pw(c.redis.password_file);
-    std::getline(pw, c.redis.password);
-    if (!c.redis.password.empty() && c.redis.password.back() == '\r') c.redis.password.pop_back();
-    if (c.redis.password.empty()) {
-      return Status::InvalidArgument("redis.password_file: " + c.redis.password_file +
-                                     " is empty (the password is its first line)");
-    }
+    auto password = ReadSecretLine("redis.password_file", c.redis.password_file);
+    if (!password.ok()) return password.status();
+    c.redis.password = std::move(password.value());
   }
   return config;
 }

@@ -49,9 +49,11 @@ void Usage(FILE* out) {
   std::fprintf(out,
                "usage: lagwatch --config FILE        run in the foreground (logs to stderr)\n"
                "       lagwatch --check-config FILE  validate FILE and exit (0 ok, 2 invalid)\n"
-               "       lagwatch status [--url http://HOST:PORT | --config FILE]\n"
+               "       lagwatch status [--url http[s]://HOST:PORT | --config FILE]\n"
+               "                       [--cacert FILE] [--user NAME --password-file FILE]\n"
                "                                     a running agent's replicas; exit 1 if any\n"
                "                                     is unhealthy, 3 if the agent is unreachable\n"
+               "                                     or refuses us\n"
                "       lagwatch --version\n"
                "       lagwatch --help\n"
                "Signals: SIGTERM/SIGINT stop, SIGHUP reloads FILE.\n"

@@ -1,6 +1,9 @@
 // `lagwatch status`: asks a running agent's HTTP API for its replicas and prints a table for
 // people and scripts. Exit code: 0 every replica healthy, 1 some replica unhealthy, 2 bad command
-// line or config, 3 the agent could not be reached or answered nonsense.
+// line or config, 3 the agent could not be reached, refused us or answered nonsense.
+//
+// It speaks what the agent serves (http.web_config_file): https (TLS 1.2+, the certificate
+// verified) and basic auth, with the password read from a file, never from the command line.
 #pragma once
 
 #include <string>
@@ -8,7 +11,11 @@
 
 namespace lagwatch {
 
-// args: what follows "status" on the command line: [--url http://HOST:PORT] | [--config FILE].
+// args: what follows "status" on the command line:
+//   [--url http[s]://HOST:PORT | --config FILE] [--cacert FILE] [--user NAME --password-file FILE]
+// With --config the scheme follows the agent's web config, and without --cacert an https agent
+// must present exactly the certificate its web config names (it is pinned, so a certificate
+// issued for another name works when the agent listens on 0.0.0.0).
 int RunStatusCommand(const std::vector<std::string>& args);
 
 // Renders GET /api/v1/replicas's JSON as the status table; sets *unhealthy to the number of

@@ -1,7 +1,8 @@
 // HTTP security against a real sandbox and the real binary: basic auth (401 without or with wrong
 // credentials, 200 with the right ones, probes open), TLS with a self-signed certificate made by
 // the openssl CLI (plain HTTP and TLS 1.1 refused), bad web configs refused at start naming the
-// key, and malformed, oversized and stalled requests that leave the agent serving.
+// key, malformed, oversized and stalled requests that leave the agent serving, and `lagwatch
+// status` against a protected agent.
 #include <arpa/inet.h>
 #include <crypt.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -287,14 +289,15 @@ TEST_CASE("malformed, oversized and stalled requests are refused and the agent k
   CHECK(agent.Stop() == 0);  // a clean exit, not a crash
 }
 
-// A self-signed certificate for 127.0.0.1 and its key in kDir (tls.crt, tls.key).
-std::string MakeCert() {
+// A self-signed certificate and its key in kDir (NAME.crt, NAME.key), by default for 127.0.0.1.
+std::string MakeCert(const std::string& name = "tls", const std::string& cn = "127.0.0.1",
+                     const std::string& san = "IP:127.0.0.1") {
   E();
-  const std::string cert = kDir + "/tls.crt";
+  const std::string cert = kDir + "/" + name + ".crt";
   auto made = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                          "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", kDir + "/tls.key",
-                          "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                          "subjectAltName=IP:127.0.0.1"});
+                          "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                          kDir + "/" + name + ".key", "-out", cert, "-days", "2", "-subj",
+                          "/CN=" + cn, "-addext", "subjectAltName=" + san});
   INFO(made.output);
   REQUIRE(made.exit_code == 0);
   return cert;
@@ -386,6 +389,94 @@ TEST_CASE("a bad web config stops the agent at start naming http.web_config_file
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("http.web_config_file: TLS cannot start") != std::string::npos);
   CHECK(run.output.find("key values mismatch") != std::string::npos);
+}
+
+// A file holding `text`, mode 0600 unless `mode` says otherwise.
+std::string SecretFile(const std::string& name, const std::string& text, mode_t mode = 0600) {
+  const std::string path = WriteTempFile(kDir, name, text);
+  REQUIRE(chmod(path.c_str(), mode) == 0);
+  return path;
+}
+
+RunResult Status(std::vector<std::string> args) {
+  args.insert(args.begin(), {LAGWATCH_BINARY, "status"});
+  return RunCommand(args);
+}
+
+TEST_CASE("lagwatch status speaks https and basic auth, the password read from a 0600 file") {
+  const std::string cert = MakeCert();
+  const std::string users = UsersYaml();
+  const std::string web = WriteWebConfig(
+      "web-status.yml", "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n" + users);
+  const std::string config = WriteConfig("status.json", {{"web_config_file", web}});
+  Agent agent(config, kDir + "/agent-status.log");
+  REQUIRE(WaitFor([&] { return Curl({"--cacert", cert, Https("/healthz")}).first == 200; }, 10s));
+  const std::string pw = SecretFile("status.pw", kPassword + "\n");
+  const std::string url = Https("");
+
+  // Trusting the certificate by --cacert: the table, exit 0 once both replicas are healthy.
+  RunResult ok;
+  CHECK(WaitFor(
+      [&] {
+        ok = Status({"--url", url, "--cacert", cert, "--user", kUser, "--password-file", pw});
+        return ok.exit_code == 0;
+      },
+      10s));
+  INFO(ok.output);
+  CHECK(std::regex_search(ok.output, std::regex(E().sandbox.replica_id(1) + " +tier1 +ok +yes")));
+  CHECK(std::regex_search(ok.output, std::regex(E().sandbox.replica_id(2) + " +tier1 +ok +yes")));
+  // --config: https and the certificate to expect come from the agent's web config.
+  CHECK(Status({"--config", config, "--user", kUser, "--password-file", pw}).exit_code == 0);
+
+  // Refusals say why and exit 3.
+  auto no_creds = Status({"--url", url, "--cacert", cert});
+  CHECK(no_creds.exit_code == 3);
+  CHECK(no_creds.output.find("HTTP 401: the agent wants basic auth") != std::string::npos);
+  auto wrong = Status({"--url", url, "--cacert", cert, "--user", kUser, "--password-file",
+                       SecretFile("wrong.pw", "nope\n")});
+  CHECK(wrong.exit_code == 3);
+  CHECK(wrong.output.find("HTTP 401: the agent refused the credentials") != std::string::npos);
+  // The certificate is verified: not in the system's trust store, and not for "localhost".
+  auto untrusted = Status({"--url", url, "--user", kUser, "--password-file", pw});
+  CHECK(untrusted.exit_code == 3);
+  CHECK(untrusted.output.find("certificate not trusted: self-signed certificate") !=
+        std::string::npos);
+  auto other_name = Status({"--url", "https://localhost:" + std::to_string(Port()), "--cacert",
+                            cert, "--user", kUser, "--password-file", pw});
+  CHECK(other_name.exit_code == 3);
+  CHECK(other_name.output.find("certificate not trusted") != std::string::npos);
+  // Plain HTTP to the TLS port gets no HTTP answer.
+  auto plain = Status({"--url", "http://127.0.0.1:" + std::to_string(Port()), "--user", kUser,
+                       "--password-file", pw});
+  CHECK(plain.exit_code == 3);
+  CHECK(plain.output.find("no answer") != std::string::npos);
+  // --config pins the certificate its web config names: a different one is refused.
+  MakeCert("other", "lagwatch.example", "DNS:lagwatch.example");
+  const std::string other_web =
+      WriteWebConfig("web-other.yml",
+                     "tls_server_config:\n  cert_file: other.crt\n  key_file: other.key\n" + users);
+  auto pinned = Status({"--config", WriteConfig("other.json", {{"web_config_file", other_web}}),
+                        "--user", kUser, "--password-file", pw});
+  CHECK(pinned.exit_code == 3);
+  CHECK(pinned.output.find("the agent's certificate is not the one in " + kDir + "/other.crt") !=
+        std::string::npos);
+
+  // Bad command lines and exposed password files exit 2 and touch nothing.
+  auto exposed = Status({"--url", url, "--cacert", cert, "--user", kUser, "--password-file",
+                         SecretFile("exposed.pw", kPassword + "\n", 0644)});
+  CHECK(exposed.exit_code == 2);
+  CHECK(exposed.output.find("--password-file: " + kDir + "/exposed.pw holds credentials") !=
+        std::string::npos);
+  CHECK(exposed.output.find("(mode 0644)") != std::string::npos);
+  CHECK(exposed.output.find(kPassword) == std::string::npos);
+  CHECK(Status({"--url", url, "--user", kUser}).exit_code == 2);
+  CHECK(Status({"--url", url, "--password-file", pw}).exit_code == 2);
+  CHECK(Status({"--url", url, "--url", url}).exit_code == 2);
+  CHECK(Status({"--config", config, "--url", url}).exit_code == 2);
+  CHECK(Status({"--url", "http://127.0.0.1:1", "--cacert", cert}).exit_code == 2);
+  CHECK(Status({"--url", url, "--password", kPassword}).exit_code == 2);
+  CHECK(Alive(agent));
+  CHECK(agent.Stop() == 0);
 }
 
 }  // namespace
