@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/log.h"
+#include "agent/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -87,16 +87,12 @@ class Obj {
   std::set<std::string> seen_;
 };
 
-bool IsIdentifier(const std::string& s) {
-  static const std::regex re("[A-Za-z0-9_$]{1,64}");
-  return std::regex_match(s, re);
-}
+bool IsIdentifier(const std::string& s) { return IsToken(s, "_$", 1, 64); }
 
 Endpoint ReadEndpoint(Obj& o) {
   Endpoint e;
   e.host = o.Str("host", "", true);
-  static const std::regex host_re("[A-Za-z0-9._:-]{1,253}");
-  if (!std::regex_match(e.host, host_re)) Fail(o.Key("host"), "not a valid host name or address");
+  if (!IsToken(e.host, "._:-", 1, 253)) Fail(o.Key("host"), "not a valid host name or address");
   e.port = static_cast<int>(o.Int("port", 3306, 1, 65535));
   return e;
 }
@@ -165,9 +161,7 @@ Config Parse(const json& root) {
       Obj t((*j)[i], path);
       TierConfig tier;
       tier.name = t.Str("name", "", true);
-      static const std::regex name_re("[A-Za-z0-9_-]{1,32}");
-      if (!std::regex_match(tier.name, name_re))
-        Fail(t.Key("name"), "must match [A-Za-z0-9_-]{1,32}");
+      if (!IsToken(tier.name, "_-", 1, 32)) Fail(t.Key("name"), "must match [A-Za-z0-9_-]{1,32}");
       if (!names.insert(tier.name).second)
         Fail(t.Key("name"), "duplicate tier \"" + tier.name + "\"");
       const json* m = t.Get("max_delay_ms");
@@ -225,8 +219,7 @@ Config Parse(const json& root) {
     c.redis.host = o.Str("host", c.redis.host);
     c.redis.port = static_cast<int>(o.Int("port", c.redis.port, 1, 65535));
     c.redis.key_prefix = o.Str("key_prefix", c.redis.key_prefix);
-    static const std::regex prefix_re("[A-Za-z0-9_.:-]{1,64}");
-    if (!std::regex_match(c.redis.key_prefix, prefix_re)) {
+    if (!IsToken(c.redis.key_prefix, "_.:-", 1, 64)) {
       Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
     }
     c.redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", c.redis.ttl_ms, 100, 600000));
@@ -240,13 +233,7 @@ Config Parse(const json& root) {
   if (const json* j = top.Get("http")) {
     Obj o(*j, "http");
     c.http_listen = o.Str("listen", c.http_listen);
-    static const std::regex listen_re(R"((\[[0-9a-fA-F:]+\]|[0-9.]+|[A-Za-z0-9.-]+):([0-9]{1,5}))");
-    // "[" + 253-character host + "]:" + port. Checked first: std::regex recurses once per
-    // character, so matching a value of some 30 000 characters overflows the stack.
-    constexpr size_t kMaxListenLength = 1 + 253 + 2 + 5;
-    std::smatch m;
-    if (c.http_listen.size() > kMaxListenLength || !std::regex_match(c.http_listen, m, listen_re) ||
-        std::stoi(m[2].str()) > 65535) {
+    if (!ParseListenAddress(c.http_listen)) {
       Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
     }
     c.http.max_connections = static_cast<int>(o.Int("max_connections", 4, 1, 64));

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 #include <memory>
-#include <regex>
+#include <string_view>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/config.h"
+#include "agent/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -307,16 +308,19 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   } else if (url.empty()) {
     url = "http://127.0.0.1:9877";
   }
-  static const std::regex url_re(R"((https?)://(\[[0-9a-fA-F:]+\]|[^:/\[\]]+):([0-9]{1,5})/?)");
-  std::smatch m;
-  if (!std::regex_match(url, m, url_re)) {
+  const std::string_view scheme = url.rfind("https://", 0) == 0  ? "https://"
+                                  : url.rfind("http://", 0) == 0 ? "http://"
+                                                                 : "";
+  std::string_view rest = std::string_view(url).substr(scheme.size());
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  auto host_port = scheme.empty() ? std::nullopt : ParseListenAddress(rest);
+  if (!host_port) {
     std::fprintf(stderr, "lagwatch status: not an http[s]://HOST:PORT URL: %s\n", url.c_str());
     return kExitUsage;
   }
-  target.tls = m[1].str() == "https";
-  target.host = m[2].str();
-  target.port = m[3].str();
-  if (target.host.front() == '[') target.host = target.host.substr(1, target.host.size() - 2);
+  target.tls = scheme == "https://";
+  target.host = host_port->host;
+  target.port = std::to_string(host_port->port);
   if (target.host == "0.0.0.0") target.host = "127.0.0.1";
   if (target.host == "::") target.host = "::1";
   if (!target.tls && !cacert.empty()) {

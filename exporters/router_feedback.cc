@@ -25,10 +25,6 @@ constexpr size_t kMaxHostLength = 253;
 constexpr std::string_view kReplicaField = "reads_replica:";
 constexpr const char* kScanCount = "100";
 
-bool IsAsciiAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 // `s` fit for a log line: quoted, non-printable bytes as \xNN, at most `max` bytes of it.
 std::string Printable(std::string_view s, size_t max = 64) {
   std::string out = "\"";
@@ -104,12 +100,7 @@ std::string ConnError(redisContext* c, const char* what) {
 
 // ---- Parsing ----------------------------------------------------------------------------------
 
-bool IsValidAppName(std::string_view app) {
-  if (app.empty() || app.size() > kMaxAppLength) return false;
-  return std::all_of(app.begin(), app.end(), [](char c) {
-    return IsAsciiAlnum(c) || c == '_' || c == '.' || c == ':' || c == '-';
-  });
-}
+bool IsValidAppName(std::string_view app) { return IsToken(app, "_.:-", 1, kMaxAppLength); }
 
 std::optional<std::string> AppFromKey(std::string_view key) {
   if (!key.starts_with(kRwStatsPrefix)) return std::nullopt;
@@ -123,11 +114,9 @@ std::optional<std::string> ParseHostPort(std::string_view s) {
   if (colon == std::string_view::npos) return std::nullopt;
   std::string_view host = s.substr(0, colon);
   std::string_view port = s.substr(colon + 1);
-  if (host.empty() || host.size() > kMaxHostLength) return std::nullopt;
-  bool host_ok = std::all_of(host.begin(), host.end(), [](char c) {
-    return IsAsciiAlnum(c) || c == '.' || c == '_' || c == ':' || c == '-';
-  });
-  if (!host_ok || port.empty() || port[0] == '0') return std::nullopt;
+  if (!IsToken(host, "._:-", 1, kMaxHostLength) || port.empty() || port[0] == '0') {
+    return std::nullopt;
+  }
   auto p = ParseInt<int>(port);
   if (!p || *p < 1 || *p > 65535) return std::nullopt;
   return std::string(s);

@@ -6,11 +6,12 @@
 #include <yaml.h>
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include "agent/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -32,6 +33,33 @@ struct ParseError : std::runtime_error {
 
 [[noreturn]] void Fail(const std::string& key, const std::string& what) {
   throw ParseError(key + ": " + what);
+}
+
+// "$2a$", "$2b$" or "$2y$", a cost 04..31, "$", then 53 characters of bcrypt's base64.
+bool IsBcryptHash(std::string_view h) {
+  if (h.size() != 60 || h.substr(0, 2) != "$2" || (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') ||
+      h[3] != '$' || h[6] != '$') {
+    return false;
+  }
+  auto cost = ParseInt<int>(h.substr(4, 2));
+  return cost && *cost >= 4 && *cost <= 31 && IsToken(h.substr(7), "./", 53, 53);
+}
+
+// Whether `pem` has a "-----BEGIN ... PRIVATE KEY-----" line (any key type, e.g. "EC", or none).
+bool HasPemPrivateKey(std::string_view pem) {
+  constexpr std::string_view kBegin = "-----BEGIN ", kEnd = "PRIVATE KEY-----";
+  for (size_t at = pem.find(kBegin); at != std::string_view::npos; at = pem.find(kBegin, at + 1)) {
+    std::string_view label = pem.substr(at + kBegin.size());
+    size_t end = label.find("-----");
+    if (end == std::string_view::npos) return false;
+    label = label.substr(0, end + 5);
+    if (label.size() < kEnd.size() || label.substr(label.size() - kEnd.size()) != kEnd) continue;
+    label.remove_suffix(kEnd.size());
+    if (label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ ") == std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Aliases can make a small file expand to a huge tree; a web config has a handful of nodes.
@@ -182,13 +210,12 @@ WebConfig Parse(const Node& root, const std::string& path) {
     if (users.items().empty()) {
       Fail("basic_auth_users", "must name at least one user (omit the key for no authentication)");
     }
-    static const std::regex bcrypt_re(R"(\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53})");
     for (const auto& [name, v] : users.items()) {
       const std::string key = users.Key(name);
       if (name.empty() || name.find(':') != std::string::npos) {
         Fail(key, "a user name must be non-empty and without ':'");
       }
-      if (v->kind != Node::Kind::kScalar || !std::regex_match(v->scalar, bcrypt_re)) {
+      if (v->kind != Node::Kind::kScalar || !IsBcryptHash(v->scalar)) {
         Fail(key, "not a bcrypt hash ($2a$, $2b$ or $2y$ with cost 04..31)");
       }
       w.basic_auth_users[name] = v->scalar;
@@ -215,7 +242,7 @@ void CheckPem(const WebConfig& w) {
     throw ParseError(w.cert_file + ": tls_server_config.cert_file: no PEM certificate in it");
   }
   std::string key = ReadSmallFile(w.key_file, "tls_server_config.key_file");
-  const bool has_key = std::regex_search(key, std::regex("-----BEGIN [A-Z ]*PRIVATE KEY-----"));
+  const bool has_key = HasPemPrivateKey(key);
   const bool encrypted = key.find("ENCRYPTED") != std::string::npos;
   explicit_bzero(key.data(), key.size());
   if (!has_key) {

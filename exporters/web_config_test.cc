@@ -129,6 +129,18 @@ TEST_CASE("each kind of bad web config is rejected naming the file and the key")
       {"basic_auth_users:\n  alice: " + h + "\n  alice: " + h + "\n",
        "basic_auth_users.alice: duplicate key"},
       {"basic_auth_users:\n  alice: [1, 2]\n", "basic_auth_users.alice: not a bcrypt hash"},
+      // The prefix, the cost (04..31) and the 53-character tail are each checked.
+      {"basic_auth_users:\n  alice: $2x$" + h.substr(4) + "\n",
+       "basic_auth_users.alice: not a bcrypt hash"},
+      {"basic_auth_users:\n  alice: $2y$03$" + h.substr(7) + "\n",
+       "basic_auth_users.alice: not a bcrypt hash"},
+      {"basic_auth_users:\n  alice: $2y$32$" + h.substr(7) + "\n",
+       "basic_auth_users.alice: not a bcrypt hash"},
+      {"basic_auth_users:\n  alice: $2y$1x$" + h.substr(7) + "\n",
+       "basic_auth_users.alice: not a bcrypt hash"},
+      {"basic_auth_users:\n  alice: " + h.substr(0, 59) + "!\n",
+       "basic_auth_users.alice: not a bcrypt hash"},
+      {"basic_auth_users:\n  alice: " + h + "A\n", "basic_auth_users.alice: not a bcrypt hash"},
       {"basic_auth_user:\n  alice: " + h + "\n", "basic_auth_user: unknown key"},
       {"tls_server_config:\n  cert_file: a.crt\n", "tls_server_config.key_file: required"},
       {"tls_server_config:\n  cert_file: a.crt\n  key_file: ''\n",
@@ -199,6 +211,19 @@ TEST_CASE("LoadWebConfig checks the files: missing config, unreadable or non-PEM
   REQUIRE_FALSE(key_is_cert.ok());
   CHECK(key_is_cert.status().message() ==
         dir + "/good.crt: tls_server_config.key_file: no PEM private key in it");
+  // Any key type's label passes ("EC", "RSA", none); other PEM blocks and broken lines do not.
+  Write(dir, "ec.key", "junk\n-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n");
+  Write(dir, "pub.key", "-----BEGIN PUBLIC KEY-----\nMFk\n-----END PUBLIC KEY-----\n");
+  Write(dir, "cut.key", "-----BEGIN PRIVATE KEY\nMII\n");
+  Write(dir, "lower.key", "-----BEGIN ec PRIVATE KEY-----\nMII\n-----END ec PRIVATE KEY-----\n");
+  CHECK(load("good.crt", "ec.key").ok());
+  for (const std::string bad : {"pub.key", "cut.key", "lower.key"}) {
+    CAPTURE(bad);
+    auto r = load("good.crt", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() ==
+          dir + "/" + bad + ": tls_server_config.key_file: no PEM private key in it");
+  }
   auto encrypted = load("good.crt", "enc.key");
   REQUIRE_FALSE(encrypted.ok());
   CHECK(encrypted.status().message().find("encrypted") != std::string::npos);
