@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +109,19 @@ RunResult RunCommand(const std::vector<std::string>& argv) {
 }
 
 Sandbox::Sandbox(std::string dir, int base_port) : dir_(std::move(dir)), base_port_(base_port) {
+  const std::string lock = dir_ + ".lock";
+  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE_MESSAGE(lock_fd_ >= 0, "cannot open " << lock << ": " << std::strerror(errno));
+  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    std::cerr << "sandbox " << dir_ << " is in use by another test run (" << lock
+              << " is locked); waiting for it\n";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(15);
+    while (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      REQUIRE_MESSAGE(std::chrono::steady_clock::now() < until,
+                      "another test run held " << lock << " for 15 minutes");
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
   const std::string script = std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox";
   RunCommand({script, "down", "--dir", dir_, "--base-port", std::to_string(base_port_)});
   RunResult r =
@@ -119,6 +133,7 @@ Sandbox::Sandbox(std::string dir, int base_port) : dir_(std::move(dir)), base_po
 Sandbox::~Sandbox() {
   RunCommand({std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox", "down", "--dir", dir_,
               "--base-port", std::to_string(base_port_)});
+  close(lock_fd_);  // releases the lock
 }
 
 std::optional<std::string> AdminQuery(const std::string& socket, const std::string& sql) {

@@ -30,10 +30,18 @@ struct RunResult {
 RunResult RunCommand(const std::vector<std::string>& argv);
 
 // A sandbox from scripts/sandbox at `dir` with ports from `base_port`; `down` on destruction.
+//
+// Two test runs on one host (say a sanitizer suite and a normal one) would share the sandbox's
+// dir and ports, and the second's start-up `down` would kill the first's servers. So a Sandbox
+// holds an exclusive lock on DIR.lock from before that `down` until after its own: a second
+// run's Sandbox waits for it (saying so), and fails naming the lock after 15 minutes. The lock
+// dies with the process, so a crashed run never blocks the next one.
 class Sandbox {
  public:
   Sandbox(std::string dir, int base_port);
   ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
   const std::string& dir() const { return dir_; }
   int primary_port() const { return base_port_; }
   int replica_port(int i) const { return base_port_ + i; }  // i = 1 or 2
@@ -50,6 +58,7 @@ class Sandbox {
  private:
   std::string dir_;
   int base_port_;
+  int lock_fd_ = -1;
 };
 
 // Runs one statement as root over `socket`; fails the test on error. Returns the first column
