@@ -152,9 +152,10 @@ class Stream {
   }
 
   bool Write(const std::string& data) {
-    if (ssl_)
+    if (ssl_) {
       return SSL_write(ssl_.get(), data.data(), static_cast<int>(data.size())) ==
              static_cast<int>(data.size());
+    }
     return send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
   }
 
@@ -183,7 +184,8 @@ Reply Get(const Target& t, const std::string& path) {
     reply.error = stream.StartTls(t);
     if (!reply.error.empty()) return reply;
   }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + t.host + "\r\nConnection: close\r\n";
+  const std::string host = t.host.find(':') == std::string::npos ? t.host : "[" + t.host + "]";
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n";
   if (!t.authorization.empty()) req += "Authorization: " + t.authorization + "\r\n";
   req += "\r\n";
   const bool sent = stream.Write(req);
@@ -213,9 +215,11 @@ std::string BasicAuthorization(const std::string& user, std::string password) {
                           reinterpret_cast<const unsigned char*>(plain.data()),
                           static_cast<int>(plain.size()));
   out.resize(static_cast<size_t>(n));
+  std::string header = "Basic " + out;
+  OPENSSL_cleanse(out.data(), out.size());
   OPENSSL_cleanse(plain.data(), plain.size());
   OPENSSL_cleanse(password.data(), password.size());
-  return "Basic " + out;
+  return header;
 }
 
 std::string Field(const nlohmann::json& j, const char* key) {
@@ -243,6 +247,7 @@ std::string Window(const nlohmann::json& r, const char* w, const char* key, bool
 
 }  // namespace
 
+// Never throws: whatever the JSON holds, a replica is healthy only if its "healthy" is 1.
 std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) {
   auto doc = nlohmann::json::parse(replicas_json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.contains("replicas") || !doc["replicas"].is_array()) {
@@ -256,7 +261,12 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
                 "STATE", "HEALTHY", "DELAY ms", "P99 1m", "SLAR 5m");
   out += line;
   for (const auto& r : doc["replicas"]) {
-    bool healthy = r.value("healthy", 0) == 1;
+    if (!r.is_object()) {
+      *unhealthy = -1;
+      return "";
+    }
+    auto h = r.find("healthy");
+    const bool healthy = h != r.end() && h->is_number_integer() && h->get<int64_t>() == 1;
     if (!healthy) ++*unhealthy;
     std::string delay = r.contains("delay_ms") && r["delay_ms"].is_number()
                             ? Field(r, "delay_lower_ms") + ".." + Field(r, "delay_ms")

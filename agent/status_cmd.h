@@ -19,7 +19,9 @@ namespace lagwatch {
 int RunStatusCommand(const std::vector<std::string>& args);
 
 // Renders GET /api/v1/replicas's JSON as the status table; sets *unhealthy to the number of
-// replicas with healthy != 1. Exposed for tests.
+// replicas whose "healthy" is not the number 1, or to -1 (and returns "") when the text is not
+// that JSON (not JSON, no "replicas" array, an entry that is not an object). Fields of the wrong
+// type show as "-". Never throws. Exposed for tests.
 std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy);
 
 }  // namespace lagwatch

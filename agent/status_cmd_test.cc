@@ -1,0 +1,54 @@
+#include "agent/status_cmd.h"
+
+#include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("RenderStatusTable: one row per replica, unhealthy counted, last error shown") {
+  int unhealthy = -2;
+  std::string table = RenderStatusTable(R"({"replicas": [
+      {"replica": "127.0.0.1:3307", "tier": "tier1", "state": "stopped", "healthy": 0,
+       "delay_lower_ms": 1009, "delay_ms": 1059, "last_error": "SQL thread stopped",
+       "windows": {"1m": {"p99_ms": 44}, "5m": {"slar": 0.991}}},
+      {"replica": "127.0.0.1:3308", "tier": "tier1", "state": "ok", "healthy": 1,
+       "delay_lower_ms": 0, "delay_ms": 8,
+       "windows": {"1m": {"p99_ms": 41}, "5m": {"slar": 1}}}]})",
+                                        &unhealthy);
+  CHECK(unhealthy == 1);
+  CHECK(table.find("REPLICA") == 0);
+  CHECK(table.find("127.0.0.1:3307           tier1    stopped          NO       1009..1059") !=
+        std::string::npos);
+  CHECK(table.find("99.10%") != std::string::npos);
+  CHECK(table.find("    last error: SQL thread stopped\n") != std::string::npos);
+  CHECK(table.find("127.0.0.1:3308           tier1    ok               yes      0..8") !=
+        std::string::npos);
+  CHECK(table.find("100.00%") != std::string::npos);
+}
+
+TEST_CASE("RenderStatusTable: wrong types never throw; only \"healthy\": 1 is healthy") {
+  int unhealthy = -2;
+  std::string table = RenderStatusTable(R"({"replicas": [
+      {"replica": 5, "healthy": "1", "delay_ms": "x", "windows": 3},
+      {"healthy": null, "windows": {"1m": 7, "5m": {"slar": "high"}}, "last_error": 1},
+      {"healthy": 1.0},
+      {"healthy": true},
+      {}]})",
+                                        &unhealthy);
+  CHECK(unhealthy == 5);
+  CHECK(table.find("5 ") != std::string::npos);  // a number shown as it is
+  for (const std::string bad :
+       {"", "null", "[]", "{}", R"({"replicas": {}})", R"({"replicas": [1]})",
+        R"({"replicas": [{}, "x"]})", R"({"replicas": [null]})", "{\"replicas\": [", "\xff\xfe"}) {
+    CAPTURE(bad);
+    unhealthy = -2;
+    CHECK(RenderStatusTable(bad, &unhealthy).empty());
+    CHECK(unhealthy == -1);
+  }
+  unhealthy = -2;
+  CHECK(RenderStatusTable(R"({"replicas": []})", &unhealthy).find("REPLICA") == 0);
+  CHECK(unhealthy == 0);
+}
+
+}  // namespace
+}  // namespace lagwatch
