@@ -37,13 +37,6 @@ QueryResult ToQueryResult(MYSQL_RES* res) {
 
 }  // namespace
 
-int QueryResult::Column(std::string_view name) const {
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (columns[i] == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 MysqlConn::MysqlConn(Endpoint endpoint, std::string defaults_file, std::string label,
                      std::stop_token stop)
     : endpoint_(std::move(endpoint)),

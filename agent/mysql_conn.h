@@ -25,22 +25,13 @@
 
 #include "agent/clock.h"
 #include "agent/config.h"
+#include "agent/query_result.h"
 #include "agent/status.h"
 
 typedef struct st_mysql MYSQL;
 typedef struct st_mysql_res MYSQL_RES;
 
 namespace lagwatch {
-
-struct QueryResult {
-  std::vector<std::string> columns;
-  // NULL cells are nullopt.
-  std::vector<std::vector<std::optional<std::string>>> rows;
-  uint64_t affected_rows = 0;
-
-  // Index of a column by name, or -1.
-  int Column(std::string_view name) const;
-};
 
 // The poll()/epoll events (POLLIN, POLLOUT, POLLPRI: the same bits as EPOLLIN...) to wait for
 // the library's MYSQL_WAIT_* events, and back from what happened to what Continue expects.

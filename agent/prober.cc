@@ -24,19 +24,6 @@ constexpr Millis kMaxReconnectBackoff(500);
 // However fast the sampler, a sample is only called overdue after this long.
 constexpr Millis kMinSampleOverdue(20);
 
-// The first row's cell in `column`: nullptr when there is no such column or no row; otherwise
-// the cell, which is nullopt for SQL NULL.
-const std::optional<std::string>* Cell(const QueryResult& r, std::string_view column) {
-  int i = r.Column(column);
-  if (i < 0 || r.rows.empty()) return nullptr;
-  return &r.rows[0][static_cast<size_t>(i)];
-}
-
-std::string CellText(const QueryResult& r, std::string_view column) {
-  auto* c = Cell(r, column);
-  return c && *c ? **c : std::string();
-}
-
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
 // One ring per replica serves every window (5m and 1m): it spans the longest.
@@ -54,29 +41,6 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
   auto settings = std::make_shared<Config>(config);
   settings->replicas = {};  // not clear(): that would keep the capacity
   return settings;
-}
-
-Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result) {
-  ReplicationStatus st;
-  st.known = true;
-  if (result.rows.empty()) return st;  // not configured as a replica
-  if (result.Column("Slave_IO_Running") < 0 || result.Column("Slave_SQL_Running") < 0) {
-    return Status::DataError("SHOW SLAVE STATUS has no Slave_IO_Running/Slave_SQL_Running");
-  }
-  st.configured = true;
-  st.io_state = CellText(result, "Slave_IO_Running");
-  st.io_running = st.io_state == "Yes";
-  st.sql_running = CellText(result, "Slave_SQL_Running") == "Yes";
-  if (auto v = Cell(result, "Seconds_Behind_Master"); v && *v) {
-    st.seconds_behind_master = ParseInt<int64_t>(**v);
-  }
-  if (auto v = Cell(result, "Relay_Log_Space"); v && *v) {
-    st.relay_log_space = ParseInt<int64_t>(**v);
-  }
-  for (const char* col : {"Last_IO_Error", "Last_SQL_Error"}) {
-    if (std::string v = CellText(result, col); !v.empty()) st.last_error = v;
-  }
-  return st;
 }
 
 ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,

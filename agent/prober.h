@@ -22,6 +22,7 @@
 #include "agent/config.h"
 #include "agent/event_loop.h"
 #include "agent/health.h"
+#include "agent/slave_status.h"
 #include "agent/snapshot.h"
 #include "agent/windows.h"
 #include "heartbeat/estimator.h"
@@ -33,21 +34,6 @@ namespace lagwatch {
 class Metrics;
 class RedisPublisher;
 struct ReplicaMetrics;
-
-// The parts of SHOW SLAVE STATUS lagwatch uses.
-struct ReplicationStatus {
-  bool known = false;       // a poll has answered
-  bool configured = false;  // the server returned a row: it is a replica
-  std::string io_state;     // Slave_IO_Running: "Yes", "No" or "Connecting"
-  bool io_running = false;
-  bool sql_running = false;
-  std::optional<int64_t> seconds_behind_master;  // NULL while the SQL thread is stopped
-  std::optional<int64_t> relay_log_space;
-  std::string last_error;  // Last_IO_Error or Last_SQL_Error, if any
-};
-
-// Parses a SHOW SLAVE STATUS result; DataError if the columns are not there.
-Result<ReplicationStatus> ParseSlaveStatus(const struct QueryResult& result);
 
 // Everything the prober knows about its replica, for the API and the live view.
 // Rolling-window statistics of one replica over one window.

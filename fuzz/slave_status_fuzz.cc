@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/mysql_conn.h"
-#include "agent/prober.h"
+#include "agent/query_result.h"
+#include "agent/slave_status.h"
 #include "fuzz/check.h"
 
 namespace lagwatch {
