@@ -11,7 +11,7 @@ int QueryResult::Column(std::string_view name) const {
 
 const std::optional<std::string>* Cell(const QueryResult& r, std::string_view column) {
   int i = r.Column(column);
-  if (i < 0 || r.rows.empty()) return nullptr;
+  if (i < 0 || r.rows.empty() || static_cast<size_t>(i) >= r.rows[0].size()) return nullptr;
   return &r.rows[0][static_cast<size_t>(i)];
 }
 

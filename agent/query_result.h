@@ -19,9 +19,8 @@ struct QueryResult {
   int Column(std::string_view name) const;
 };
 
-// The first row's cell in `column`: nullptr when there is no such column or no row; otherwise
-// the cell, which is nullopt for SQL NULL. REQUIRES: every row has one cell per column (as
-// MysqlConn makes them).
+// The first row's cell in `column`: nullptr when there is no such column, no row, or the row is
+// short of that cell; otherwise the cell, which is nullopt for SQL NULL.
 const std::optional<std::string>* Cell(const QueryResult& r, std::string_view column);
 
 // The first row's cell in `column` as text; "" when missing or NULL.
