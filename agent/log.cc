@@ -6,6 +6,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "agent/strings.h"
+
 namespace lagwatch {
 namespace {
 
@@ -29,8 +31,10 @@ const char* LevelName(LogLevel level) {
   return "?";
 }
 
+// One line per message, whatever it holds: control bytes are escaped (EscapeControl).
 // REQUIRES: g_mu held.
-void WriteLine(LogLevel level, std::string_view message) {
+void WriteLine(LogLevel level, std::string_view raw) {
+  const std::string message = EscapeControl(raw);
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   int ms = static_cast<int>(

@@ -222,10 +222,11 @@ std::string BasicAuthorization(const std::string& user, std::string password) {
   return header;
 }
 
+// A field as text for the terminal (control bytes escaped), or "-".
 std::string Field(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "-";
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return EscapeControl(it->is_string() ? it->get<std::string>() : it->dump());
 }
 
 // "p99_ms" of window `w`, or "-".
@@ -277,7 +278,7 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
                   Window(r, "5m", "slar", true).c_str());
     out += line;
     if (r.contains("last_error") && r["last_error"].is_string() && !healthy) {
-      out += "    last error: " + r["last_error"].get<std::string>() + "\n";
+      out += "    last error: " + Field(r, "last_error") + "\n";
     }
   }
   return out;

@@ -1,5 +1,7 @@
 #include "agent/status_cmd.h"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 namespace lagwatch {
@@ -45,6 +47,19 @@ TEST_CASE("RenderStatusTable: wrong types never throw; only \"healthy\": 1 is he
     CHECK(RenderStatusTable(bad, &unhealthy).empty());
     CHECK(unhealthy == -1);
   }
+  // Text from the agent cannot send escape sequences to the terminal or add lines.
+  unhealthy = -2;
+  table = RenderStatusTable(
+      R"({"replicas": [{"replica": "r\u001b[2J", "healthy": 0,
+                        "last_error": "Error 'x\nFAKE ROW\u001b[31m' on query"}]})",
+      &unhealthy);
+  CHECK(unhealthy == 1);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("r\\x1b[2J") != std::string::npos);
+  CHECK(table.find("    last error: Error 'x\\x0aFAKE ROW\\x1b[31m' on query\n") !=
+        std::string::npos);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 3);  // header, row, last error
+
   unhealthy = -2;
   CHECK(RenderStatusTable(R"({"replicas": []})", &unhealthy).find("REPLICA") == 0);
   CHECK(unhealthy == 0);

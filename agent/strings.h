@@ -30,6 +30,26 @@ inline bool IsToken(std::string_view s, std::string_view extra, size_t min, size
   return true;
 }
 
+// `s` with every ASCII control byte (below 0x20, and 0x7f) written as \xNN, so text from a
+// server or a router can neither break a log line in two nor send escape sequences to a
+// terminal. Other bytes, UTF-8 included, are kept.
+inline std::string EscapeControl(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
+}
+
 struct ListenAddress {
   std::string host;  // without the brackets of an IPv6 address
   int port = 0;      // 0..65535

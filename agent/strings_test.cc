@@ -18,6 +18,14 @@ TEST_CASE("IsToken: length bounds and the allowed characters, nothing else") {
   CHECK_FALSE(IsToken(std::string_view("a\0b", 3), "_", 1, 5));
 }
 
+TEST_CASE("EscapeControl: control bytes as \\xNN, everything else kept") {
+  CHECK(EscapeControl("plain text: 100% ok") == "plain text: 100% ok");
+  CHECK(EscapeControl("a\nb\r\tc") == "a\\x0ab\\x0d\\x09c");
+  CHECK(EscapeControl("\x1b[31mred\x7f") == "\\x1b[31mred\\x7f");
+  CHECK(EscapeControl(std::string_view("nul\0end", 7)) == "nul\\x00end");
+  CHECK(EscapeControl("caf\xc3\xa9 \\x41") == "caf\xc3\xa9 \\x41");  // UTF-8 and backslashes kept
+}
+
 TEST_CASE("ParseListenAddress: names, IPv4 and bracketed IPv6 with a port up to 65535") {
   auto v4 = ParseListenAddress("127.0.0.1:9877");
   REQUIRE(v4.has_value());
