@@ -30,6 +30,14 @@ inline bool IsToken(std::string_view s, std::string_view extra, size_t min, size
   return true;
 }
 
+// Appends byte `c` as the four characters \xNN (lower-case hex).
+inline void AppendHexEscape(std::string& out, unsigned char c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 0xf];
+}
+
 // `s` with every ASCII control byte (below 0x20, and 0x7f) written as \xNN, so text from a
 // server or a router can neither break a log line in two nor send escape sequences to a
 // terminal. Other bytes, UTF-8 included, are kept.
@@ -40,12 +48,9 @@ inline std::string EscapeControl(std::string_view s) {
     const auto c = static_cast<unsigned char>(ch);
     if (c >= 0x20 && c != 0x7f) {
       out += ch;
-      continue;
+    } else {
+      AppendHexEscape(out, c);
     }
-    static constexpr char kHex[] = "0123456789abcdef";
-    out += "\\x";
-    out += kHex[c >> 4];
-    out += kHex[c & 0xf];
   }
   return out;
 }

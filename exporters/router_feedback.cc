@@ -33,10 +33,7 @@ std::string Printable(std::string_view s, size_t max = 64) {
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
       out += static_cast<char>(c);
     } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
+      AppendHexEscape(out, c);
     }
   }
   out += '"';
