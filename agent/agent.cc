@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "exporters/api.h"
 #include "version.h"
 
@@ -63,13 +63,21 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION),
       initial_(config),
       publisher_(initial_.redis, &metrics_, clock_),
-      writer_(initial_, &heartbeat_log_, &metrics_, &publisher_),
-      sampler_(initial_, &positions_, &metrics_),
+      reporter_(&metrics_, &publisher_),
+      writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
+                             "primary " + initial_.primary.Id()},
+                            initial_.heartbeat,
+                            initial_.agent_id},
+              &heartbeat_log_, &reporter_, clock_),
+      sampler_(SamplerOptions{{initial_.primary, initial_.primary_defaults_file,
+                               "primary " + initial_.primary.Id()},
+                              initial_.sampler_interval_ms},
+               &positions_, &reporter_, clock_),
       router_feedback_(initial_.redis, metrics_.registry()),
       config_(std::move(config)) {
   for (int i = 0; i < initial_.probe.threads; ++i) {
-    loops_.push_back(
-        std::make_unique<EventLoop>("lw-probe-" + std::to_string(i), initial_.probe.realtime));
+    loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i),
+                                                 initial_.probe.realtime, clock_));
   }
   prober_settings_ = ProberSettings(config_);
   for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(r);
@@ -101,7 +109,7 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     for (const auto& [id, p] : probers_) {
       ReplicaView v = p->view();
       v.windows = p->windows();
-      list.push_back(ReplicaJson(p->replica(), p->tier(), v));
+      list.push_back(ReplicaJson(p->info(), v));
     }
     return json({{"agent", initial_.agent_id},
                  {"generated_at_ms", UnixMillis(clock_.WallNow())},

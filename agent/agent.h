@@ -12,11 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/clock.h"
 #include "agent/config.h"
+#include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
-#include "agent/status.h"
 #include "agent/windows.h"
+#include "base/clock.h"
+#include "base/status.h"
 #include "exporters/http_server.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
@@ -72,6 +73,7 @@ class Agent {
   // Constant after construction: the parts that cannot be reloaded read these.
   const Config initial_;
   RedisPublisher publisher_;
+  HeartbeatReporter reporter_;
   HeartbeatWriter writer_;
   PositionSampler sampler_;
 

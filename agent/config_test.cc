@@ -196,7 +196,7 @@ TEST_CASE("an accepted heartbeat table is backquoted in every statement built fr
   j["heartbeat"]["table"] = "hb_$1.T_2";
   auto c = ParseConfig(j.dump());
   REQUIRE(c.ok());
-  HeartbeatSql sql(c.value());
+  HeartbeatSql sql(c->heartbeat, c->agent_id);
   for (const std::string* stmt : {&sql.create_table, &sql.read_own_seq, &sql.upsert_prefix,
                                   &sql.probe, &sql.probe_heartbeat_only}) {
     INFO(*stmt);

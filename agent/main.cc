@@ -14,8 +14,8 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "agent/log.h"
-#include "agent/status_cmd.h"
+#include "base/log.h"
+#include "cli/status_cmd.h"
 #include "version.h"
 
 namespace {
@@ -166,7 +166,15 @@ int main(int argc, char** argv) {
   }
   if (argc == 3 && !std::strcmp(argv[1], "--config")) return Run(argv[2]);
   if (argc >= 2 && !std::strcmp(argv[1], "status")) {
-    return lagwatch::RunStatusCommand(std::vector<std::string>(argv + 2, argv + argc));
+    return lagwatch::RunStatusCommand(
+        std::vector<std::string>(argv + 2, argv + argc),
+        [](const std::string& path) -> lagwatch::Result<lagwatch::AgentListener> {
+          auto config = lagwatch::LoadConfig(path);
+          if (!config.ok()) return config.status();
+          const lagwatch::WebConfig& web = config->http.web;
+          return lagwatch::AgentListener{(web.tls() ? "https://" : "http://") + config->http_listen,
+                                         web.tls() ? web.cert_file : ""};
+        });
   }
   Usage(stderr);
   return kExitUsage;

@@ -5,24 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/log.h"
-#include "agent/mysql_conn.h"
 #include "agent/schedule.h"
-#include "agent/strings.h"
+#include "base/log.h"
+#include "base/mysql_conn.h"
+#include "base/strings.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
 
 namespace lagwatch {
 namespace {
 
-// The primary counts as unknown when no heartbeat was acknowledged for this many intervals: the
-// bounds can no longer advance, and growing lag would be the writer's, not the replica's.
-constexpr int kPrimaryUnknownAfterIntervals = 3;
 // ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)".
 constexpr unsigned kErSpecificAccessDenied = 1227;
 constexpr Millis kMaxReconnectBackoff(500);
-// However fast the sampler, a sample is only called overdue after this long.
-constexpr Millis kMinSampleOverdue(20);
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
@@ -52,7 +47,7 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       replica_(replica),
       id_(replica.endpoint.Id()),
       tier_(config_.Tier(replica.tier)),
-      sql_(config_),
+      sql_(config_.heartbeat, config_.agent_id),
       log_(log),
       history_(history),
       publisher_(publisher),
@@ -140,36 +135,6 @@ bool ReplicaProber::probed_once() const {
   return probed_once_;
 }
 
-bool ReplicaProber::PrimaryKnown(MonoTime now) const {
-  // The primary is known while the source the bounds advance from answers. Positions are sampled
-  // every 50 ms, so once sampling works it decides: a failed sample counts at once, and a dead or
-  // hung primary is seen within one sampling deadline, before any replica's bound could cross a
-  // limit and make it look lagged. A read-only primary or a writer without privileges still has
-  // its positions sampled. Without positions (MySQL) heartbeat acknowledgements decide.
-  const Millis horizon = Millis(config_.heartbeat.interval_ms) * kPrimaryUnknownAfterIntervals;
-  auto live = [&](std::optional<MonoTime> ok, std::optional<MonoTime> failed) {
-    return ok && now - *ok <= horizon && !(failed && *failed > *ok);
-  };
-  if (auto sample = history_->LastSample()) {
-    // A sample overdue by more than one sampling interval means the primary is not answering.
-    const Millis overdue = std::max(Millis(config_.sampler_interval_ms), kMinSampleOverdue);
-    if (auto pending = history_->OutstandingSince(); pending && now - *pending > overdue) {
-      return false;
-    }
-    return live(sample, history_->LastFailure());
-  }
-  return live(log_->LastAck(), log_->LastFailure());
-}
-
-bool ReplicaProber::CaughtUpWithPrimary() const {
-  if (!bounds_ || !bounds_->fresh_at) return false;
-  std::optional<MonoTime> last_contact = log_->LastAckedSent();
-  if (auto sample = history_->LastSample(); sample && (!last_contact || *sample > *last_contact)) {
-    last_contact = sample;
-  }
-  return last_contact && *bounds_->fresh_at >= *last_contact;
-}
-
 Millis ReplicaProber::ReconnectBackoff(int failures) const {
   // interval, 2x, 4x ... capped: a dead server is retried a few times a second, not hammered,
   // and a revived one is found again within kMaxReconnectBackoff.
@@ -250,118 +215,83 @@ void ReplicaProber::ScheduleNext() {
 
 void ReplicaProber::Evaluate(const Result<QueryResult>& r,
                              const std::optional<Result<QueryResult>>& status_reply) {
-  ProbeObservation& obs = probe_.obs;
-  const bool backing_off = probe_.backing_off;
-  const WallTime received_wall = probe_.received_wall;
   m_.probes.Increment();
-
-  Status probe_status = r.status();
-  if (r.ok()) {
-    m_.probe_duration_seconds.Observe(
-        Seconds(std::chrono::duration_cast<Micros>(obs.received - obs.sent)));
-    auto seq_cell = Cell(*r, "seq");
-    auto pos_cell = Cell(*r, "pos");
-    if (!seq_cell || (use_gtid_ && !pos_cell)) {
-      probe_status = Status::DataError("probe returned no row");
-    } else {
-      if (seq_cell && *seq_cell) {
-        obs.seq = ParseInt<uint64_t>(**seq_cell);
-        if (!obs.seq) probe_status = Status::DataError("heartbeat seq is not a number");
-      }
-      if (pos_cell && *pos_cell) {
-        auto pos = GtidPos::Parse(**pos_cell);
-        if (pos.ok()) {
-          obs.applied_pos = pos.value();
-        } else {
-          probe_status = pos.status();
-        }
-      }
-    }
-  }
-  if (probe_status.ok() || (r.ok() && probe_status.code() == Status::Code::kDataError)) {
-    // Whatever parsed is still usable; bounds from a partial observation stay sound.
-    LagBounds est = Estimate(obs, *log_, *history_);
-    if (est.fresh_at) {
-      // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
-      bounds_ = est;
-    }
-    if (est.inconsistent) {
-      LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
-                 "replica " + id_ + ": GTID and heartbeat bounds disagree; using heartbeat only");
-    }
-    if (obs.seq) last_seq_ = *obs.seq;
-  }
-
-  ReplicationStatus status;
+  ProbeInput in;
+  in.reply = r;
+  in.status_reply = status_reply;
+  in.status_access_denied =
+      status_reply && !status_reply->ok() && conn_.last_errno() == kErSpecificAccessDenied;
+  in.use_gtid = use_gtid_;
+  in.obs = probe_.obs;
+  in.bounds = bounds_;
   {
     std::lock_guard lock(mu_);
-    status = view_.status;
+    in.status = view_.status;
   }
-  std::optional<Status> status_error;
-  if (status_reply) {
-    if (status_reply->ok()) {
-      auto parsed = ParseSlaveStatus(**status_reply);
-      if (parsed.ok()) {
-        status = parsed.value();
-        m_.status_polls.Increment();
-      } else {
-        status_error = parsed.status();
-      }
-    } else {
-      status_error = status_reply->status();
-      if (conn_.last_errno() == kErSpecificAccessDenied) {
-        status_error = Status::ServerError(
-            status_error->message() +
-            " (grant the probe user SLAVE MONITOR on MariaDB, REPLICATION CLIENT on MySQL: README "
-            "\"Privileges\")");
-      }
-    }
-  }
-
-  // The verdict.
-  const MonoTime now = clock_.Now();
-  HealthInput in;
-  in.reachable = r.ok();
-  // Until the first status poll answers, thread state is unknown and does not count against it;
-  // a server that answers with no replication configured is stopped.
-  // An IO thread that is "Connecting" (e.g. to a dead primary) is running, not stopped: if the
-  // replica falls behind because of it, its bound shows that.
-  in.threads_running = !status.known || (status.io_state != "No" && status.sql_running);
-  in.primary_known = PrimaryKnown(now);
-  in.caught_up_with_primary = CaughtUpWithPrimary();
+  in.primary_known =
+      PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                   Millis(config_.sampler_interval_ms));
   in.tier_enabled = tier_.enabled;
   in.max_delay_ms = tier_.max_delay_ms;
-  if (bounds_) in.delay_ms = ToMillis(bounds_->UpperAt(obs.received));
-  HealthTracker::Verdict prev = health_.last();
-  HealthTracker::Verdict v = health_.Update(in);
+  const Assessment a = Assess(in, *log_, *history_);
 
+  bounds_ = a.bounds;
+  if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
+  if (a.inconsistent) {
+    LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
+               "replica " + id_ + ": GTID and heartbeat bounds disagree; using heartbeat only");
+  }
+  if (r.ok()) {
+    m_.probe_duration_seconds.Observe(
+        Seconds(std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent)));
+  }
+  if (a.status_polled) m_.status_polls.Increment();
+
+  const HealthTracker::Verdict prev = health_.last();
+  const HealthTracker::Verdict v = health_.Update(a.health);
+  const ReplicaSnapshot snap = Snapshot(a, v);
+  RecordMetrics(a, snap);
+  Publish(a, snap, prev, v);
+  RecordWindows(a, snap);
+  ScheduleNext();
+}
+
+ReplicaSnapshot ReplicaProber::Snapshot(const Assessment& a,
+                                        const HealthTracker::Verdict& v) const {
   ReplicaSnapshot snap;
   snap.id = id_;
-  snap.delay_ms = in.delay_ms.value_or(0);
-  snap.delay_lower_ms = probe_status.ok() && bounds_ ? ToMillis(bounds_->lower) : 0;
+  snap.delay_ms = a.health.delay_ms.value_or(0);
+  snap.delay_lower_ms = a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0;
   snap.state = StateName(v.state);
   snap.healthy = v.healthy;
   snap.tier = tier_.name;
   snap.weight = replica_.weight;
   snap.max_delay_ms = tier_.max_delay_ms;
   snap.seq = last_seq_;
-  snap.measured_at_ms = UnixMillis(received_wall);  // the moment delay_ms refers to
+  snap.measured_at_ms = UnixMillis(probe_.received_wall);  // the moment delay_ms refers to
   snap.agent_id = config_.agent_id;
-  snap.measured_mono = obs.received;
+  snap.measured_mono = a.obs.received;
+  return snap;
+}
 
-  // Metrics.
-  if (!probe_status.ok() && !backing_off) m_.ProbeError(probe_status.reason()).Increment();
-  if (status_error) m_.ProbeError(status_error->reason()).Increment();
-  if (in.delay_ms) {
-    double upper = static_cast<double>(*in.delay_ms) / 1000.0;
+void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap) {
+  if (!a.probe_status.ok() && !probe_.backing_off) {
+    m_.ProbeError(a.probe_status.reason()).Increment();
+  }
+  if (a.status_error) m_.ProbeError(a.status_error->reason()).Increment();
+  if (a.health.delay_ms) {
+    const double upper = static_cast<double>(*a.health.delay_ms) / 1000.0;
     m_.lag_upper_seconds.Set(upper);
     m_.lag_lower_seconds.Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
     m_.lag_seconds.Observe(upper);
-    if (r.ok() && *in.delay_ms <= config_.slo_delay_ms) m_.probes_within_slo.Increment();
+    if (a.health.reachable && *a.health.delay_ms <= config_.slo_delay_ms) {
+      m_.probes_within_slo.Increment();
+    }
   }
-  m_.healthy.Set(v.healthy ? 1 : 0);
+  m_.healthy.Set(snap.healthy ? 1 : 0);
   m_.SetState(snap.state);
   // Unknown (no status poll has answered, e.g. a missing grant) is NaN, not a stopped thread.
+  const ReplicationStatus& status = a.status;
   m_.io_thread_running.Set(!status.known ? std::nan("") : status.io_running ? 1 : 0);
   m_.sql_thread_running.Set(!status.known ? std::nan("") : status.sql_running ? 1 : 0);
   m_.seconds_behind_master.Set(status.seconds_behind_master
@@ -370,10 +300,13 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
   if (status.relay_log_space) {
     m_.relay_log_space_bytes.Set(static_cast<double>(*status.relay_log_space));
   }
+}
 
+void ReplicaProber::Publish(const Assessment& a, const ReplicaSnapshot& snap,
+                            const HealthTracker::Verdict& prev, const HealthTracker::Verdict& v) {
   // A replica is published once it has been measured; before that its key stays absent, which
-  // routers read as "unusable" (DESIGN.md §4).
-  if (bounds_) publisher_->Publish(snap);
+  // routers read as "unusable" (docs/redis.md).
+  if (a.bounds) publisher_->Publish(snap);
   if (v.changed) {
     nlohmann::json e = {{"replica", id_},
                         {"state", snap.state},
@@ -389,49 +322,51 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
     }
     had_verdict_ = true;
     publisher_->PublishEvent(e.dump());
-    std::string why = !probe_status.ok()           ? " (" + probe_status.ToString() + ")"
-                      : !status.last_error.empty() ? " (" + status.last_error + ")"
-                                                   : "";
+    const std::string why = !a.probe_status.ok()           ? " (" + a.probe_status.ToString() + ")"
+                            : !a.status.last_error.empty() ? " (" + a.status.last_error + ")"
+                                                           : "";
     Log(LogLevel::kInfo,
         "replica " + id_ + " is now " + snap.state + (v.healthy ? " healthy" : " unhealthy") +
-            ", delay_ms<=" + (in.delay_ms ? std::to_string(*in.delay_ms) : "unknown") + why);
+            ", delay_ms<=" + (a.health.delay_ms ? std::to_string(*a.health.delay_ms) : "unknown") +
+            why);
   }
-  if (!probe_status.ok() && !backing_off) {
+  if (!a.probe_status.ok() && !probe_.backing_off) {
     LogLimited(LogLevel::kWarn, "probe:" + id_,
-               "probe of " + id_ + " failed: " + probe_status.ToString());
+               "probe of " + id_ + " failed: " + a.probe_status.ToString());
   }
-  if (status_error) {
+  if (a.status_error) {
     LogLimited(LogLevel::kWarn, "status:" + id_,
-               "SHOW SLAVE STATUS on " + id_ + " failed: " + status_error->ToString());
+               "SHOW SLAVE STATUS on " + id_ + " failed: " + a.status_error->ToString());
   }
+}
 
-  replication_stopped_ = status.known && !in.threads_running;
+void ReplicaProber::RecordWindows(const Assessment& a, const ReplicaSnapshot& snap) {
+  replication_stopped_ = a.status.known && !a.health.threads_running;
   {
     std::lock_guard lock(mu_);
     // SLAR counts every probe: one that could not measure is not within the SLO.
-    const bool within_slo = r.ok() && in.delay_ms && *in.delay_ms <= config_.slo_delay_ms;
-    slar_window_.Add(obs.received, within_slo);
-    if (in.delay_ms) {
-      lag_window_.Add(obs.received, static_cast<double>(*in.delay_ms));
+    const bool within_slo =
+        a.health.reachable && a.health.delay_ms && *a.health.delay_ms <= config_.slo_delay_ms;
+    slar_window_.Add(a.obs.received, within_slo);
+    if (a.health.delay_ms) {
+      lag_window_.Add(a.obs.received, static_cast<double>(*a.health.delay_ms));
     }
   }
-  UpdateWindowGauges(obs.received);
+  UpdateWindowGauges(a.obs.received);
 
-  std::unique_lock lock(mu_);
+  std::lock_guard lock(mu_);
   view_.state = snap.state;
   view_.healthy = snap.healthy;
-  view_.status = status;
-  if (bounds_) view_.last = snap;
+  view_.status = a.status;
+  if (a.bounds) view_.last = snap;
   ++view_.probes;
-  if (!probe_status.ok() || status_error) {
+  if (!a.probe_status.ok() || a.status_error) {
     ++view_.failures;
-    view_.last_error = (!probe_status.ok() ? probe_status : *status_error).ToString();
+    view_.last_error = (!a.probe_status.ok() ? a.probe_status : *a.status_error).ToString();
     view_.last_error_at_ms = snap.measured_at_ms;
   }
   probed_once_ = true;
   last_probe_done_ = clock_.Now();
-  lock.unlock();
-  ScheduleNext();
 }
 
 }  // namespace lagwatch

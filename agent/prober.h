@@ -6,7 +6,7 @@
 // Each replica has its own connection and schedule (agent/schedule.h: a fixed tick plus a probe at
 // the moment the bound would cross a tier limit), and every query has a deadline of
 // probe.timeout_ms. Probers do not own threads: many share an EventLoop, whose timers start their
-// probes and whose fd callbacks carry their queries forward (agent/async_mysql.h), so a slow or
+// probes and whose fd callbacks carry their queries forward (base/async_mysql.h), so a slow or
 // hung replica never delays another and a thousand replicas cost a few threads.
 // Thread-safe: Start/Stop and the views from any thread; the probe itself runs on the loop.
 #pragma once
@@ -17,46 +17,24 @@
 #include <string>
 #include <vector>
 
-#include "agent/async_mysql.h"
-#include "agent/clock.h"
+#include "agent/assessment.h"
 #include "agent/config.h"
-#include "agent/event_loop.h"
 #include "agent/health.h"
-#include "agent/slave_status.h"
-#include "agent/snapshot.h"
 #include "agent/windows.h"
+#include "base/async_mysql.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
+#include "base/slave_status.h"
+#include "base/snapshot.h"
 #include "heartbeat/estimator.h"
+#include "heartbeat/heartbeat_sql.h"
 #include "heartbeat/history.h"
-#include "heartbeat/writer.h"
 
 namespace lagwatch {
 
 class Metrics;
 class RedisPublisher;
 struct ReplicaMetrics;
-
-// Everything the prober knows about its replica, for the API and the live view.
-// Rolling-window statistics of one replica over one window.
-struct WindowStats {
-  std::string name;  // "1m", "5m"
-  size_t probes = 0;
-  double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;  // NaN when no probe was measured
-  std::optional<double> slar;                             // nullopt when no probe ran
-};
-
-struct ReplicaView {
-  // The verdict of the latest probe (also before the first measurement, when no key is
-  // published yet).
-  std::string state = "unreachable";
-  bool healthy = false;
-  std::optional<ReplicaSnapshot> last;  // the last published record; nullopt until measured
-  ReplicationStatus status;
-  std::string last_error;
-  int64_t last_error_at_ms = 0;
-  uint64_t probes = 0;
-  uint64_t failures = 0;
-  std::vector<WindowStats> windows;  // 1m, 5m
-};
 
 // `config` without its replica list: what every prober of that configuration shares.
 std::shared_ptr<const Config> ProberSettings(const Config& config);
@@ -81,6 +59,10 @@ class ReplicaProber {
   const std::string& id() const { return id_; }
   const ReplicaConfig& replica() const { return replica_; }
   const TierConfig& tier() const { return tier_; }
+  // What the replica is configured as, for the API.
+  ReplicaInfo info() const {
+    return {replica_.endpoint, tier_.name, replica_.weight, tier_.max_delay_ms, tier_.enabled};
+  }
   // The latest verdict, record, status and error (cheap; `windows` is left empty).
   ReplicaView view() const;
   // The rolling-window statistics (O(samples in the windows): for the API, not hot paths).
@@ -98,9 +80,14 @@ class ReplicaProber {
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
   void Evaluate(const Result<QueryResult>& r, const std::optional<Result<QueryResult>>& status);
+  // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
+  // log lines), and the windows and view.
+  ReplicaSnapshot Snapshot(const Assessment& a, const HealthTracker::Verdict& v) const;
+  void RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap);
+  void Publish(const Assessment& a, const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
+               const HealthTracker::Verdict& v);
+  void RecordWindows(const Assessment& a, const ReplicaSnapshot& snap);
   void ScheduleNext();
-  bool PrimaryKnown(MonoTime now) const;
-  bool CaughtUpWithPrimary() const;
   Millis ReconnectBackoff(int failures) const;
 
   // Constant after construction.

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "agent/clock.h"
+#include "base/clock.h"
 
 namespace lagwatch {
 

@@ -11,18 +11,17 @@ nlohmann::json OrNull(const std::optional<int64_t>& v) {
 
 }  // namespace
 
-nlohmann::json ReplicaJson(const ReplicaConfig& config, const TierConfig& tier,
-                           const ReplicaView& view) {
+nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
   nlohmann::json j = {
-      {"replica", config.endpoint.Id()},
-      {"host", config.endpoint.host},
-      {"port", config.endpoint.port},
+      {"replica", info.endpoint.Id()},
+      {"host", info.endpoint.host},
+      {"port", info.endpoint.port},
       {"state", view.state},
       {"healthy", view.healthy ? 1 : 0},
-      {"tier", tier.name},
-      {"weight", config.weight},
-      {"max_delay_ms", OrNull(tier.max_delay_ms)},
-      {"tier_enabled", tier.enabled},
+      {"tier", info.tier},
+      {"weight", info.weight},
+      {"max_delay_ms", OrNull(info.max_delay_ms)},
+      {"tier_enabled", info.tier_enabled},
       {"measured", view.last.has_value()},
       {"probes", view.probes},
       {"failures", view.failures},

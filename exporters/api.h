@@ -7,16 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/config.h"
-#include "agent/prober.h"
-#include "heartbeat/writer.h"
+#include "base/endpoint.h"
+#include "base/snapshot.h"
 
 namespace lagwatch {
 
 // One replica as GET /api/v1/replicas lists it: every Redis field (DESIGN.md §4), its
 // replication status, rolling windows, and its last error with the time it happened.
-nlohmann::json ReplicaJson(const ReplicaConfig& config, const TierConfig& tier,
-                           const ReplicaView& view);
+nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view);
 
 // GET /api/v1/primary.
 nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,

@@ -20,7 +20,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {

@@ -17,8 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.h"
-#include "agent/status.h"
+#include "base/status.h"
 #include "exporters/web_config.h"
 
 class CivetServer;

@@ -4,11 +4,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "agent/event_loop.h"
-#include "agent/log.h"
-#include "agent/worker.h"
+#include "base/event_loop.h"
+#include "base/log.h"
+#include "base/redis_conn.h"
 #include "exporters/metrics.h"
-#include "exporters/redis_auth.h"
 
 namespace lagwatch {
 namespace {
@@ -21,10 +20,6 @@ constexpr Millis kMaxBackoff(500);
 // writing: replies to a burst of probes arrive over a few milliseconds, and one pipelined write
 // for all of them costs a fraction of one write each. It is added to every record's way to Redis.
 constexpr Micros kGather(1000);
-
-timeval ToTimeval(Millis d) {
-  return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
-}
 
 // Appends one command to the connection's output buffer.
 void Append(redisContext* c, const std::vector<std::string>& args) {
@@ -137,23 +132,14 @@ std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
 }
 
 bool RedisPublisher::Connect() {
-  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, ToTimeval(kIoTimeout));
-  if (!ctx_ || ctx_->err) {
-    std::string why = ctx_ ? ctx_->errstr : "out of memory";
-    LogLimited(LogLevel::kWarn, "redis-connect",
-               "cannot connect to Redis " + config_.host + ":" + std::to_string(config_.port) +
-                   ": " + why);
+  auto ctx = RedisConnect(config_, kIoTimeout);
+  if (!ctx.ok()) {
+    LogLimited(LogLevel::kWarn, "redis-connect", ctx.status().message());
     metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
     Disconnect();
     return false;
   }
-  redisSetTimeout(ctx_, ToTimeval(kIoTimeout));
-  if (Status st = RedisAuthenticate(ctx_, config_); !st.ok()) {
-    LogLimited(LogLevel::kWarn, "redis-connect", st.message());
-    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
-    Disconnect();
-    return false;
-  }
+  ctx_ = ctx.value();
   Log(LogLevel::kInfo, "connected to Redis " + config_.host + ":" + std::to_string(config_.port));
   std::lock_guard lock(mu_);
   connected_ = true;
@@ -176,7 +162,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   const std::string set_key = config_.key_prefix + ":replicas";
   const std::string channel = config_.key_prefix + ":events";
   const MonoTime now = clock_.Now();
-  auto started = std::chrono::steady_clock::now();
+  auto started = clock_.Now();
 
   size_t replies = 0;
   std::set<std::string> removing;
@@ -264,7 +250,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   metrics_->redis_publishes.Increment(static_cast<double>(written));
   metrics_->events_published.Increment(static_cast<double>(events.size()));
   metrics_->redis_publish_duration_seconds.Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      std::chrono::duration<double>(clock_.Now() - started).count());
   return true;
 }
 
@@ -291,7 +277,7 @@ void RedisPublisher::Run(std::stop_token stop) {
       if (stop.stop_requested()) break;
     }
     // Outside the lock, so probers keep adding to the batch meanwhile.
-    if (!Worker::SleepUntil(stop, std::chrono::steady_clock::now() + kGather)) break;
+    if (!clock_.SleepUntil(stop, clock_.Now() + kGather)) break;
     {
       std::lock_guard lock(mu_);
       records.swap(pending_);

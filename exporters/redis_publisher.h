@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/config.h"
-#include "agent/snapshot.h"
+#include "base/clock.h"
+#include "base/redis_conn.h"
+#include "base/snapshot.h"
 
 struct redisContext;
 
@@ -35,7 +35,7 @@ class RedisPublisher {
   ~RedisPublisher() { Stop(); }
 
   // With `realtime`, the publishing thread asks for SCHED_FIFO priority 1 (see
-  // agent/event_loop.h): records must not wait behind the probes that produce them.
+  // base/event_loop.h): records must not wait behind the probes that produce them.
   void Start(bool realtime = false);
   void Stop();
 

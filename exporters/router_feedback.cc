@@ -8,9 +8,9 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 
-#include "agent/log.h"
-#include "agent/strings.h"
-#include "exporters/redis_auth.h"
+#include "base/log.h"
+#include "base/redis_conn.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -57,10 +57,6 @@ std::optional<double> ParseCount(std::string_view v, std::string* why) {
     return std::nullopt;
   }
   return static_cast<double>(*n);
-}
-
-timeval ToTimeval(milliseconds d) {
-  return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
 }
 
 struct ReplyDeleter {
@@ -380,23 +376,15 @@ void RouterFeedback::Ingest(std::string_view key, const HashFields& fields) {
 }
 
 bool RouterFeedback::Connect() {
-  ctx_ = redisConnectWithTimeout(config_.host.c_str(), config_.port, ToTimeval(kIoTimeout));
-  if (!ctx_ || ctx_->err) {
-    std::string why = ctx_ ? ctx_->errstr : "out of memory";
+  auto ctx = RedisConnect(config_, kIoTimeout);
+  if (!ctx.ok()) {
     CountError("redis");
     LogLimited(LogLevel::kWarn, "router-feedback-connect",
-               "router feedback: cannot connect to Redis " + config_.host + ":" +
-                   std::to_string(config_.port) + ": " + why);
+               "router feedback: " + ctx.status().message());
     Disconnect();
     return false;
   }
-  redisSetTimeout(ctx_, ToTimeval(kIoTimeout));
-  if (Status st = RedisAuthenticate(ctx_, config_); !st.ok()) {
-    CountError("redis");
-    LogLimited(LogLevel::kWarn, "router-feedback-connect", "router feedback: " + st.message());
-    Disconnect();
-    return false;
-  }
+  ctx_ = ctx.value();
   connected_ = true;
   return true;
 }

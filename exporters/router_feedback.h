@@ -27,8 +27,8 @@
 
 #include <prometheus/registry.h>
 
-#include "agent/config.h"
-#include "agent/status.h"
+#include "base/redis_conn.h"
+#include "base/status.h"
 
 struct redisContext;
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "agent/strings.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 namespace {

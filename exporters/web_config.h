@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/clock.h"
-#include "agent/status.h"
+#include "base/clock.h"
+#include "base/status.h"
 
 namespace lagwatch {
 
@@ -100,6 +100,20 @@ class BasicAuth {
   };
   mutable std::mutex mu_;
   mutable std::map<std::string, CacheEntry> cache_;  // GUARDED_BY(mu_); keys: known users only
+};
+
+// http.* apart from http.listen (Config::http_listen).
+struct HttpConfig {
+  // Requests served at once (CivetWeb worker threads); further connections wait in a short queue.
+  int max_connections = 4;
+  // Request line plus headers; a larger request is answered 4xx and closed.
+  int max_request_bytes = 16384;
+  // Deadline to read a request's headers and, separately, to write its response; a connection
+  // whose request body is left unread is closed after at most twice this.
+  int request_timeout_ms = 5000;
+  std::string web_config_file;  // empty: plain HTTP, no authentication
+  WebConfig web;                // loaded from web_config_file by ParseConfig
+  bool operator==(const HttpConfig&) const = default;
 };
 
 }  // namespace lagwatch

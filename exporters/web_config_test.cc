@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/fake_clock.h"
+
 namespace lagwatch {
 namespace {
 
@@ -41,13 +43,6 @@ std::string Basic(const std::string& text) {
   }
   return out;
 }
-
-class FakeClock final : public Clock {
- public:
-  MonoTime Now() const override { return MonoTime(std::chrono::milliseconds(now_ms.load())); }
-  WallTime WallNow() const override { return WallTime(); }
-  std::atomic<int64_t> now_ms{1'000'000};
-};
 
 // A fresh directory under /tmp for file-based cases.
 std::string TempDir() {
@@ -305,7 +300,7 @@ TEST_CASE("basic auth: a cached success lets only the same password through, unt
   CHECK(auth.Check(Basic("alice:slo").c_str()) == V::kBadCredentials);
   CHECK(auth.Check(Basic("alice:slow ").c_str()) == V::kBadCredentials);
 
-  clock.now_ms += 61'000;
+  clock.Advance(std::chrono::milliseconds(61'000));
   auto [expired, expired_took] = timed(Basic("alice:slow"));
   CHECK(expired == V::kOk);
   CHECK(expired_took * 10 > first_took);  // bcrypt again

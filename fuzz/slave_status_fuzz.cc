@@ -4,7 +4,7 @@
 // first line holds the column names: "*" alone stands for the 54 columns of MariaDB 10.11's
 // SHOW SLAVE STATUS, and a name "$N" for the N-th of them (modulo 54), so that mutations reach
 // the columns the parser looks for. Every further line is a row; a cell "\N" is SQL NULL. Rows
-// are padded with NULLs or cut to the number of columns: the client library (agent/mysql_conn.cc)
+// are padded with NULLs or cut to the number of columns: the client library (base/mysql_conn.cc)
 // always returns one cell per column, and ParseSlaveStatus relies on it.
 //
 // Properties: the result follows the contract cell by cell, checked against the first row the
@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/query_result.h"
-#include "agent/slave_status.h"
+#include "base/query_result.h"
+#include "base/slave_status.h"
 #include "fuzz/check.h"
 
 namespace lagwatch {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "agent/clock.h"
+#include "base/clock.h"
 
 namespace lagwatch {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "agent/clock.h"
+#include "base/clock.h"
 #include "heartbeat/gtid.h"
 #include "heartbeat/history.h"
 

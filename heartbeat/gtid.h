@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/status.h"
+#include "base/status.h"
 
 namespace lagwatch {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <optional>
 
-#include "agent/clock.h"
+#include "base/clock.h"
 #include "heartbeat/gtid.h"
 
 namespace lagwatch {

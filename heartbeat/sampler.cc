@@ -1,11 +1,9 @@
 #include "heartbeat/sampler.h"
 
-#include "agent/log.h"
-#include "agent/mysql_conn.h"
-#include "agent/strings.h"
-#include "exporters/metrics.h"
+#include "base/log.h"
+#include "base/strings.h"
 #include "heartbeat/gtid.h"
-#include "heartbeat/writer.h"
+#include "heartbeat/heartbeat_sql.h"
 
 namespace lagwatch {
 namespace {
@@ -22,37 +20,47 @@ constexpr const char* kStatusSql =
     " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
     "  WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_READS')";
 
-// Adds the growth of a server counter to a Prometheus counter; a server restart (the value went
-// down) starts over from the new value.
-void Follow(prometheus::Counter& counter, std::optional<uint64_t>& last, uint64_t now_value) {
-  if (last && now_value >= *last) {
-    counter.Increment(static_cast<double>(now_value - *last));
-  } else if (last) {
-    counter.Increment(static_cast<double>(now_value));
-  }
-  last = now_value;
-}
 }  // namespace
 
-void PositionSampler::PollPrimaryStatus(MysqlConn& conn, MonoTime deadline) {
+std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t now_value) {
+  std::optional<uint64_t> growth;
+  if (last) growth = now_value >= *last ? now_value - *last : now_value;
+  last = now_value;
+  return growth;
+}
+
+Millis PositionSampler::Backoff(Millis interval, int failures) {
+  Millis wait = interval;
+  for (int i = 0; i < failures && wait < kMaxBackoff; ++i) wait *= 2;
+  return std::min(wait, std::max(kMaxBackoff, interval));
+}
+
+void PositionSampler::PollPrimaryStatus(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query(kStatusSql, deadline);
   if (!r.ok() || r->rows.size() != 1 || r->rows[0].size() != 4) {
     if (r.status().code() != Status::Code::kCancelled) {
-      metrics_->sampler_errors.Add({{"reason", r.ok() ? "bad_data" : r.status().reason()}})
-          .Increment();
+      sink_->SampleFailed(r.ok() ? "bad_data" : r.status().reason());
     }
     return;
   }
   const auto& row = r->rows[0];
   auto num = [&](size_t i) { return row[i] ? ParseInt<uint64_t>(*row[i]) : std::nullopt; };
-  if (auto v = num(0)) metrics_->primary_max_connections.Set(static_cast<double>(*v));
-  if (auto v = num(1)) metrics_->primary_threads_connected.Set(static_cast<double>(*v));
-  if (auto v = num(2)) Follow(metrics_->primary_bp_read_requests, last_read_requests_, *v);
-  if (auto v = num(3)) Follow(metrics_->primary_bp_reads, last_reads_, *v);
+  PrimaryLoad load;
+  load.max_connections = num(0);
+  load.threads_connected = num(1);
+  if (auto v = num(2))
+    load.buffer_pool_read_requests_growth = CounterGrowth(last_read_requests_, *v);
+  if (auto v = num(3)) load.buffer_pool_reads_growth = CounterGrowth(last_reads_, *v);
+  sink_->PrimaryLoadRead(load);
 }
 
-PositionSampler::PositionSampler(const Config& config, PositionHistory* history, Metrics* metrics)
-    : config_(config), history_(history), metrics_(metrics) {}
+PositionSampler::PositionSampler(SamplerOptions options, PositionHistory* history,
+                                 SamplerSink* sink, const Clock& clock, SqlConnector connect)
+    : options_(std::move(options)),
+      history_(history),
+      sink_(sink),
+      clock_(clock),
+      connect_(connect ? std::move(connect) : MysqlConnector(options_.primary, clock)) {}
 
 void PositionSampler::Start() {
   worker_.Start([this](std::stop_token st) { Run(st); });
@@ -60,8 +68,23 @@ void PositionSampler::Start() {
 
 void PositionSampler::Stop() { worker_.Stop(); }
 
+Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
+  history_->BeginSample(sent);
+  auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
+  const MonoTime received = clock_.Now();
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 1) {
+    return Status::DataError("unexpected result shape for @@gtid_binlog_pos");
+  }
+  auto pos = GtidPos::Parse(r->rows[0][0].value_or(""));
+  if (!pos.ok()) return pos.status();
+  history_->Add(pos.value(), sent, received);
+  sink_->PositionSampled();
+  return Status::Ok();
+}
+
 void PositionSampler::Run(std::stop_token stop) {
-  const Millis interval(config_.sampler_interval_ms);
+  const Millis interval(options_.interval_ms);
   // A connect can take longer than one 50 ms sampling interval; allow it a few.
   // A sample is waited for up to kPatience, not one interval: one sent while the primary stalls
   // (e.g. an fsync) still proves the replicas fresh as of its send time when it answers, where an
@@ -69,54 +92,35 @@ void PositionSampler::Run(std::stop_token stop) {
   // unknown as soon as a sample is overdue (PositionHistory::OutstandingSince), not when it
   // finally fails.
   const Millis patience = std::max(interval, kPatience);
-  MysqlConn conn(config_.primary, config_.primary_defaults_file, "primary " + config_.primary.Id(),
-                 stop);
-  MonoTime next = std::chrono::steady_clock::now();
+  std::unique_ptr<SqlConnection> conn = connect_(stop);
+  MonoTime next = clock_.Now();
   int failures = 0;
   MonoTime next_status = next;
   while (!stop.stop_requested()) {
-    MonoTime sent = std::chrono::steady_clock::now();
-    MonoTime deadline = sent + patience;
-    history_->BeginSample(sent);
-    auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
-    MonoTime received = std::chrono::steady_clock::now();
-    Status st = r.status();
-    if (r.ok()) {
-      if (r->rows.size() != 1 || r->rows[0].size() != 1) {
-        st = Status::DataError("unexpected result shape for @@gtid_binlog_pos");
-      } else {
-        auto pos = GtidPos::Parse(r->rows[0][0].value_or(""));
-        if (pos.ok()) {
-          history_->Add(pos.value(), sent, received);
-          metrics_->sampler_samples.Increment();
-        } else {
-          st = pos.status();
-        }
-      }
-    }
-    if (!r.ok() && conn.last_errno() == kErUnknownSystemVariable) {
-      Log(LogLevel::kWarn, "primary " + config_.primary.Id() +
+    const MonoTime sent = clock_.Now();
+    const Status st = SampleOnce(*conn, sent, sent + patience);
+    const MonoTime received = clock_.Now();
+    if (st.code() == Status::Code::kServerError && conn->last_errno() == kErUnknownSystemVariable) {
+      Log(LogLevel::kWarn, "primary " + options_.primary.endpoint.Id() +
                                " has no @@gtid_binlog_pos (not MariaDB?): position sampling off, "
                                "heartbeat bounds only");
       return;
     }
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
       history_->RecordFailure(received);
-      metrics_->sampler_errors.Add({{"reason", st.reason()}}).Increment();
+      sink_->SampleFailed(st.reason());
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
     }
     if (st.ok() && received >= next_status) {
       next_status = received + kStatusInterval;
-      PollPrimaryStatus(conn, received + interval);
+      PollPrimaryStatus(*conn, received + interval);
     }
     // On a dead or hung primary, back off (up to a second) instead of a connection every 50 ms.
     failures = st.ok() ? 0 : failures + 1;
-    Millis wait = interval;
-    for (int i = 0; i < failures && wait < kMaxBackoff; ++i) wait *= 2;
-    next += std::min(wait, std::max(kMaxBackoff, interval));
-    MonoTime now = std::chrono::steady_clock::now();
+    next += Backoff(interval, failures);
+    const MonoTime now = clock_.Now();
     if (next < now) next = now;
-    Worker::SleepUntil(stop, next);
+    clock_.SleepUntil(stop, next);
   }
 }
 

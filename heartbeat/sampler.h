@@ -1,39 +1,60 @@
-// The position sampler (DESIGN.md §3.3): reads the primary's @@gtid_binlog_pos every
-// sampler.interval_ms on its own connection and appends it to a PositionHistory. Every 5 s it
-// also reads the primary's connection and buffer pool figures for the alerts.
+// The position sampler (docs/measurement.md, "Position bounds"): reads the primary's
+// @@gtid_binlog_pos every sampler.interval_ms on its own connection and appends it to a
+// PositionHistory. Every 5 s it also reads the primary's connection and buffer pool figures for
+// the alerts and reports them to a SamplerSink.
 //
 // Owns one thread (Start/Stop; the destructor stops). Each read has a deadline of one interval.
 // Thread-safe.
 #pragma once
 
-#include <mutex>
+#include <cstdint>
 #include <optional>
 
-#include "agent/config.h"
-#include "agent/worker.h"
+#include "base/clock.h"
+#include "base/mysql_conn.h"
+#include "base/worker.h"
 #include "heartbeat/history.h"
+#include "heartbeat/sink.h"
 
 namespace lagwatch {
 
-class Metrics;
+struct SamplerOptions {
+  MysqlTarget primary;
+  int interval_ms = 50;
+};
+
+// How much a server counter grew from `last` to `now_value` (a value that went down is a server
+// restart: it counts from zero); nullopt for the first reading. Updates `last`.
+std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t now_value);
 
 class PositionSampler {
  public:
-  PositionSampler(const Config& config, PositionHistory* history, Metrics* metrics);
+  // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to a MysqlConn to
+  // options.primary.
+  PositionSampler(SamplerOptions options, PositionHistory* history, SamplerSink* sink,
+                  const Clock& clock, SqlConnector connect = nullptr);
   ~PositionSampler() { Stop(); }
 
   void Start();
   void Stop();
 
+  // How long the sampler waits after a sample: one interval, doubled for each failure in a row
+  // up to a second (a dead primary gets a connection a second, not one every 50 ms).
+  static Millis Backoff(Millis interval, int failures);
+
  private:
   void Run(std::stop_token stop);
+  // One sample of @@gtid_binlog_pos sent at `sent`; Ok, or why no position was added.
+  Status SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline);
   // Reads the primary's max_connections, Threads_connected and buffer pool counters into the
-  // metrics (every few seconds, on the sampler's connection).
-  void PollPrimaryStatus(class MysqlConn& conn, MonoTime deadline);
+  // sink (every few seconds, on the sampler's connection).
+  void PollPrimaryStatus(SqlConnection& conn, MonoTime deadline);
 
-  const Config config_;
+  const SamplerOptions options_;
   PositionHistory* const history_;
-  Metrics* const metrics_;
+  SamplerSink* const sink_;
+  const Clock& clock_;
+  const SqlConnector connect_;
   // Used only by the sampler thread: the server counters' last values.
   std::optional<uint64_t> last_read_requests_;
   std::optional<uint64_t> last_reads_;

@@ -10,7 +10,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/strings.h"
+#include "base/strings.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/strings.h"
+#include "base/strings.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {

@@ -9,7 +9,7 @@
 
 #include <doctest/doctest.h>
 
-#include "agent/strings.h"
+#include "base/strings.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {

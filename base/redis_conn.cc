@@ -1,11 +1,39 @@
-#include "exporters/redis_auth.h"
+#include "base/redis_conn.h"
 
 #include <string>
 #include <vector>
 
+#include <sys/time.h>
+
 #include <hiredis/hiredis.h>
 
 namespace lagwatch {
+namespace {
+
+timeval ToTimeval(Millis d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
+  return tv;
+}
+
+}  // namespace
+
+Result<redisContext*> RedisConnect(const RedisConfig& config, Millis timeout) {
+  const std::string where = "Redis " + config.host + ":" + std::to_string(config.port);
+  redisContext* ctx = redisConnectWithTimeout(config.host.c_str(), config.port, ToTimeval(timeout));
+  if (!ctx || ctx->err) {
+    std::string why = ctx ? ctx->errstr : "out of memory";
+    if (ctx) redisFree(ctx);
+    return Status::Unavailable("cannot connect to " + where + ": " + why);
+  }
+  redisSetTimeout(ctx, ToTimeval(timeout));
+  if (Status st = RedisAuthenticate(ctx, config); !st.ok()) {
+    redisFree(ctx);
+    return st;
+  }
+  return ctx;
+}
 
 Status RedisAuthenticate(redisContext* ctx, const RedisConfig& config) {
   if (config.password.empty()) return Status::Ok();

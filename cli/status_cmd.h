@@ -6,17 +6,30 @@
 // verified) and basic auth, with the password read from a file, never from the command line.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace lagwatch {
+
+// What an agent's configuration file says about its HTTP listener.
+struct AgentListener {
+  std::string url;        // "http://HOST:PORT" or "https://HOST:PORT"
+  std::string cert_file;  // https: the certificate the agent presents (pinned without --cacert)
+};
+// Reads the listener from the configuration file at `path`; InvalidArgument, naming the key, if
+// the file is not a valid configuration. The agent gives this (agent/main.cc), so the status
+// client does not depend on the agent's configuration code.
+using ListenerFromConfig = std::function<Result<AgentListener>(const std::string& path)>;
 
 // args: what follows "status" on the command line:
 //   [--url http[s]://HOST:PORT | --config FILE] [--cacert FILE] [--user NAME --password-file FILE]
 // With --config the scheme follows the agent's web config, and without --cacert an https agent
 // must present exactly the certificate its web config names (it is pinned, so a certificate
 // issued for another name works when the agent listens on 0.0.0.0).
-int RunStatusCommand(const std::vector<std::string>& args);
+int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromConfig& from_config);
 
 // Renders GET /api/v1/replicas's JSON as the status table; sets *unhealthy to the number of
 // replicas whose "healthy" is not the number 1, or to -1 (and returns "") when the text is not

@@ -1,4 +1,4 @@
-#include "agent/log.h"
+#include "base/log.h"
 
 #include <chrono>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "agent/strings.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 namespace {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/query_result.h"
-#include "agent/status.h"
+#include "base/query_result.h"
+#include "base/status.h"
 
 namespace lagwatch {
 

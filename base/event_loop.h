@@ -3,7 +3,7 @@
 // tasks posted from other threads (an eventfd).
 //
 // Many replicas share one loop: their probes are state machines driven by its callbacks
-// (agent/async_mysql.h), so a thousand replicas cost a few threads, not a thousand. Each turn
+// (base/async_mysql.h), so a thousand replicas cost a few threads, not a thousand. Each turn
 // fires the due timers before handling ready descriptors, and handles at most kMaxEvents of
 // those, so a burst of replies delays a due probe by at most one such batch.
 //
@@ -22,8 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/status.h"
+#include "base/clock.h"
+#include "base/status.h"
 
 namespace lagwatch {
 
@@ -43,7 +43,10 @@ class EventLoop {
 
   // `name` labels the thread in logs and /proc ("lw-probe-0"). With `realtime`, the thread asks
   // for SCHED_FIFO priority 1 (see SetCurrentThreadRealtime) and runs normally if refused.
-  explicit EventLoop(std::string name, bool realtime = false);
+  // `clock` (which must outlive the loop) decides which timers are due; the timerfd that wakes
+  // the loop is on CLOCK_MONOTONIC, which is SystemClock's.
+  explicit EventLoop(std::string name, bool realtime = false,
+                     const Clock& clock = SystemClock::Get());
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -73,6 +76,9 @@ class EventLoop {
   Status Watch(int fd, uint32_t events, FdCallback callback);
   void Unwatch(int fd);
 
+  // The clock timers are measured on (for callers computing deadlines).
+  const Clock& clock() const { return clock_; }
+
   // True once the running thread got the real-time priority it asked for.
   bool realtime_active() const { return realtime_active_; }
 
@@ -90,6 +96,7 @@ class EventLoop {
 
   const std::string name_;
   const bool realtime_;
+  const Clock& clock_;
   std::atomic<bool> realtime_active_ = false;
   int epoll_fd_ = -1;
   int timer_fd_ = -1;

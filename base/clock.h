@@ -1,10 +1,13 @@
-// The agent's clocks. Every time inside an estimate comes from one monotonic clock (DESIGN.md
-// §3.1); wall time is only stamped on published records. The agent and probers take a Clock so it
-// can be replaced; the estimator and the scheduler are pure functions of the times they are given,
-// so their tests need no clock and no sleeps.
+// The agent's clocks. Every time inside an estimate comes from one monotonic clock
+// (docs/measurement.md, "One clock"); wall time is only stamped on published records. Every part
+// that reads the time or waits takes a Clock, so tests can replace it (FakeClock in
+// base/fake_clock.h); the estimator and the scheduler are pure functions of the times they are
+// given, so their tests need no clock at all.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <stop_token>
 
 namespace lagwatch {
 
@@ -19,12 +22,16 @@ class Clock {
   virtual ~Clock() = default;
   virtual MonoTime Now() const = 0;
   virtual WallTime WallNow() const = 0;
+  // Waits until Now() reaches `deadline` or a stop is requested, whichever is first; false when
+  // stopping. The workers' only way to wait, so a stop is never held up by a sleep.
+  virtual bool SleepUntil(const std::stop_token& stop, MonoTime deadline) const = 0;
 };
 
 class SystemClock final : public Clock {
  public:
   MonoTime Now() const override { return std::chrono::steady_clock::now(); }
   WallTime WallNow() const override { return std::chrono::system_clock::now(); }
+  bool SleepUntil(const std::stop_token& stop, MonoTime deadline) const override;
   // A process-wide instance.
   static const Clock& Get() {
     static SystemClock clock;

@@ -1,4 +1,4 @@
-#include "agent/event_loop.h"
+#include "base/event_loop.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <future>
 
-#include "agent/log.h"
+#include "base/log.h"
 
 namespace lagwatch {
 namespace {
@@ -40,8 +40,8 @@ Status SetCurrentThreadRealtime(int priority) {
   return Status::Ok();
 }
 
-EventLoop::EventLoop(std::string name, bool realtime)
-    : name_(std::move(name)), realtime_(realtime) {
+EventLoop::EventLoop(std::string name, bool realtime, const Clock& clock)
+    : name_(std::move(name)), realtime_(realtime), clock_(clock) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -149,7 +149,7 @@ void EventLoop::ArmTimerFd() {
 }
 
 void EventLoop::FireDueTimers() {
-  const MonoTime now = std::chrono::steady_clock::now();
+  const MonoTime now = clock_.Now();
   while (!heap_.empty() && heap_.top().when <= now) {
     TimerId id = heap_.top().id;
     heap_.pop();

@@ -1,4 +1,4 @@
-#include "agent/async_mysql.h"
+#include "base/async_mysql.h"
 
 #include <mysql.h>
 
@@ -6,7 +6,8 @@ namespace lagwatch {
 
 AsyncMysqlConn::AsyncMysqlConn(EventLoop* loop, Endpoint endpoint, std::string defaults_file,
                                std::string label)
-    : loop_(loop), conn_(std::move(endpoint), std::move(defaults_file), std::move(label)) {}
+    : loop_(loop),
+      conn_(std::move(endpoint), std::move(defaults_file), std::move(label), {}, loop->clock()) {}
 
 void AsyncMysqlConn::Query(std::string sql, MonoTime deadline, Callback done) {
   done_ = std::move(done);
@@ -45,7 +46,7 @@ void AsyncMysqlConn::Handle(std::optional<MysqlConn::Wait> wait) {
   }
   if (wait_events & MYSQL_WAIT_TIMEOUT) {
     if (library_timer_) loop_->Cancel(library_timer_);
-    library_timer_ = loop_->At(std::chrono::steady_clock::now() + Millis(wait->timeout_ms), [this] {
+    library_timer_ = loop_->At(loop_->clock().Now() + Millis(wait->timeout_ms), [this] {
       library_timer_ = 0;
       Resume(MYSQL_WAIT_TIMEOUT);
     });

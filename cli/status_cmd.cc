@@ -1,4 +1,4 @@
-#include "agent/status_cmd.h"
+#include "cli/status_cmd.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -16,8 +16,8 @@
 #include <openssl/x509v3.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/config.h"
-#include "agent/strings.h"
+#include "base/secret_file.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -284,7 +284,7 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
   return out;
 }
 
-int RunStatusCommand(const std::vector<std::string>& args) {
+int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromConfig& from_config) {
   std::string url, config_path, cacert, user, password_file;
   for (size_t i = 0; i < args.size(); i += 2) {
     std::string* value = args[i] == "--url"             ? &url
@@ -307,15 +307,14 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   Target target;
   target.cacert = cacert;
   if (!config_path.empty()) {
-    auto config = LoadConfig(config_path);
-    if (!config.ok()) {
+    auto listener = from_config(config_path);
+    if (!listener.ok()) {
       std::fprintf(stderr, "lagwatch status: invalid config %s: %s\n", config_path.c_str(),
-                   config.status().message().c_str());
+                   listener.status().message().c_str());
       return kExitUsage;
     }
-    const WebConfig& web = config->http.web;
-    url = (web.tls() ? "https://" : "http://") + config->http_listen;
-    if (web.tls() && cacert.empty()) target.pinned_cert = web.cert_file;
+    url = listener->url;
+    if (!listener->cert_file.empty() && cacert.empty()) target.pinned_cert = listener->cert_file;
   } else if (url.empty()) {
     url = "http://127.0.0.1:9877";
   }

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/event_loop.h"
-#include "agent/mysql_conn.h"
+#include "base/event_loop.h"
+#include "base/mysql_conn.h"
 
 namespace lagwatch {
 

@@ -1,4 +1,4 @@
-#include "agent/mysql_conn.h"
+#include "base/mysql_conn.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -38,11 +38,12 @@ QueryResult ToQueryResult(MYSQL_RES* res) {
 }  // namespace
 
 MysqlConn::MysqlConn(Endpoint endpoint, std::string defaults_file, std::string label,
-                     std::stop_token stop)
+                     std::stop_token stop, const Clock& clock)
     : endpoint_(std::move(endpoint)),
       defaults_file_(std::move(defaults_file)),
       label_(std::move(label)),
-      stop_(std::move(stop)) {}
+      stop_(std::move(stop)),
+      clock_(clock) {}
 
 MysqlConn::~MysqlConn() { Close(); }
 
@@ -67,11 +68,11 @@ Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline) {
   const short events = static_cast<short>(PollEventsFor(wait.events));
   MonoTime lib_deadline = MonoTime::max();
   if (wait.events & MYSQL_WAIT_TIMEOUT) {
-    lib_deadline = std::chrono::steady_clock::now() + Millis(wait.timeout_ms);
+    lib_deadline = clock_.Now() + Millis(wait.timeout_ms);
   }
   for (;;) {
     if (stop_.stop_requested()) return Status::Cancelled("shutting down");
-    auto now = std::chrono::steady_clock::now();
+    auto now = clock_.Now();
     if (now >= deadline) return Status::DeadlineExceeded("no answer from " + label_ + " in time");
     if (now >= lib_deadline) return MYSQL_WAIT_TIMEOUT;
     auto until = std::min(deadline, lib_deadline);
@@ -221,6 +222,12 @@ Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
     w = Continue(ev.value());
   }
   return TakeResult();
+}
+
+SqlConnector MysqlConnector(MysqlTarget target, const Clock& clock) {
+  return [target = std::move(target), &clock](std::stop_token stop) {
+    return std::make_unique<MysqlConn>(target, std::move(stop), clock);
+  };
 }
 
 }  // namespace lagwatch

@@ -1,4 +1,4 @@
-#include "agent/event_loop.h"
+#include "base/event_loop.h"
 
 #include <sys/epoll.h>
 #include <unistd.h>

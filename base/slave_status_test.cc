@@ -1,4 +1,4 @@
-#include "agent/slave_status.h"
+#include "base/slave_status.h"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-#include "agent/slave_status.h"
+#include "base/slave_status.h"
 
-#include "agent/strings.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 

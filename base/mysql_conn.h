@@ -1,11 +1,12 @@
 // One MySQL/MariaDB client connection whose every call has a hard deadline.
 //
-// The client library's own timeouts are whole seconds (PLATFORM.md), too coarse for a 150 ms probe,
+// The client library's own timeouts are whole seconds (docs/architecture.md, "Facts the code relies
+// on"), too coarse for a 150 ms probe,
 // so this drives MariaDB Connector/C's non-blocking API. A statement is a small state machine
 // (connect if needed, send, store the result) advanced by Begin/Continue; two drivers use it:
 //   - Query() blocks the calling thread, polling the socket until the caller's deadline (the
 //     heartbeat writer and the position sampler, one thread each);
-//   - AsyncMysqlConn (agent/async_mysql.h) hands the waits to an event loop, so one thread drives
+//   - AsyncMysqlConn (base/async_mysql.h) hands the waits to an event loop, so one thread drives
 //     the connections of hundreds of replicas.
 // When a deadline passes the connection is torn down (the server may still be executing the
 // statement; the caller must treat the outcome as unknown) and the next statement reconnects.
@@ -17,16 +18,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/config.h"
-#include "agent/query_result.h"
-#include "agent/status.h"
+#include "base/clock.h"
+#include "base/endpoint.h"
+#include "base/query_result.h"
+#include "base/status.h"
 
 typedef struct st_mysql MYSQL;
 typedef struct st_mysql_res MYSQL_RES;
@@ -38,13 +41,35 @@ namespace lagwatch {
 int PollEventsFor(int wait_events);
 int WaitEventsFrom(int revents, int wait_events);
 
-class MysqlConn {
+// A blocking statement runner: what the heartbeat writer and the position sampler need of a
+// connection, so their tests can give them a fake one (a server that answers late, refuses,
+// or is read-only) and a FakeClock.
+class SqlConnection {
+ public:
+  virtual ~SqlConnection() = default;
+  // Runs one statement, blocking until it is done or `deadline` passes (see MysqlConn::Query).
+  virtual Result<QueryResult> Query(std::string_view sql, MonoTime deadline) = 0;
+  // The server's error number from the last failed call (0 if none or not a server error).
+  virtual unsigned last_errno() const = 0;
+};
+
+// Where a server is and the option file with its credentials: all a connection needs.
+struct MysqlTarget {
+  Endpoint endpoint;
+  std::string defaults_file;  // MySQL option file with [client] user/password
+  std::string label;          // names the peer in messages, e.g. "primary 127.0.0.1:3306"
+};
+
+class MysqlConn final : public SqlConnection {
  public:
   // `defaults_file` is a MySQL option file; `label` names the peer in error messages ("replica
-  // 127.0.0.1:3307"). `stop` (optional) aborts a wait early when shutdown is requested.
+  // 127.0.0.1:3307"). `stop` (optional) aborts a wait early when shutdown is requested. `clock`
+  // (which must outlive the connection) is what deadlines are measured on.
   MysqlConn(Endpoint endpoint, std::string defaults_file, std::string label,
-            std::stop_token stop = {});
-  ~MysqlConn();
+            std::stop_token stop = {}, const Clock& clock = SystemClock::Get());
+  MysqlConn(const MysqlTarget& target, std::stop_token stop, const Clock& clock)
+      : MysqlConn(target.endpoint, target.defaults_file, target.label, std::move(stop), clock) {}
+  ~MysqlConn() override;
   MysqlConn(const MysqlConn&) = delete;
   MysqlConn& operator=(const MysqlConn&) = delete;
 
@@ -54,7 +79,7 @@ class MysqlConn {
   // Unavailable: refused/closed/auth failure, DeadlineExceeded: not done in time (either way the
   // connection is closed and the statement may or may not have run); InvalidArgument: the option
   // file cannot be read; Cancelled: the stop token fired.
-  Result<QueryResult> Query(std::string_view sql, MonoTime deadline);
+  Result<QueryResult> Query(std::string_view sql, MonoTime deadline) override;
 
   // The non-blocking core, for drivers that multiplex many connections.
   // What the statement in flight waits for before Continue can make progress.
@@ -76,8 +101,7 @@ class MysqlConn {
   void Close();
   bool connected() const { return mysql_ != nullptr; }
   const std::string& label() const { return label_; }
-  // The server's error number from the last failed call (0 if none or not a server error).
-  unsigned last_errno() const { return last_errno_; }
+  unsigned last_errno() const override { return last_errno_; }
 
  private:
   enum class Phase { kIdle, kConnecting, kQuerying, kStoring };
@@ -93,6 +117,7 @@ class MysqlConn {
   const std::string defaults_file_;
   const std::string label_;
   std::stop_token stop_;
+  const Clock& clock_;
   MYSQL* mysql_ = nullptr;
   unsigned last_errno_ = 0;
 
@@ -104,5 +129,12 @@ class MysqlConn {
   MYSQL_RES* res_ = nullptr;
   std::optional<Result<QueryResult>> outcome_;
 };
+
+// Opens the connection a worker thread uses (a MysqlConn in the daemon, a fake in tests). The
+// connection must honour `stop` in its waits.
+using SqlConnector = std::function<std::unique_ptr<SqlConnection>(std::stop_token stop)>;
+
+// A connector for real MySQL connections to `target`, whose deadlines are on `clock`.
+SqlConnector MysqlConnector(MysqlTarget target, const Clock& clock);
 
 }  // namespace lagwatch

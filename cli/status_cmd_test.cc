@@ -1,4 +1,4 @@
-#include "agent/status_cmd.h"
+#include "cli/status_cmd.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "agent/query_result.h"
+#include "base/query_result.h"
 
 namespace lagwatch {
 

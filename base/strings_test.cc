@@ -1,4 +1,4 @@
-#include "agent/strings.h"
+#include "base/strings.h"
 
 #include <doctest/doctest.h>
 

@@ -1,0 +1,79 @@
+// The pure half of a probe (the other half, ReplicaProber, does the I/O and publishes): what a
+// replica answered, turned into lag bounds, its replication status and the input of the health
+// verdict. No I/O, no clock: every time comes in the observation, so the tests state exact cases.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "agent/health.h"
+#include "base/clock.h"
+#include "base/query_result.h"
+#include "base/slave_status.h"
+#include "base/status.h"
+#include "heartbeat/estimator.h"
+#include "heartbeat/history.h"
+
+namespace lagwatch {
+
+// The primary counts as unknown when no heartbeat was acknowledged for this many intervals: the
+// bounds can no longer advance, and growing lag would be the writer's, not the replica's.
+inline constexpr int kPrimaryUnknownAfterIntervals = 3;
+// However fast the sampler, a sample is only called overdue after this long.
+inline constexpr Millis kMinSampleOverdue(20);
+
+// Whether the source the bounds advance from answers at `now`. Positions are sampled every
+// sampler interval, so once sampling works it decides: a failed or overdue sample counts at once,
+// and a dead or hung primary is seen within one sampling deadline, before any replica's bound
+// could cross a limit and make it look lagged. Without positions (MySQL) heartbeat
+// acknowledgements decide, over kPrimaryUnknownAfterIntervals heartbeat intervals.
+bool PrimaryKnown(MonoTime now, const HeartbeatLog& log, const PositionHistory& history,
+                  Millis heartbeat_interval, Millis sampler_interval);
+
+// Whether bounds show the replica had applied everything the primary had when it was last heard
+// from (its last acknowledged heartbeat's send time, or its last position sample).
+bool CaughtUpWithPrimary(const std::optional<LagBounds>& bounds, const HeartbeatLog& log,
+                         const PositionHistory& history);
+
+// One probe's replies and what the prober knew before it.
+struct ProbeInput {
+  // The heartbeat query's reply (columns `seq`, and `pos` when `use_gtid`).
+  Result<QueryResult> reply = Status::Unavailable("no reply");
+  // SHOW SLAVE STATUS's reply, when this probe polled it.
+  std::optional<Result<QueryResult>> status_reply;
+  // The status poll was refused for a missing privilege (ER_SPECIFIC_ACCESS_DENIED_ERROR).
+  bool status_access_denied = false;
+  bool use_gtid = true;
+  ProbeObservation obs;  // sent and received set; seq and position are filled in by Assess
+  // What the prober knew before this probe.
+  std::optional<LagBounds> bounds;
+  ReplicationStatus status;
+  // The primary's state and the replica's tier, as of the reply.
+  bool primary_known = true;
+  bool tier_enabled = true;
+  std::optional<int64_t> max_delay_ms;
+};
+
+struct Assessment {
+  // Ok, or why the probe failed; a DataError still had its parsable part used.
+  Status probe_status;
+  // Why the status poll failed, if it did (with a hint when a privilege is missing).
+  std::optional<Status> status_error;
+  bool status_polled = false;  // a status reply was parsed
+  ProbeObservation obs;        // with the seq and position read from the reply
+  // The bounds to keep: this probe's when it proved freshness, else the previous ones (a replica
+  // never un-applies data).
+  std::optional<LagBounds> bounds;
+  // The reply was read (fully, or partly: a DataError), so its seq and bounds count.
+  bool measured = false;
+  bool inconsistent = false;  // GTID and heartbeat bounds disagreed; heartbeat bounds were used
+  ReplicationStatus status;   // the latest known replication status
+  HealthInput health;
+};
+
+// Turns a probe's replies into the assessment. Reads `log` and `history` (in-memory records of
+// what the primary was sent and had), never the network or the clock.
+Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history);
+
+}  // namespace lagwatch

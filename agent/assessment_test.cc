@@ -1,0 +1,165 @@
+#include "agent/assessment.h"
+
+#include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+GtidPos P(const std::string& s) { return GtidPos::Parse(s).value(); }
+
+// The primary as the agent recorded it: heartbeats every 500 ms (seq k sent at 500k ms,
+// acknowledged 2 ms later) and a position sample every 50 ms that grows with each heartbeat.
+struct Primary {
+  HeartbeatLog log;
+  PositionHistory history;
+  explicit Primary(int until_ms) {
+    for (int k = 1; 500 * k <= until_ms; ++k) {
+      log.RecordSent(static_cast<uint64_t>(k), T(500 * k));
+      log.RecordAcked(static_cast<uint64_t>(k), T(500 * k + 2));
+    }
+    for (int t = 0; t <= until_ms; t += 50) {
+      history.Add(P("0-1-" + std::to_string(t / 500)), T(t), T(t + 1));
+    }
+  }
+};
+
+QueryResult ProbeRow(std::optional<std::string> seq, std::optional<std::string> pos) {
+  QueryResult r;
+  r.columns = {"seq", "pos"};
+  r.rows.push_back({std::move(seq), std::move(pos)});
+  return r;
+}
+
+QueryResult SlaveStatus(const char* io, const char* sql) {
+  QueryResult r;
+  r.columns = {"Slave_IO_Running", "Slave_SQL_Running", "Seconds_Behind_Master", "Relay_Log_Space",
+               "Last_SQL_Error"};
+  r.rows.push_back({io, sql, std::string("0"), std::string("1024"), std::string("")});
+  return r;
+}
+
+ProbeInput Probe(int sent_ms, int received_ms, Result<QueryResult> reply) {
+  ProbeInput in;
+  in.reply = std::move(reply);
+  in.obs.sent = T(sent_ms);
+  in.obs.received = T(received_ms);
+  in.max_delay_ms = 200;
+  return in;
+}
+
+TEST_CASE("assessment: a caught-up replica's row gives position bounds and a healthy input") {
+  Primary primary(2100);
+  Assessment a = Assess(Probe(2120, 2122, ProbeRow("4", "0-1-4")), primary.log, primary.history);
+  CHECK(a.probe_status.ok());
+  CHECK(a.measured);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kPosition);
+  CHECK(a.obs.seq == 4u);
+  REQUIRE(a.health.delay_ms);
+  CHECK(*a.health.delay_ms == 22);  // the newest sample was sent at 2100
+  CHECK(a.health.reachable);
+  CHECK(a.health.threads_running);  // no status poll yet: unknown counts as running
+  CHECK(a.health.caught_up_with_primary);
+  CHECK(a.health.max_delay_ms == 200);
+}
+
+TEST_CASE("assessment: a replica behind by two heartbeats has the delay of what it lacks") {
+  Primary primary(2100);
+  Assessment a = Assess(Probe(2120, 2122, ProbeRow("2", "0-1-2")), primary.log, primary.history);
+  REQUIRE(a.health.delay_ms);
+  // It has 0-1-2, the primary's position in the sample sent at 1450; the next one, sent at 1500,
+  // had 0-1-3. So it is fresh as of 1450: at most 672 ms behind at 2122.
+  CHECK(*a.health.delay_ms == 672);
+  CHECK(a.bounds->lower >= Millis(600));
+  CHECK_FALSE(a.health.caught_up_with_primary);
+}
+
+TEST_CASE("assessment: an unreachable replica keeps its previous bounds, which keep growing") {
+  Primary primary(2100);
+  ProbeInput in = Probe(2120, 2270, Status::DeadlineExceeded("no answer in time"));
+  LagBounds before;
+  before.fresh_at = T(2000);
+  in.bounds = before;
+  Assessment a = Assess(in, primary.log, primary.history);
+  CHECK(a.probe_status.code() == Status::Code::kDeadlineExceeded);
+  CHECK_FALSE(a.measured);
+  CHECK_FALSE(a.health.reachable);
+  REQUIRE(a.health.delay_ms);
+  CHECK(*a.health.delay_ms == 270);
+}
+
+TEST_CASE("assessment: a malformed seq is a data error but the position still bounds the lag") {
+  Primary primary(2100);
+  Assessment a = Assess(Probe(2120, 2122, ProbeRow("junk", "0-1-4")), primary.log, primary.history);
+  CHECK(a.probe_status.code() == Status::Code::kDataError);
+  CHECK(a.measured);
+  CHECK_FALSE(a.obs.seq);
+  REQUIRE(a.health.delay_ms);
+  CHECK(*a.health.delay_ms == 22);
+}
+
+TEST_CASE("assessment: a reply without our row is a data error with no bounds") {
+  Primary primary(2100);
+  QueryResult empty;
+  empty.columns = {"seq", "pos"};
+  Assessment a = Assess(Probe(2120, 2122, empty), primary.log, primary.history);
+  CHECK(a.probe_status.code() == Status::Code::kDataError);
+  CHECK_FALSE(a.bounds);
+  CHECK_FALSE(a.health.delay_ms);
+}
+
+TEST_CASE("assessment: a stopped SQL thread in the status reply makes the input not running") {
+  Primary primary(2100);
+  ProbeInput in = Probe(2120, 2122, ProbeRow("4", "0-1-4"));
+  in.status_reply = SlaveStatus("Yes", "No");
+  Assessment a = Assess(in, primary.log, primary.history);
+  CHECK(a.status_polled);
+  CHECK(a.status.known);
+  CHECK_FALSE(a.health.threads_running);
+  CHECK(a.status.relay_log_space == 1024u);
+
+  // An IO thread that is still connecting is running.
+  in.status_reply = SlaveStatus("Connecting", "Yes");
+  CHECK(Assess(in, primary.log, primary.history).health.threads_running);
+}
+
+TEST_CASE(
+    "assessment: a refused status poll names the missing privilege and keeps the old status") {
+  Primary primary(2100);
+  ProbeInput in = Probe(2120, 2122, ProbeRow("4", "0-1-4"));
+  in.status.known = true;
+  in.status.sql_running = true;
+  in.status.io_state = "Yes";
+  in.status_reply = Result<QueryResult>(Status::ServerError("Access denied"));
+  in.status_access_denied = true;
+  Assessment a = Assess(in, primary.log, primary.history);
+  REQUIRE(a.status_error);
+  CHECK(a.status_error->message().find("SLAVE MONITOR") != std::string::npos);
+  CHECK_FALSE(a.status_polled);
+  CHECK(a.status.known);
+  CHECK(a.health.threads_running);
+}
+
+TEST_CASE("primary known: a sample overdue by more than one interval makes the primary unknown") {
+  Primary primary(2100);
+  const Millis hb(500), sampling(50);
+  CHECK(PrimaryKnown(T(2120), primary.log, primary.history, hb, sampling));
+  primary.history.BeginSample(T(2150));
+  CHECK(PrimaryKnown(T(2190), primary.log, primary.history, hb, sampling));
+  CHECK_FALSE(PrimaryKnown(T(2201), primary.log, primary.history, hb, sampling));
+}
+
+TEST_CASE("primary known: without positions, three heartbeat intervals without an ack") {
+  HeartbeatLog log;
+  log.RecordSent(1, T(500));
+  log.RecordAcked(1, T(502));
+  PositionHistory none;
+  CHECK(PrimaryKnown(T(2002), log, none, Millis(500), Millis(50)));
+  CHECK_FALSE(PrimaryKnown(T(2003), log, none, Millis(500), Millis(50)));
+  log.RecordFailure(T(600));
+  CHECK_FALSE(PrimaryKnown(T(700), log, none, Millis(500), Millis(50)));
+}
+
+}  // namespace
+}  // namespace lagwatch

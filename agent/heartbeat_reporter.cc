@@ -1,0 +1,48 @@
+#include "agent/heartbeat_reporter.h"
+
+#include <string>
+
+namespace lagwatch {
+
+void HeartbeatReporter::HeartbeatWritten(uint64_t seq) {
+  metrics_->heartbeat_writes.Increment();
+  metrics_->heartbeat_last_seq.Set(static_cast<double>(seq));
+}
+
+void HeartbeatReporter::HeartbeatFailed(std::string_view reason) {
+  metrics_->heartbeat_errors.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
+                                     std::optional<Micros> since_last_ack) {
+  for (const char* state : kPrimaryStates) {
+    metrics_->primary_state.Add({{"state", state}}).Set(primary.state == state ? 1 : 0);
+  }
+  metrics_->primary_consecutive_failures.Set(primary.consecutive_failures);
+  metrics_->primary_read_only.Set(primary.read_only ? 1 : 0);
+  publisher_->PublishPrimary(primary);
+  if (since_last_ack) {
+    metrics_->heartbeat_age_seconds.Set(std::chrono::duration<double>(*since_last_ack).count());
+  }
+}
+
+void HeartbeatReporter::PositionSampled() { metrics_->sampler_samples.Increment(); }
+
+void HeartbeatReporter::SampleFailed(std::string_view reason) {
+  metrics_->sampler_errors.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
+  auto set = [](prometheus::Gauge& g, std::optional<uint64_t> v) {
+    if (v) g.Set(static_cast<double>(*v));
+  };
+  auto add = [](prometheus::Counter& c, std::optional<uint64_t> v) {
+    if (v) c.Increment(static_cast<double>(*v));
+  };
+  set(metrics_->primary_max_connections, load.max_connections);
+  set(metrics_->primary_threads_connected, load.threads_connected);
+  add(metrics_->primary_bp_read_requests, load.buffer_pool_read_requests_growth);
+  add(metrics_->primary_bp_reads, load.buffer_pool_reads_growth);
+}
+
+}  // namespace lagwatch

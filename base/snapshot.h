@@ -1,0 +1,88 @@
+// The plain records the floors exchange: what a prober measured (ReplicaSnapshot, ReplicaView),
+// what the heartbeat writer knows of the primary (PrimarySnapshot, PrimaryView). The agent makes
+// them; the exporters (Redis publisher, API) read them, so neither side needs the other's
+// classes (docs/architecture.md). Value types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <vector>
+
+#include "base/clock.h"
+#include "base/endpoint.h"
+#include "base/slave_status.h"
+
+namespace lagwatch {
+
+// One replica's published record (docs/redis.md): what the prober produces after every probe and
+// what the Redis publisher, the metrics and the API show.
+struct ReplicaSnapshot {
+  std::string id;              // "host:port"
+  int64_t delay_ms = 0;        // upper bound at the probe
+  int64_t delay_lower_ms = 0;  // lower bound at the probe
+  std::string state;           // StateName()
+  bool healthy = false;
+  std::string tier;
+  int weight = 0;
+  std::optional<int64_t> max_delay_ms;  // nullopt: the tier has no limit
+  uint64_t seq = 0;                     // last heartbeat seq seen on the replica
+  int64_t measured_at_ms = 0;           // agent wall clock, unix ms
+  int64_t agent_id = 0;
+  MonoTime measured_mono;  // the same moment on the monotonic clock (not published)
+};
+
+// The primary's published record: `lagwatch:primary:<host>:<port>` (docs/redis.md).
+struct PrimarySnapshot {
+  std::string id;             // "host:port"
+  std::string state;          // "up", "degraded", "down"
+  int64_t last_write_ms = 0;  // unix ms of the last acknowledged heartbeat; 0: none yet
+  int consecutive_failures = 0;
+  bool read_only = false;  // the primary is read-only, so the writer is paused
+  MonoTime measured_mono;  // when this was decided (not published)
+};
+
+// What a replica is configured as: its identity and its tier's limit (for the API).
+struct ReplicaInfo {
+  Endpoint endpoint;
+  std::string tier;
+  int weight = 0;
+  std::optional<int64_t> max_delay_ms;  // nullopt: the tier has no limit
+  bool tier_enabled = true;
+};
+
+// Rolling-window statistics of one replica over one window.
+struct WindowStats {
+  std::string name;  // "1m", "5m"
+  size_t probes = 0;
+  double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;  // NaN when no probe was measured
+  std::optional<double> slar;                             // nullopt when no probe ran
+};
+
+// Everything the prober knows about its replica, for the API and the live view.
+struct ReplicaView {
+  // The verdict of the latest probe (also before the first measurement, when no key is
+  // published yet).
+  std::string state = "unreachable";
+  bool healthy = false;
+  std::optional<ReplicaSnapshot> last;  // the last published record; nullopt until measured
+  ReplicationStatus status;
+  std::string last_error;
+  int64_t last_error_at_ms = 0;
+  uint64_t probes = 0;
+  uint64_t failures = 0;
+  std::vector<WindowStats> windows;  // 1m, 5m
+};
+
+// The writer's view of the primary, for the API and the primary's Redis hash.
+struct PrimaryView {
+  std::string state = "down";  // CircuitBreaker::PublicState()
+  int consecutive_failures = 0;
+  bool read_only = false;     // writes paused because the primary is read-only
+  int64_t last_write_ms = 0;  // unix ms of the last acknowledged heartbeat; 0: none yet
+  std::string last_error;
+  int64_t last_error_at_ms = 0;
+};
+
+}  // namespace lagwatch

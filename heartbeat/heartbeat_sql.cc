@@ -1,0 +1,30 @@
+#include "heartbeat/heartbeat_sql.h"
+
+namespace lagwatch {
+
+HeartbeatSql::HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id) {
+  const std::string t = heartbeat.QualifiedName();
+  const std::string id = std::to_string(agent_id);
+  create_database = "CREATE DATABASE IF NOT EXISTS `" + heartbeat.database + "`";
+  create_table = "CREATE TABLE IF NOT EXISTS " + t +
+                 " (id INT UNSIGNED NOT NULL PRIMARY KEY,"
+                 " updated_at DATETIME(6) NOT NULL,"
+                 " seq BIGINT UNSIGNED NOT NULL,"
+                 " server_id INT UNSIGNED NOT NULL) ENGINE=InnoDB";
+  read_own_seq = "SELECT seq FROM " + t + " WHERE id = " + id;
+  // NOW(6), not SYSDATE(6): it replicates as the primary's time (docs/architecture.md, "Facts
+  // the code relies on").
+  upsert_prefix =
+      "INSERT INTO " + t + " (id, updated_at, seq, server_id) VALUES (" + id + ", NOW(6), ";
+  const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq";
+  probe = "SELECT " + seq + ", @@gtid_slave_pos AS pos";
+  probe_heartbeat_only = "SELECT " + seq;
+}
+
+std::string HeartbeatSql::Upsert(uint64_t seq) const {
+  return upsert_prefix + std::to_string(seq) +
+         ", @@server_id) ON DUPLICATE KEY UPDATE updated_at = VALUES(updated_at),"
+         " seq = VALUES(seq), server_id = VALUES(server_id)";
+}
+
+}  // namespace lagwatch

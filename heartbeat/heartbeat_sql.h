@@ -1,0 +1,41 @@
+// The heartbeat table and every statement lagwatch runs against it: what the writer upserts on the
+// primary and what the probers read on the replicas (docs/measurement.md, "Heartbeat").
+// Statements are built once from validated identifiers only; value types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lagwatch {
+
+// The `heartbeat` section of the configuration.
+struct HeartbeatConfig {
+  std::string database = "heartbeat";
+  std::string table = "mysql_heartbeat";
+  int interval_ms = 500;
+  bool create_table = true;
+  // "db.table", validated: each part matches [A-Za-z0-9_$]{1,64}.
+  std::string QualifiedName() const { return "`" + database + "`.`" + table + "`"; }
+};
+
+// SQL used by the writer and the probers. `agent_id` is the row this agent owns.
+struct HeartbeatSql {
+  HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id);
+  std::string create_database;
+  std::string create_table;
+  std::string read_own_seq;   // SELECT seq ... WHERE id = agent_id
+  std::string upsert_prefix;  // completed by Upsert()
+  std::string Upsert(uint64_t seq) const;
+  std::string probe;  // one autocommit round trip: our seq and @@gtid_slave_pos
+  // For servers without MariaDB's GTID variables (MySQL): heartbeat bounds only.
+  std::string probe_heartbeat_only;
+};
+
+// ER_UNKNOWN_SYSTEM_VARIABLE: the server has no @@gtid_slave_pos / @@gtid_binlog_pos (MySQL);
+// lagwatch then falls back to heartbeat bounds.
+inline constexpr unsigned kErUnknownSystemVariable = 1193;
+// Writes refused because the server is read-only (--read-only; MySQL's super_read_only).
+inline constexpr unsigned kErOptionPreventsStatement = 1290;
+inline constexpr unsigned kErReadOnlyMode = 1836;
+
+}  // namespace lagwatch

@@ -1,0 +1,155 @@
+#include "heartbeat/sampler.h"
+
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/fake_clock.h"
+#include "base/fake_sql_conn.h"
+
+namespace lagwatch {
+namespace {
+
+class RecordingSink final : public SamplerSink {
+ public:
+  void PositionSampled() override {
+    std::lock_guard lock(mu_);
+    ++sampled;
+  }
+  void SampleFailed(std::string_view reason) override {
+    std::lock_guard lock(mu_);
+    failed.emplace_back(reason);
+  }
+  void PrimaryLoadRead(const PrimaryLoad& load) override {
+    std::lock_guard lock(mu_);
+    loads.push_back(load);
+  }
+  std::mutex mu_;
+  int sampled = 0;
+  std::vector<std::string> failed;
+  std::vector<PrimaryLoad> loads;
+};
+
+bool IsSample(const std::string& sql) { return sql == "SELECT @@gtid_binlog_pos"; }
+bool IsLoad(const std::string& sql) { return sql.rfind("SELECT @@max_connections", 0) == 0; }
+
+struct Fixture {
+  FakeClock clock;
+  PositionHistory history;
+  RecordingSink sink;
+  std::shared_ptr<FakeSqlConnection> conn;
+  std::unique_ptr<PositionSampler> sampler;
+
+  explicit Fixture(FakeSqlConnection::Script script)
+      : conn(std::make_shared<FakeSqlConnection>(&clock, std::move(script))) {
+    SamplerOptions options;
+    options.primary.endpoint = {"127.0.0.1", 3306};
+    options.primary.label = "primary test";
+    options.interval_ms = 50;
+    auto c = conn;
+    sampler = std::make_unique<PositionSampler>(
+        options, &history, &sink, clock, [c](std::stop_token) -> std::unique_ptr<SqlConnection> {
+          struct Forward final : SqlConnection {
+            explicit Forward(std::shared_ptr<FakeSqlConnection> f) : f(std::move(f)) {}
+            Result<QueryResult> Query(std::string_view sql, MonoTime deadline) override {
+              return f->Query(sql, deadline);
+            }
+            unsigned last_errno() const override { return f->last_errno(); }
+            std::shared_ptr<FakeSqlConnection> f;
+          };
+          return std::make_unique<Forward>(c);
+        });
+  }
+  std::vector<int64_t> RunUntil(size_t samples, bool (*pred)(const std::string&) = IsSample) {
+    sampler->Start();
+    REQUIRE(conn->WaitFor([&](const auto& sent) {
+      size_t n = 0;
+      for (const auto& s : sent) n += pred(s.sql);
+      return n >= samples;
+    }));
+    sampler->Stop();
+    std::vector<int64_t> times;
+    for (const auto& s : conn->sent()) {
+      if (pred(s.sql)) times.push_back(clock.ElapsedMs(s.at));
+    }
+    times.resize(samples);
+    return times;
+  }
+};
+
+FakeSqlConnection::Answer Position(const std::string& gtid, Millis latency = Millis(1)) {
+  return {Row({"@@gtid_binlog_pos"}, {gtid}), latency};
+}
+
+TEST_CASE("sampler reads the primary's position every 50 ms on a fake clock") {
+  Fixture f([](const std::string& sql, size_t i) {
+    return IsSample(sql) ? Position("0-1-" + std::to_string(100 + i)) : FakeSqlConnection::Answer{};
+  });
+  auto times = f.RunUntil(5);
+  CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200});
+  // Each sample is in the history with the fake times it was sent at.
+  auto last = f.history.LastSample();
+  REQUIRE(last);
+  CHECK(f.clock.ElapsedMs(*last) >= 150);
+}
+
+TEST_CASE("sampler backs off after failures, doubling up to a second, and recovers at once") {
+  // Samples 0-3 answer, 4-9 fail (a dead primary), then it answers again.
+  auto n = std::make_shared<int>(0);
+  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (!IsSample(sql)) return {Row({"a", "b", "c", "d"}, {"151", "12", "0", "0"}), Millis(0)};
+    const int i = (*n)++;
+    if (i >= 4 && i <= 9) return {Status::Unavailable("connection refused"), Millis(0)};
+    return Position("0-1-" + std::to_string(i));
+  });
+  auto times = f.RunUntil(12);
+  // 0, 50, 100, 150 fine; the failure at 200 waits 100, then 200, 400, 800, 1000, 1000 ms;
+  // the sample at 3700 answers, and the next comes one interval later.
+  CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200, 300, 500, 900, 1700, 2700, 3700, 3750});
+  CHECK(f.sink.failed.size() == 6);
+  CHECK(f.sink.failed[0] == "unavailable");
+  CHECK(PositionSampler::Backoff(Millis(50), 0) == Millis(50));
+  CHECK(PositionSampler::Backoff(Millis(50), 3) == Millis(400));
+  CHECK(PositionSampler::Backoff(Millis(50), 9) == Millis(1000));
+}
+
+TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth") {
+  auto n = std::make_shared<int>(0);
+  Fixture f([n](const std::string& sql, size_t i) -> FakeSqlConnection::Answer {
+    if (IsSample(sql)) return Position("0-1-" + std::to_string(i));
+    // Buffer pool counters: 1000, 1600, then 200 (the server restarted).
+    static const char* const reads[] = {"1000", "1600", "200"};
+    const int k = std::min((*n)++, 2);
+    return {Row({"a", "b", "c", "d"}, {"151", "12", reads[k], "7"}), Millis(1)};
+  });
+  auto times = f.RunUntil(3, IsLoad);
+  // The first sample is at 0; loads follow a successful sample once 5 s have passed.
+  CHECK(times[0] == 1);  // after the first sample, which took 1 ms
+  CHECK(times[1] >= 5001);
+  CHECK(times[1] <= 5052);
+  REQUIRE(f.sink.loads.size() >= 3);
+  CHECK(f.sink.loads[0].max_connections == 151u);
+  CHECK(f.sink.loads[0].threads_connected == 12u);
+  CHECK_FALSE(f.sink.loads[0].buffer_pool_read_requests_growth);  // first reading: no growth
+  CHECK(f.sink.loads[1].buffer_pool_read_requests_growth == 600u);
+  CHECK(f.sink.loads[2].buffer_pool_read_requests_growth == 200u);  // restart: from zero
+  CHECK(f.sink.loads[1].buffer_pool_reads_growth == 0u);
+}
+
+TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
+  Fixture f([](const std::string&, size_t) -> FakeSqlConnection::Answer {
+    return {Status::ServerError("Unknown system variable 'gtid_binlog_pos'"), Millis(1), 1193};
+  });
+  f.sampler->Start();
+  REQUIRE(f.conn->WaitFor([](const auto& sent) { return !sent.empty(); }));
+  // A sampler that went on would send thousands of statements in this time (its waits are free).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  f.sampler->Stop();
+  CHECK(f.conn->sent().size() == 1);
+  CHECK(f.sink.failed.empty());
+}
+
+}  // namespace
+}  // namespace lagwatch
