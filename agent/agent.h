@@ -1,4 +1,4 @@
-// The agent: owns and wires every part (DESIGN.md §2). Start() brings them up in dependency
+// The agent: owns and wires every part (docs/architecture.md). Start() brings them up in dependency
 // order; Stop() (or the destructor) stops and joins them in reverse. Reload() applies a new
 // configuration without touching replicas whose settings did not change.
 // Thread-safe: Reload, Summary and the views may be called from any thread after Start().
@@ -63,7 +63,7 @@ class Agent {
   // A prober with prober_settings_. REQUIRES: mu_ held (or in the constructor).
   std::unique_ptr<ReplicaProber> MakeProber(const ReplicaConfig& r);
   void StartProber(ReplicaProber& p);  // REQUIRES: mu_ held
-  // The HTTP API's routes (README "HTTP API").
+  // The HTTP API's routes (docs/api.md).
   std::map<std::string, HttpServer::Handler> Routes();
 
   const Clock& clock_;

@@ -1,9 +1,6 @@
 #include "agent/config.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -97,6 +94,156 @@ Endpoint ReadEndpoint(Obj& o) {
   return e;
 }
 
+// One reader per section; each reports unknown keys of its own object.
+
+void ReadPrimary(Obj& top, Config& c) {
+  Obj p(top.Require("primary"), "primary");
+  c.primary = ReadEndpoint(p);
+  c.primary_defaults_file = p.Str("defaults_file", "", true);
+  p.RejectUnknownKeys();
+}
+
+void ReadHeartbeat(const json& j, HeartbeatConfig& hb) {
+  Obj h(j, "heartbeat");
+  std::string table = h.Str("table", "heartbeat.mysql_heartbeat");
+  auto dot = table.find('.');
+  if (dot == std::string::npos || !IsIdentifier(table.substr(0, dot)) ||
+      !IsIdentifier(table.substr(dot + 1))) {
+    Fail("heartbeat.table",
+         "must be \"database.table\" with each part of [A-Za-z0-9_$], 1-64 chars");
+  }
+  hb.database = table.substr(0, dot);
+  hb.table = table.substr(dot + 1);
+  hb.interval_ms = static_cast<int>(h.Int("interval_ms", 500, 50, 60000));
+  hb.create_table = h.Bool("create_table", true);
+  h.RejectUnknownKeys();
+}
+
+void ReadProbe(const json& j, ProbeConfig& probe) {
+  Obj p(j, "probe");
+  probe.interval_ms = static_cast<int>(p.Int("interval_ms", 200, 10, 60000));
+  probe.timeout_ms = static_cast<int>(p.Int("timeout_ms", 150, 10, 60000));
+  probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
+  probe.threads = static_cast<int>(p.Int("threads", 2, 1, 64));
+  probe.realtime = p.Bool("realtime", true);
+  p.RejectUnknownKeys();
+  if (probe.timeout_ms > probe.interval_ms) {
+    Fail("probe.timeout_ms",
+         "must not exceed probe.interval_ms (" + std::to_string(probe.interval_ms) + ")");
+  }
+  if (probe.status_interval_ms < probe.interval_ms) {
+    Fail("probe.status_interval_ms",
+         "must be at least probe.interval_ms (" + std::to_string(probe.interval_ms) + ")");
+  }
+}
+
+std::vector<TierConfig> ReadTiers(const json* j) {
+  if (!j) return {{"tier1", 200, true}, {"tier2", 1000, true}, {"tier3", std::nullopt, false}};
+  if (!j->is_array() || j->empty()) Fail("tiers", "must be a non-empty array");
+  std::vector<TierConfig> tiers;
+  std::set<std::string> names;
+  for (size_t i = 0; i < j->size(); ++i) {
+    Obj t((*j)[i], "tiers[" + std::to_string(i) + "]");
+    TierConfig tier;
+    tier.name = t.Str("name", "", true);
+    if (!IsToken(tier.name, "_-", 1, 32)) Fail(t.Key("name"), "must match [A-Za-z0-9_-]{1,32}");
+    if (!names.insert(tier.name).second) {
+      Fail(t.Key("name"), "duplicate tier \"" + tier.name + "\"");
+    }
+    const json* m = t.Get("max_delay_ms");
+    if (m && !m->is_null()) tier.max_delay_ms = t.Int("max_delay_ms", 0, 1, 86'400'000);
+    tier.enabled = t.Bool("enabled", true);
+    t.RejectUnknownKeys();
+    tiers.push_back(tier);
+  }
+  return tiers;
+}
+
+// REQUIRES: c.tiers and c.primary read.
+void ReadReplicas(const json& r, Config& c) {
+  if (!r.is_array() || r.empty()) Fail("replicas", "must be a non-empty array");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < r.size(); ++i) {
+    std::string path = "replicas[" + std::to_string(i) + "]";
+    Obj o(r[i], path);
+    ReplicaConfig rc;
+    rc.endpoint = ReadEndpoint(o);
+    rc.tier = o.Str("tier", c.tiers.front().name);
+    bool known = false;
+    for (const auto& t : c.tiers) known = known || t.name == rc.tier;
+    if (!known) Fail(o.Key("tier"), "unknown tier \"" + rc.tier + "\"");
+    rc.weight = static_cast<int>(o.Int("weight", 1, 0, 1000));
+    o.RejectUnknownKeys();
+    if (!ids.insert(rc.endpoint.Id()).second) {
+      Fail(path, "duplicate replica " + rc.endpoint.Id());
+    }
+    if (rc.endpoint.Id() == c.primary.Id()) Fail(path, "is the primary " + rc.endpoint.Id());
+    c.replicas.push_back(rc);
+  }
+}
+
+void ReadHealth(const json& j, HealthConfig& health) {
+  Obj o(j, "health");
+  if (const json* v = o.Get("primary_unknown")) {
+    if (!v->is_string() || (*v != "keep_caught_up" && *v != "unhealthy")) {
+      Fail("health.primary_unknown", "must be \"keep_caught_up\" or \"unhealthy\"");
+    }
+    health.keep_caught_up_when_primary_unknown = *v == "keep_caught_up";
+  }
+  if (const json* v = o.Get("recover_ratio")) {
+    if (!v->is_number() || v->get<double>() <= 0 || v->get<double>() > 1) {
+      Fail("health.recover_ratio", "must be a number in (0, 1]");
+    }
+    health.recover_ratio = v->get<double>();
+  }
+  health.recover_probes = static_cast<int>(o.Int("recover_probes", 2, 1, 100));
+  o.RejectUnknownKeys();
+}
+
+void ReadRedis(const json& j, RedisConfig& redis) {
+  Obj o(j, "redis");
+  redis.host = o.Str("host", redis.host);
+  redis.port = static_cast<int>(o.Int("port", redis.port, 1, 65535));
+  redis.key_prefix = o.Str("key_prefix", redis.key_prefix);
+  if (!IsToken(redis.key_prefix, "_.:-", 1, 64)) {
+    Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
+  }
+  redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", redis.ttl_ms, 100, 600000));
+  redis.username = o.Str("username", "");
+  redis.password_file = o.Str("password_file", "");
+  if (!redis.username.empty() && redis.password_file.empty()) {
+    Fail("redis.username", "needs redis.password_file");
+  }
+  o.RejectUnknownKeys();
+}
+
+void ReadHttp(const json& j, Config& c) {
+  Obj o(j, "http");
+  c.http_listen = o.Str("listen", c.http_listen);
+  if (!ParseListenAddress(c.http_listen)) {
+    Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
+  }
+  c.http.max_connections = static_cast<int>(o.Int("max_connections", 4, 1, 64));
+  c.http.max_request_bytes = static_cast<int>(o.Int("max_request_bytes", 16384, 1024, 1 << 20));
+  c.http.request_timeout_ms = static_cast<int>(o.Int("request_timeout_ms", 5000, 100, 60000));
+  c.http.web_config_file = o.Str("web_config_file", "");
+  if (!c.http.web_config_file.empty()) {
+    auto web = LoadWebConfig(c.http.web_config_file);
+    if (!web.ok()) Fail("http.web_config_file", web.status().message());
+    c.http.web = std::move(web).value();
+  }
+  o.RejectUnknownKeys();
+}
+
+// An object with one integer key, e.g. "sampler": {"interval_ms": 50}.
+int ReadSingleInt(const json& j, const std::string& section, const std::string& key, int def,
+                  int lo, int hi) {
+  Obj o(j, section);
+  const int v = static_cast<int>(o.Int(key, def, lo, hi));
+  o.RejectUnknownKeys();
+  return v;
+}
+
 Config Parse(const json& root) {
   Config c;
   Obj top(root, "");
@@ -106,151 +253,20 @@ Config Parse(const json& root) {
   } else if (v != "refuse") {
     Fail("insecure_files", "must be \"refuse\" or \"warn\"");
   }
-
-  {
-    Obj p(top.Require("primary"), "primary");
-    c.primary = ReadEndpoint(p);
-    c.primary_defaults_file = p.Str("defaults_file", "", true);
-    p.RejectUnknownKeys();
-  }
+  ReadPrimary(top, c);
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
-
-  if (const json* j = top.Get("heartbeat")) {
-    Obj h(*j, "heartbeat");
-    std::string table = h.Str("table", "heartbeat.mysql_heartbeat");
-    auto dot = table.find('.');
-    if (dot == std::string::npos || !IsIdentifier(table.substr(0, dot)) ||
-        !IsIdentifier(table.substr(dot + 1))) {
-      Fail("heartbeat.table",
-           "must be \"database.table\" with each part of [A-Za-z0-9_$], 1-64 chars");
-    }
-    c.heartbeat.database = table.substr(0, dot);
-    c.heartbeat.table = table.substr(dot + 1);
-    c.heartbeat.interval_ms = static_cast<int>(h.Int("interval_ms", 500, 50, 60000));
-    c.heartbeat.create_table = h.Bool("create_table", true);
-    h.RejectUnknownKeys();
-  }
+  if (const json* j = top.Get("heartbeat")) ReadHeartbeat(*j, c.heartbeat);
   if (const json* j = top.Get("sampler")) {
-    Obj s(*j, "sampler");
-    c.sampler_interval_ms = static_cast<int>(s.Int("interval_ms", 50, 5, 10000));
-    s.RejectUnknownKeys();
+    c.sampler_interval_ms = ReadSingleInt(*j, "sampler", "interval_ms", 50, 5, 10000);
   }
-  if (const json* j = top.Get("probe")) {
-    Obj p(*j, "probe");
-    c.probe.interval_ms = static_cast<int>(p.Int("interval_ms", 200, 10, 60000));
-    c.probe.timeout_ms = static_cast<int>(p.Int("timeout_ms", 150, 10, 60000));
-    c.probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
-    c.probe.threads = static_cast<int>(p.Int("threads", 2, 1, 64));
-    c.probe.realtime = p.Bool("realtime", true);
-    p.RejectUnknownKeys();
-    if (c.probe.timeout_ms > c.probe.interval_ms) {
-      Fail("probe.timeout_ms",
-           "must not exceed probe.interval_ms (" + std::to_string(c.probe.interval_ms) + ")");
-    }
-    if (c.probe.status_interval_ms < c.probe.interval_ms) {
-      Fail("probe.status_interval_ms",
-           "must be at least probe.interval_ms (" + std::to_string(c.probe.interval_ms) + ")");
-    }
-  }
-
-  if (const json* j = top.Get("tiers")) {
-    if (!j->is_array() || j->empty()) Fail("tiers", "must be a non-empty array");
-    std::set<std::string> names;
-    for (size_t i = 0; i < j->size(); ++i) {
-      std::string path = "tiers[" + std::to_string(i) + "]";
-      Obj t((*j)[i], path);
-      TierConfig tier;
-      tier.name = t.Str("name", "", true);
-      if (!IsToken(tier.name, "_-", 1, 32)) Fail(t.Key("name"), "must match [A-Za-z0-9_-]{1,32}");
-      if (!names.insert(tier.name).second)
-        Fail(t.Key("name"), "duplicate tier \"" + tier.name + "\"");
-      const json* m = t.Get("max_delay_ms");
-      if (m && !m->is_null()) tier.max_delay_ms = t.Int("max_delay_ms", 0, 1, 86'400'000);
-      tier.enabled = t.Bool("enabled", true);
-      t.RejectUnknownKeys();
-      c.tiers.push_back(tier);
-    }
-  } else {
-    c.tiers = {{"tier1", 200, true}, {"tier2", 1000, true}, {"tier3", std::nullopt, false}};
-  }
-
-  {
-    const json& r = top.Require("replicas");
-    if (!r.is_array() || r.empty()) Fail("replicas", "must be a non-empty array");
-    std::set<std::string> ids;
-    for (size_t i = 0; i < r.size(); ++i) {
-      std::string path = "replicas[" + std::to_string(i) + "]";
-      Obj o(r[i], path);
-      ReplicaConfig rc;
-      rc.endpoint = ReadEndpoint(o);
-      rc.tier = o.Str("tier", c.tiers.front().name);
-      bool known = false;
-      for (const auto& t : c.tiers) known = known || t.name == rc.tier;
-      if (!known) Fail(o.Key("tier"), "unknown tier \"" + rc.tier + "\"");
-      rc.weight = static_cast<int>(o.Int("weight", 1, 0, 1000));
-      o.RejectUnknownKeys();
-      if (!ids.insert(rc.endpoint.Id()).second) {
-        Fail(path, "duplicate replica " + rc.endpoint.Id());
-      }
-      if (rc.endpoint.Id() == c.primary.Id()) Fail(path, "is the primary " + rc.endpoint.Id());
-      c.replicas.push_back(rc);
-    }
-  }
-
-  if (const json* j = top.Get("health")) {
-    Obj o(*j, "health");
-    if (const json* v = o.Get("primary_unknown")) {
-      if (!v->is_string() || (*v != "keep_caught_up" && *v != "unhealthy")) {
-        Fail("health.primary_unknown", "must be \"keep_caught_up\" or \"unhealthy\"");
-      }
-      c.health.keep_caught_up_when_primary_unknown = *v == "keep_caught_up";
-    }
-    if (const json* v = o.Get("recover_ratio")) {
-      if (!v->is_number() || v->get<double>() <= 0 || v->get<double>() > 1) {
-        Fail("health.recover_ratio", "must be a number in (0, 1]");
-      }
-      c.health.recover_ratio = v->get<double>();
-    }
-    c.health.recover_probes = static_cast<int>(o.Int("recover_probes", 2, 1, 100));
-    o.RejectUnknownKeys();
-  }
-  if (const json* j = top.Get("redis")) {
-    Obj o(*j, "redis");
-    c.redis.host = o.Str("host", c.redis.host);
-    c.redis.port = static_cast<int>(o.Int("port", c.redis.port, 1, 65535));
-    c.redis.key_prefix = o.Str("key_prefix", c.redis.key_prefix);
-    if (!IsToken(c.redis.key_prefix, "_.:-", 1, 64)) {
-      Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
-    }
-    c.redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", c.redis.ttl_ms, 100, 600000));
-    c.redis.username = o.Str("username", "");
-    c.redis.password_file = o.Str("password_file", "");
-    if (!c.redis.username.empty() && c.redis.password_file.empty()) {
-      Fail("redis.username", "needs redis.password_file");
-    }
-    o.RejectUnknownKeys();
-  }
-  if (const json* j = top.Get("http")) {
-    Obj o(*j, "http");
-    c.http_listen = o.Str("listen", c.http_listen);
-    if (!ParseListenAddress(c.http_listen)) {
-      Fail("http.listen", "must be \"address:port\", e.g. \"127.0.0.1:9877\"");
-    }
-    c.http.max_connections = static_cast<int>(o.Int("max_connections", 4, 1, 64));
-    c.http.max_request_bytes = static_cast<int>(o.Int("max_request_bytes", 16384, 1024, 1 << 20));
-    c.http.request_timeout_ms = static_cast<int>(o.Int("request_timeout_ms", 5000, 100, 60000));
-    c.http.web_config_file = o.Str("web_config_file", "");
-    if (!c.http.web_config_file.empty()) {
-      auto web = LoadWebConfig(c.http.web_config_file);
-      if (!web.ok()) Fail("http.web_config_file", web.status().message());
-      c.http.web = std::move(web).value();
-    }
-    o.RejectUnknownKeys();
-  }
+  if (const json* j = top.Get("probe")) ReadProbe(*j, c.probe);
+  c.tiers = ReadTiers(top.Get("tiers"));
+  ReadReplicas(top.Require("replicas"), c);
+  if (const json* j = top.Get("health")) ReadHealth(*j, c.health);
+  if (const json* j = top.Get("redis")) ReadRedis(*j, c.redis);
+  if (const json* j = top.Get("http")) ReadHttp(*j, c);
   if (const json* j = top.Get("slo")) {
-    Obj o(*j, "slo");
-    c.slo_delay_ms = static_cast<int>(o.Int("delay_ms", 200, 1, 3'600'000));
-    o.RejectUnknownKeys();
+    c.slo_delay_ms = ReadSingleInt(*j, "slo", "delay_ms", 200, 1, 3'600'000);
   }
   top.RejectUnknownKeys();
   return c;

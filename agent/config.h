@@ -1,4 +1,4 @@
-// lagwatch's configuration (DESIGN.md §6): the JSON file, parsed and validated in one place.
+// lagwatch's configuration (docs/configuration.md): the JSON file, parsed and validated in one place.
 // Values are plain data, constant after load; safe to share between threads by const reference.
 #pragma once
 
@@ -57,7 +57,7 @@ struct Config {
   HeartbeatConfig heartbeat;
   int sampler_interval_ms = 50;
   ProbeConfig probe;
-  std::vector<TierConfig> tiers;  // defaults per DESIGN.md when the key is absent
+  std::vector<TierConfig> tiers;  // the documented defaults (docs/configuration.md) when the key is absent
   std::vector<ReplicaConfig> replicas;
   HealthConfig health;
   RedisConfig redis;

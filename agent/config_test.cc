@@ -44,7 +44,7 @@ void ExpectRejected(const json& j, const std::string& key) {
   CHECK(r.status().message().rfind(key + ":", 0) == 0);
 }
 
-TEST_CASE("the DESIGN.md example config parses with every value kept") {
+TEST_CASE("the documented example config parses with every value kept") {
   auto r = ParseConfig(Valid().dump());
   REQUIRE(r.ok());
   const Config& c = r.value();
@@ -66,7 +66,7 @@ TEST_CASE("the DESIGN.md example config parses with every value kept") {
   CHECK(c.http_listen == "127.0.0.1:9877");
 }
 
-TEST_CASE("comments are allowed and omitted sections take DESIGN.md defaults") {
+TEST_CASE("comments are allowed and omitted sections take the documented defaults") {
   auto r = ParseConfig(R"({
     // the minimum
     "primary": { "host": "db1", "defaults_file": "/p.cnf" },

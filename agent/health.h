@@ -1,4 +1,4 @@
-// The routing verdict for one replica (DESIGN.md §3.5): its state and whether routers may read
+// The routing verdict for one replica (docs/measurement.md, "Health"): its state and whether routers may read
 // from it, with hysteresis so a replica near its tier's limit does not flap.
 //
 // Going unhealthy is immediate (a router must stop reading stale data at once); coming back from

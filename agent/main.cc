@@ -1,5 +1,5 @@
 // lagwatch: measures how stale each MySQL/MariaDB replica is and publishes it to Redis and
-// Prometheus. See README.md and DESIGN.md.
+// Prometheus. See README.md and docs/.
 #include <systemd/sd-daemon.h>
 
 #include <csignal>

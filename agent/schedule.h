@@ -1,4 +1,4 @@
-// When a replica's next probe starts (DESIGN.md §3.5). Pure functions; thread-safe.
+// When a replica's next probe starts (docs/measurement.md). Pure functions; thread-safe.
 //
 // Probes run on a fixed tick (probe.interval_ms). Between ticks the upper bound grows by itself
 // (it is t - fresh_at), so the moment it would cross a tier limit is known in advance; the prober

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -75,6 +76,21 @@ class FakeSqlConnection final : public SqlConnection {
   std::vector<Sent> sent_;   // GUARDED_BY(mu_)
   unsigned last_errno_ = 0;  // GUARDED_BY(mu_)
 };
+
+// A connector that hands a worker `fake` (shared, so the test keeps reading its record).
+inline SqlConnector FakeConnector(std::shared_ptr<FakeSqlConnection> fake) {
+  struct Forward final : SqlConnection {
+    explicit Forward(std::shared_ptr<FakeSqlConnection> f) : f(std::move(f)) {}
+    Result<QueryResult> Query(std::string_view sql, MonoTime deadline) override {
+      return f->Query(sql, deadline);
+    }
+    unsigned last_errno() const override { return f->last_errno(); }
+    std::shared_ptr<FakeSqlConnection> f;
+  };
+  return [fake = std::move(fake)](std::stop_token) -> std::unique_ptr<SqlConnection> {
+    return std::make_unique<Forward>(fake);
+  };
+}
 
 // A one-row result: `values` under `columns`.
 inline QueryResult Row(std::vector<std::string> columns, std::vector<std::string> values) {

@@ -1,23 +1,20 @@
 #include "base/log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <mutex>
-#include <unordered_map>
 
 #include "base/strings.h"
 
 namespace lagwatch {
 namespace {
 
-struct Limiter {
-  std::chrono::steady_clock::time_point last{};
-  long suppressed = 0;
-};
-
 std::mutex g_mu;
-std::unordered_map<std::string, Limiter>* g_limiters = new std::unordered_map<std::string, Limiter>;
+// Never destroyed: threads may still log while static destructors run.
+LogRateLimiter* g_limiter = new LogRateLimiter;  // GUARDED_BY(g_mu)
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -54,20 +51,44 @@ void Log(LogLevel level, std::string_view message) {
   WriteLine(level, message);
 }
 
+bool LogRateLimiter::Allow(std::string_view key, MonoTime now, Millis interval, long* suppressed) {
+  auto [it, inserted] = entries_.try_emplace(std::string(key), Entry{now, interval, 0});
+  Entry& e = it->second;
+  *suppressed = 0;
+  if (!inserted) {
+    if (now - e.last < interval) {
+      ++e.suppressed;
+      return false;
+    }
+    *suppressed = e.suppressed;
+    e.last = now;
+    e.interval = interval;
+    e.suppressed = 0;
+  }
+  if (entries_.size() >= prune_at_) Prune(now);
+  return true;
+}
+
+void LogRateLimiter::Prune(MonoTime now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const Entry& e = it->second;
+    const bool passes_anyway = now - e.last >= e.interval;
+    const bool forgotten = now - e.last >= e.interval * kForgetAfterIntervals;
+    it = (passes_anyway && e.suppressed == 0) || forgotten ? entries_.erase(it) : std::next(it);
+  }
+  prune_at_ = std::max<size_t>(64, 2 * entries_.size());
+}
+
 void LogLimited(LogLevel level, std::string_view key, std::string_view message, int interval_s) {
   std::lock_guard lock(g_mu);
-  auto now = std::chrono::steady_clock::now();
-  Limiter& lim = (*g_limiters)[std::string(key)];
-  if (lim.last.time_since_epoch().count() != 0 &&
-      now - lim.last < std::chrono::seconds(interval_s)) {
-    ++lim.suppressed;
+  long suppressed = 0;
+  if (!g_limiter->Allow(key, SystemClock::Get().Now(), std::chrono::seconds(interval_s),
+                        &suppressed)) {
     return;
   }
-  lim.last = now;
-  if (lim.suppressed > 0) {
+  if (suppressed > 0) {
     std::string line(message);
-    line += " (" + std::to_string(lim.suppressed) + " similar suppressed)";
-    lim.suppressed = 0;
+    line += " (" + std::to_string(suppressed) + " similar suppressed)";
     WriteLine(level, line);
   } else {
     WriteLine(level, message);

@@ -1,4 +1,4 @@
-// The primary's circuit breaker (DESIGN.md §4, from the article): consecutive failed or slow
+// The primary's circuit breaker (docs/redis.md, "The primary"): consecutive failed or slow
 // heartbeat writes open it; while open the writer stops writing; after a cool-down one trial
 // write is let through (half-open); a good write closes it.
 // Thread-compatible: owned by the heartbeat writer; pure logic on times it is given.

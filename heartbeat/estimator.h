@@ -1,4 +1,4 @@
-// The lag estimator (DESIGN.md §3.2–3.4): turns one probe of a replica into bounds on how stale the
+// The lag estimator (docs/measurement.md): turns one probe of a replica into bounds on how stale the
 // replica's data is, using only times on the agent's clock.
 //
 // Staleness of a replica at time τ is τ minus the commit time of the oldest transaction the

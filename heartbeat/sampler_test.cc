@@ -48,33 +48,20 @@ struct Fixture {
     options.primary.endpoint = {"127.0.0.1", 3306};
     options.primary.label = "primary test";
     options.interval_ms = 50;
-    auto c = conn;
-    sampler = std::make_unique<PositionSampler>(
-        options, &history, &sink, clock, [c](std::stop_token) -> std::unique_ptr<SqlConnection> {
-          struct Forward final : SqlConnection {
-            explicit Forward(std::shared_ptr<FakeSqlConnection> f) : f(std::move(f)) {}
-            Result<QueryResult> Query(std::string_view sql, MonoTime deadline) override {
-              return f->Query(sql, deadline);
-            }
-            unsigned last_errno() const override { return f->last_errno(); }
-            std::shared_ptr<FakeSqlConnection> f;
-          };
-          return std::make_unique<Forward>(c);
-        });
+    sampler =
+        std::make_unique<PositionSampler>(options, &history, &sink, clock, FakeConnector(conn));
   }
-  std::vector<int64_t> RunUntil(size_t samples, bool (*pred)(const std::string&) = IsSample) {
+  // Runs the sampler through the first `ms` of fake time; the fake times of the statements that
+  // match `pred`.
+  std::vector<int64_t> RunFor(int ms, bool (*pred)(const std::string&) = IsSample) {
+    clock.HoldAfter(Millis(ms));
     sampler->Start();
-    REQUIRE(conn->WaitFor([&](const auto& sent) {
-      size_t n = 0;
-      for (const auto& s : sent) n += pred(s.sql);
-      return n >= samples;
-    }));
+    REQUIRE(clock.WaitUntilHeld());
     sampler->Stop();
     std::vector<int64_t> times;
     for (const auto& s : conn->sent()) {
       if (pred(s.sql)) times.push_back(clock.ElapsedMs(s.at));
     }
-    times.resize(samples);
     return times;
   }
 };
@@ -87,7 +74,7 @@ TEST_CASE("sampler reads the primary's position every 50 ms on a fake clock") {
   Fixture f([](const std::string& sql, size_t i) {
     return IsSample(sql) ? Position("0-1-" + std::to_string(100 + i)) : FakeSqlConnection::Answer{};
   });
-  auto times = f.RunUntil(5);
+  auto times = f.RunFor(220);
   CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200});
   // Each sample is in the history with the fake times it was sent at.
   auto last = f.history.LastSample();
@@ -104,7 +91,7 @@ TEST_CASE("sampler backs off after failures, doubling up to a second, and recove
     if (i >= 4 && i <= 9) return {Status::Unavailable("connection refused"), Millis(0)};
     return Position("0-1-" + std::to_string(i));
   });
-  auto times = f.RunUntil(12);
+  auto times = f.RunFor(3760);
   // 0, 50, 100, 150 fine; the failure at 200 waits 100, then 200, 400, 800, 1000, 1000 ms;
   // the sample at 3700 answers, and the next comes one interval later.
   CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200, 300, 500, 900, 1700, 2700, 3700, 3750});
@@ -124,12 +111,13 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
     const int k = std::min((*n)++, 2);
     return {Row({"a", "b", "c", "d"}, {"151", "12", reads[k], "7"}), Millis(1)};
   });
-  auto times = f.RunUntil(3, IsLoad);
+  auto times = f.RunFor(10'100, IsLoad);
   // The first sample is at 0; loads follow a successful sample once 5 s have passed.
+  REQUIRE(times.size() == 3);
   CHECK(times[0] == 1);  // after the first sample, which took 1 ms
   CHECK(times[1] >= 5001);
   CHECK(times[1] <= 5052);
-  REQUIRE(f.sink.loads.size() >= 3);
+  REQUIRE(f.sink.loads.size() == 3);
   CHECK(f.sink.loads[0].max_connections == 151u);
   CHECK(f.sink.loads[0].threads_connected == 12u);
   CHECK_FALSE(f.sink.loads[0].buffer_pool_read_requests_growth);  // first reading: no growth
@@ -142,9 +130,10 @@ TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
   Fixture f([](const std::string&, size_t) -> FakeSqlConnection::Answer {
     return {Status::ServerError("Unknown system variable 'gtid_binlog_pos'"), Millis(1), 1193};
   });
+  f.clock.HoldAfter(Millis(1000));
   f.sampler->Start();
   REQUIRE(f.conn->WaitFor([](const auto& sent) { return !sent.empty(); }));
-  // A sampler that went on would send thousands of statements in this time (its waits are free).
+  // A sampler that went on would send 20 more statements in this time (its waits are free).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   f.sampler->Stop();
   CHECK(f.conn->sent().size() == 1);

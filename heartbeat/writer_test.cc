@@ -59,12 +59,6 @@ std::vector<int64_t> TimesOf(const FakeClock& clock,
   return out;
 }
 
-size_t CountUpserts(const std::vector<FakeSqlConnection::Sent>& sent) {
-  size_t n = 0;
-  for (const auto& s : sent) n += IsUpsert(s.sql);
-  return n;
-}
-
 // A primary that has our row at seq 41 and answers every write after `write_latency(i)` (i: the
 // 0-based number of the write).
 FakeSqlConnection::Script Primary(std::function<FakeSqlConnection::Answer(size_t)> write) {
@@ -90,40 +84,23 @@ struct Fixture {
     options.primary.label = "primary test";
     options.heartbeat.interval_ms = 500;
     options.agent_id = 7;
-    auto c = conn;
-    writer = std::make_unique<HeartbeatWriter>(
-        options, &log, &sink, clock, [c](std::stop_token) -> std::unique_ptr<SqlConnection> {
-          // The writer owns what it gets; hand it a forwarder so the test keeps the fake.
-          struct Forward final : SqlConnection {
-            explicit Forward(std::shared_ptr<FakeSqlConnection> f) : f(std::move(f)) {}
-            Result<QueryResult> Query(std::string_view sql, MonoTime deadline) override {
-              return f->Query(sql, deadline);
-            }
-            unsigned last_errno() const override { return f->last_errno(); }
-            std::shared_ptr<FakeSqlConnection> f;
-          };
-          return std::make_unique<Forward>(c);
-        });
+    writer = std::make_unique<HeartbeatWriter>(options, &log, &sink, clock, FakeConnector(conn));
   }
-  // Runs the writer until `upserts` writes were sent, then stops it.
-  void RunUntilUpserts(size_t upserts) {
+  // Runs the writer through the first `ms` of fake time, then stops it.
+  void RunFor(int ms) {
+    clock.HoldAfter(Millis(ms));
     writer->Start();
-    REQUIRE(conn->WaitFor([&](const auto& sent) { return CountUpserts(sent) >= upserts; }));
+    REQUIRE(clock.WaitUntilHeld());
     writer->Stop();
   }
 };
 
 TEST_CASE("writer upserts every 500 ms on a fake clock, continuing from the seq on the primary") {
   Fixture f(Primary([](size_t) { return FakeSqlConnection::Answer{QueryResult{}, Millis(3)}; }));
-  f.RunUntilUpserts(5);
+  f.RunFor(2100);
   auto sent = f.conn->sent();
-  auto times = TimesOf(f.clock, sent, IsUpsert);
-  times.resize(5);
-  CHECK(times == std::vector<int64_t>{0, 500, 1000, 1500, 2000});
-  auto written = f.sink.Written();
-  REQUIRE(written.size() >= 4);
-  CHECK(written[0] == 42);
-  CHECK(written[3] == 45);
+  CHECK(TimesOf(f.clock, sent, IsUpsert) == std::vector<int64_t>{0, 500, 1000, 1500, 2000});
+  CHECK(f.sink.Written() == std::vector<uint64_t>{42, 43, 44, 45, 46});
   // Sent when the write left, acknowledged 3 ms later, on the writer's clock.
   auto rec = f.log.Find(43);
   REQUIRE(rec);
@@ -137,25 +114,20 @@ TEST_CASE("writer keeps a fixed rate: a slow write does not shift the writes aft
   Fixture f(Primary([](size_t i) {
     return FakeSqlConnection::Answer{QueryResult{}, Millis(i == 1 ? 400 : 2)};
   }));
-  f.RunUntilUpserts(4);
-  auto times = TimesOf(f.clock, f.conn->sent(), IsUpsert);
-  times.resize(4);
-  CHECK(times == std::vector<int64_t>{0, 500, 1000, 1500});
+  f.RunFor(1600);
+  CHECK(TimesOf(f.clock, f.conn->sent(), IsUpsert) == std::vector<int64_t>{0, 500, 1000, 1500});
 }
 
 TEST_CASE("writer abandons a write at its interval's deadline and writes again at once") {
   Fixture f(Primary([](size_t i) {
     return FakeSqlConnection::Answer{QueryResult{}, Millis(i == 1 ? 10'000 : 2)};
   }));
-  f.RunUntilUpserts(4);
+  f.RunFor(1600);
   auto times = TimesOf(f.clock, f.conn->sent(), IsUpsert);
-  times.resize(4);
   // The second write hangs: abandoned at 1000 (its deadline, one interval after it was sent);
   // the third was due then and goes at once, the fourth keeps the original cadence.
   CHECK(times == std::vector<int64_t>{0, 500, 1000, 1500});
-  auto failed = f.sink.Failed();
-  REQUIRE(failed.size() >= 1);
-  CHECK(failed[0] == "timeout");
+  CHECK(f.sink.Failed() == std::vector<std::string>{"timeout"});
   auto rec = f.log.Find(43);
   REQUIRE(rec);
   CHECK_FALSE(rec->acked);
@@ -177,13 +149,12 @@ TEST_CASE("writer pauses on a read-only primary, asks every interval, and resume
     return {};
   };
   Fixture f(script);
-  f.RunUntilUpserts(4);
+  f.RunFor(3100);
   auto sent = f.conn->sent();
   auto upserts = TimesOf(f.clock, sent, IsUpsert);
   auto asked =
       TimesOf(f.clock, sent, [](const std::string& s) { return s == "SELECT @@read_only"; });
   // Refused at 500; asked at 1000, 1500 (still read-only) and 2000 (writable); written at 2500.
-  upserts.resize(4);
   CHECK(upserts == std::vector<int64_t>{0, 500, 2500, 3000});
   CHECK(asked == std::vector<int64_t>{1000, 1500, 2000});
   // Read-only is not a failure of the primary: no error counted, and the state says read_only.

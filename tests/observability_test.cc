@@ -42,7 +42,7 @@ Env& E() {
 bool BothOk(Redis& redis) { return BothReplicasOk(redis, E().sandbox); }
 std::string Metrics() { return HttpGet(E().sandbox.http_port(), "/metrics").second; }
 
-// The metric families the README documents, each of which must appear in a live scrape.
+// The metric families docs/metrics.md documents, each of which must appear in a live scrape.
 const std::vector<std::string> kFamilies = {
     "lagwatch_replica_lag_upper_seconds",
     "lagwatch_replica_lag_lower_seconds",

@@ -1,6 +1,6 @@
 // Secrets and least privilege against a real sandbox (issue: hostile input and security): Redis
 // AUTH from a password file, no password anywhere the agent shows itself (log, /metrics, the API,
-// `lagwatch status`, ps and its environment), the sandbox's grants being exactly the README's,
+// `lagwatch status`, ps and its environment), the sandbox's grants being exactly those of docs/configuration.md,
 // and a missing grant reported by name while the agent keeps measuring.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,7 +160,7 @@ std::string Grants(const std::string& user) {
       .output;
 }
 
-TEST_CASE("the sandbox grants exactly the README's privileges: no SUPER, no ALL") {
+TEST_CASE("the sandbox grants exactly the documented privileges: no SUPER, no ALL") {
   const std::string writer = Grants("lagwatch_writer");
   const std::string probe = Grants("lagwatch_probe");
   INFO(writer << probe);
