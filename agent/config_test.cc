@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include <doctest/doctest.h>
 
@@ -36,6 +37,15 @@ json Valid() {
 }
 
 // Expects `j` to be rejected with a message that starts with `key`.
+void ExpectRejected(const json& j, const std::string& key);
+
+// The valid config with `edit` applied must be rejected naming `key`.
+void Rejects(const std::function<void(json&)>& edit, const std::string& key) {
+  json j = Valid();
+  edit(j);
+  ExpectRejected(j, key);
+}
+
 void ExpectRejected(const json& j, const std::string& key) {
   auto r = ParseConfig(j.dump());
   REQUIRE_FALSE(r.ok());
@@ -84,51 +94,26 @@ TEST_CASE("comments are allowed and omitted sections take the documented default
 }
 
 TEST_CASE("an unknown key is rejected with its path") {
-  json j = Valid();
-  j["probe"]["interval"] = 200;
-  ExpectRejected(j, "probe.interval");
-  j = Valid();
-  j["replicas"][1]["wieght"] = 5;
-  ExpectRejected(j, "replicas[1].wieght");
-  j = Valid();
-  j["verbose"] = true;
-  ExpectRejected(j, "verbose");
+  Rejects([](json& j) { j["probe"]["interval"] = 200; }, "probe.interval");
+  Rejects([](json& j) { j["replicas"][1]["wieght"] = 5; }, "replicas[1].wieght");
+  Rejects([](json& j) { j["verbose"] = true; }, "verbose");
 }
 
 TEST_CASE("a wrong type is rejected with the key") {
-  json j = Valid();
-  j["probe"]["interval_ms"] = "200";
-  ExpectRejected(j, "probe.interval_ms");
-  j = Valid();
-  j["heartbeat"]["create_table"] = 1;
-  ExpectRejected(j, "heartbeat.create_table");
-  j = Valid();
-  j["replicas"][0]["port"] = 3307.5;
-  ExpectRejected(j, "replicas[0].port");
-  j = Valid();
-  j["replicas"] = json::object();
-  ExpectRejected(j, "replicas");
+  Rejects([](json& j) { j["probe"]["interval_ms"] = "200"; }, "probe.interval_ms");
+  Rejects([](json& j) { j["heartbeat"]["create_table"] = 1; }, "heartbeat.create_table");
+  Rejects([](json& j) { j["replicas"][0]["port"] = 3307.5; }, "replicas[0].port");
+  Rejects([](json& j) { j["replicas"] = json::object(); }, "replicas");
 }
 
 TEST_CASE("out-of-range intervals are rejected with the key") {
-  json j = Valid();
-  j["probe"]["interval_ms"] = 0;
-  ExpectRejected(j, "probe.interval_ms");
-  j = Valid();
-  j["heartbeat"]["interval_ms"] = 10;
-  ExpectRejected(j, "heartbeat.interval_ms");
-  j = Valid();
-  j["sampler"]["interval_ms"] = -5;
-  ExpectRejected(j, "sampler.interval_ms");
-  j = Valid();
-  j["probe"]["timeout_ms"] = 300;  // longer than the 200 ms cadence it serves
-  ExpectRejected(j, "probe.timeout_ms");
-  j = Valid();
-  j["probe"]["status_interval_ms"] = 100;
-  ExpectRejected(j, "probe.status_interval_ms");
-  j = Valid();
-  j["redis"]["ttl_ms"] = 5;
-  ExpectRejected(j, "redis.ttl_ms");
+  Rejects([](json& j) { j["probe"]["interval_ms"] = 0; }, "probe.interval_ms");
+  Rejects([](json& j) { j["heartbeat"]["interval_ms"] = 10; }, "heartbeat.interval_ms");
+  Rejects([](json& j) { j["sampler"]["interval_ms"] = -5; }, "sampler.interval_ms");
+  // A timeout longer than the 200 ms cadence it serves.
+  Rejects([](json& j) { j["probe"]["timeout_ms"] = 300; }, "probe.timeout_ms");
+  Rejects([](json& j) { j["probe"]["status_interval_ms"] = 100; }, "probe.status_interval_ms");
+  Rejects([](json& j) { j["redis"]["ttl_ms"] = 5; }, "redis.ttl_ms");
 }
 
 TEST_CASE("bad heartbeat table identifiers are rejected") {
@@ -146,45 +131,27 @@ TEST_CASE("bad heartbeat table identifiers are rejected") {
 }
 
 TEST_CASE("duplicate replicas, a replica that is the primary and unknown tiers are rejected") {
-  json j = Valid();
-  j["replicas"][1]["port"] = 3307;
-  ExpectRejected(j, "replicas[1]");
-  j = Valid();
-  j["replicas"][0]["port"] = 3306;
-  ExpectRejected(j, "replicas[0]");
-  j = Valid();
-  j["replicas"][0]["tier"] = "gold";
-  ExpectRejected(j, "replicas[0].tier");
-  j = Valid();
-  j["tiers"][1]["name"] = "tier1";
-  ExpectRejected(j, "tiers[1].name");
+  Rejects([](json& j) { j["replicas"][1]["port"] = 3307; }, "replicas[1]");
+  Rejects([](json& j) { j["replicas"][0]["port"] = 3306; }, "replicas[0]");
+  Rejects([](json& j) { j["replicas"][0]["tier"] = "gold"; }, "replicas[0].tier");
+  Rejects([](json& j) { j["tiers"][1]["name"] = "tier1"; }, "tiers[1].name");
 }
 
 TEST_CASE("missing required keys are named") {
-  json j = Valid();
-  j.erase("primary");
-  ExpectRejected(j, "primary");
-  j = Valid();
-  j["primary"].erase("defaults_file");
-  ExpectRejected(j, "primary.defaults_file");
-  j = Valid();
-  j.erase("replica_defaults_file");
-  ExpectRejected(j, "replica_defaults_file");
+  Rejects([](json& j) { j.erase("primary"); }, "primary");
+  Rejects([](json& j) { j["primary"].erase("defaults_file"); }, "primary.defaults_file");
+  Rejects([](json& j) { j.erase("replica_defaults_file"); }, "replica_defaults_file");
 }
 
 TEST_CASE("bad listen addresses and key prefixes are rejected") {
-  json j = Valid();
-  j["http"]["listen"] = "9877";
-  ExpectRejected(j, "http.listen");
-  j = Valid();
-  j["http"]["listen"] = "127.0.0.1:99999";
-  ExpectRejected(j, "http.listen");
+  Rejects([](json& j) { j["http"]["listen"] = "9877"; }, "http.listen");
+  Rejects([](json& j) { j["http"]["listen"] = "127.0.0.1:99999"; }, "http.listen");
   // Key prefixes go into Redis keys and channel names: no spaces, glob or hash-tag characters,
   // line breaks or protocol bytes.
   for (const std::string& bad : std::vector<std::string>{
            "slave delay", "", "a*", "a?", "a[b]", "{tag}", "a\r\nFLUSHALL", "a\nb", "$5",
            std::string("a\0b", 3), std::string(65, 'k'), "sl\u00e4ve"}) {
-    j = Valid();
+    json j = Valid();
     j["redis"]["key_prefix"] = bad;
     INFO("prefix: " << bad);
     ExpectRejected(j, "redis.key_prefix");

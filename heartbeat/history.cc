@@ -1,6 +1,21 @@
 #include "heartbeat/history.h"
 
 namespace lagwatch {
+namespace {
+
+// One value read or written under its mutex: the histories' many one-field accessors.
+template <typename T>
+T Guarded(std::mutex& mu, const T& value) {
+  std::lock_guard lock(mu);
+  return value;
+}
+template <typename T, typename V>
+void SetGuarded(std::mutex& mu, T& field, const V& value) {
+  std::lock_guard lock(mu);
+  field = value;
+}
+
+}  // namespace
 
 void HeartbeatLog::RecordSent(uint64_t seq, MonoTime sent) {
   std::lock_guard lock(mu_);
@@ -36,19 +51,12 @@ std::optional<HeartbeatRecord> HeartbeatLog::Find(uint64_t seq) const {
 }
 
 std::optional<MonoTime> HeartbeatLog::LastAckedSent() const {
-  std::lock_guard lock(mu_);
-  return last_acked_sent_;
+  return Guarded(mu_, last_acked_sent_);
 }
 
-void HeartbeatLog::RecordFailure(MonoTime at) {
-  std::lock_guard lock(mu_);
-  last_failure_ = at;
-}
+void HeartbeatLog::RecordFailure(MonoTime at) { SetGuarded(mu_, last_failure_, at); }
 
-std::optional<MonoTime> HeartbeatLog::LastFailure() const {
-  std::lock_guard lock(mu_);
-  return last_failure_;
-}
+std::optional<MonoTime> HeartbeatLog::LastFailure() const { return Guarded(mu_, last_failure_); }
 
 std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
   std::lock_guard lock(mu_);
@@ -56,10 +64,7 @@ std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
   return records_.back();
 }
 
-std::optional<MonoTime> HeartbeatLog::LastAck() const {
-  std::lock_guard lock(mu_);
-  return last_ack_;
-}
+std::optional<MonoTime> HeartbeatLog::LastAck() const { return Guarded(mu_, last_ack_); }
 
 void PositionHistory::Add(const GtidPos& pos, MonoTime sent, MonoTime received) {
   std::lock_guard lock(mu_);
@@ -106,19 +111,12 @@ void PositionHistory::RecordFailure(MonoTime at) {
   outstanding_since_.reset();
 }
 
-void PositionHistory::BeginSample(MonoTime sent) {
-  std::lock_guard lock(mu_);
-  outstanding_since_ = sent;
-}
+void PositionHistory::BeginSample(MonoTime sent) { SetGuarded(mu_, outstanding_since_, sent); }
 
 std::optional<MonoTime> PositionHistory::OutstandingSince() const {
-  std::lock_guard lock(mu_);
-  return outstanding_since_;
+  return Guarded(mu_, outstanding_since_);
 }
 
-std::optional<MonoTime> PositionHistory::LastFailure() const {
-  std::lock_guard lock(mu_);
-  return last_failure_;
-}
+std::optional<MonoTime> PositionHistory::LastFailure() const { return Guarded(mu_, last_failure_); }
 
 }  // namespace lagwatch

@@ -6,64 +6,28 @@
 #include <thread>
 #include <vector>
 
-#include "base/fake_clock.h"
-#include "base/fake_sql_conn.h"
+#include "heartbeat/fake_primary.h"
 
 namespace lagwatch {
 namespace {
 
-class RecordingSink final : public SamplerSink {
- public:
-  void PositionSampled() override {
-    std::lock_guard lock(mu_);
-    ++sampled;
-  }
-  void SampleFailed(std::string_view reason) override {
-    std::lock_guard lock(mu_);
-    failed.emplace_back(reason);
-  }
-  void PrimaryLoadRead(const PrimaryLoad& load) override {
-    std::lock_guard lock(mu_);
-    loads.push_back(load);
-  }
-  std::mutex mu_;
-  int sampled = 0;
-  std::vector<std::string> failed;
-  std::vector<PrimaryLoad> loads;
-};
-
 bool IsSample(const std::string& sql) { return sql == "SELECT @@gtid_binlog_pos"; }
 bool IsLoad(const std::string& sql) { return sql.rfind("SELECT @@max_connections", 0) == 0; }
 
-struct Fixture {
-  FakeClock clock;
-  PositionHistory history;
-  RecordingSink sink;
-  std::shared_ptr<FakeSqlConnection> conn;
-  std::unique_ptr<PositionSampler> sampler;
+SamplerOptions Options() {
+  SamplerOptions options;
+  options.interval_ms = 50;
+  return options;
+}
 
+struct Fixture : FakePrimaryFixture<PositionSampler, PositionHistory, RecordingSamplerSink> {
   explicit Fixture(FakeSqlConnection::Script script)
-      : conn(std::make_shared<FakeSqlConnection>(&clock, std::move(script))) {
-    SamplerOptions options;
-    options.primary.endpoint = {"127.0.0.1", 3306};
-    options.primary.label = "primary test";
-    options.interval_ms = 50;
-    sampler =
-        std::make_unique<PositionSampler>(options, &history, &sink, clock, FakeConnector(conn));
-  }
-  // Runs the sampler through the first `ms` of fake time; the fake times of the statements that
-  // match `pred`.
+      : FakePrimaryFixture(std::move(script), Options()) {}
   std::vector<int64_t> RunFor(int ms, bool (*pred)(const std::string&) = IsSample) {
-    clock.HoldAfter(Millis(ms));
-    sampler->Start();
-    REQUIRE(clock.WaitUntilHeld());
-    sampler->Stop();
-    std::vector<int64_t> times;
-    for (const auto& s : conn->sent()) {
-      if (pred(s.sql)) times.push_back(clock.ElapsedMs(s.at));
-    }
-    return times;
+    FakePrimaryFixture::RunFor(ms);
+    return TimesOf(pred);
   }
+  PositionHistory& history = record;
 };
 
 FakeSqlConnection::Answer Position(const std::string& gtid, Millis latency = Millis(1)) {
@@ -95,8 +59,8 @@ TEST_CASE("sampler backs off after failures, doubling up to a second, and recove
   // 0, 50, 100, 150 fine; the failure at 200 waits 100, then 200, 400, 800, 1000, 1000 ms;
   // the sample at 3700 answers, and the next comes one interval later.
   CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200, 300, 500, 900, 1700, 2700, 3700, 3750});
-  CHECK(f.sink.failed.size() == 6);
-  CHECK(f.sink.failed[0] == "unavailable");
+  CHECK(f.sink.failed.Get().size() == 6);
+  CHECK(f.sink.failed.Get()[0] == "unavailable");
   CHECK(PositionSampler::Backoff(Millis(50), 0) == Millis(50));
   CHECK(PositionSampler::Backoff(Millis(50), 3) == Millis(400));
   CHECK(PositionSampler::Backoff(Millis(50), 9) == Millis(1000));
@@ -117,13 +81,14 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
   CHECK(times[0] == 1);  // after the first sample, which took 1 ms
   CHECK(times[1] >= 5001);
   CHECK(times[1] <= 5052);
-  REQUIRE(f.sink.loads.size() == 3);
-  CHECK(f.sink.loads[0].max_connections == 151u);
-  CHECK(f.sink.loads[0].threads_connected == 12u);
-  CHECK_FALSE(f.sink.loads[0].buffer_pool_read_requests_growth);  // first reading: no growth
-  CHECK(f.sink.loads[1].buffer_pool_read_requests_growth == 600u);
-  CHECK(f.sink.loads[2].buffer_pool_read_requests_growth == 200u);  // restart: from zero
-  CHECK(f.sink.loads[1].buffer_pool_reads_growth == 0u);
+  const auto loads = f.sink.loads.Get();
+  REQUIRE(loads.size() == 3);
+  CHECK(loads[0].max_connections == 151u);
+  CHECK(loads[0].threads_connected == 12u);
+  CHECK_FALSE(loads[0].buffer_pool_read_requests_growth);  // first reading: no growth
+  CHECK(loads[1].buffer_pool_read_requests_growth == 600u);
+  CHECK(loads[2].buffer_pool_read_requests_growth == 200u);  // restart: from zero
+  CHECK(loads[1].buffer_pool_reads_growth == 0u);
 }
 
 TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
@@ -131,13 +96,13 @@ TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
     return {Status::ServerError("Unknown system variable 'gtid_binlog_pos'"), Millis(1), 1193};
   });
   f.clock.HoldAfter(Millis(1000));
-  f.sampler->Start();
+  f.worker->Start();
   REQUIRE(f.conn->WaitFor([](const auto& sent) { return !sent.empty(); }));
   // A sampler that went on would send 20 more statements in this time (its waits are free).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  f.sampler->Stop();
+  f.worker->Stop();
   CHECK(f.conn->sent().size() == 1);
-  CHECK(f.sink.failed.empty());
+  CHECK(f.sink.failed.Get().empty());
 }
 
 }  // namespace
