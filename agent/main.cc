@@ -60,15 +60,9 @@ void Usage(FILE* out) {
                "MySQL credentials are read only from the option files the config names.\n");
 }
 
-int Run(const std::string& path) {
-  auto config = lagwatch::LoadConfig(path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "lagwatch: invalid config %s: %s\n", path.c_str(),
-                 config.status().message().c_str());
-    return kExitUsage;
-  }
-  // Block the signals we handle before any thread starts, so they all inherit the mask and only
-  // sigtimedwait() below sees them.
+// Blocks the signals the main loop handles, before any thread starts, so they all inherit the
+// mask and only sigtimedwait() in Run sees them.
+sigset_t BlockSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -76,35 +70,87 @@ int Run(const std::string& path) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  return set;
+}
 
+// systemd: READY=1 once every replica has been probed, STATUS= with a summary, and WATCHDOG=1 at
+// half the watchdog interval while the probers are making progress (a wedged agent stops pinging
+// and gets restarted). All of this is a no-op without NOTIFY_SOCKET.
+class SystemdNotifier {
+ public:
+  SystemdNotifier(const lagwatch::Agent& agent, int probe_interval_ms, const lagwatch::Clock& clock)
+      : agent_(agent),
+        clock_(clock),
+        alive_within_(std::max(2000, 10 * probe_interval_ms)),
+        next_watchdog_(clock.Now()),
+        next_status_(clock.Now()) {
+    uint64_t usec = 0;
+    watchdog_ = sd_watchdog_enabled(0, &usec) > 0 && usec > 0;
+    watchdog_every_ = std::chrono::microseconds(usec / 2);
+  }
+
+  // Called about every 100 ms from the main loop.
+  void Tick() {
+    const lagwatch::MonoTime now = clock_.Now();
+    if (!ready_ && agent_.FirstRoundDone()) {
+      ready_ = true;
+      last_status_ = agent_.Summary();
+      sd_notify(0, ("READY=1\nSTATUS=" + last_status_).c_str());
+      Log(LogLevel::kInfo, "first probe round done: " + last_status_);
+    }
+    if (ready_ && now >= next_status_) {
+      next_status_ = now + std::chrono::seconds(1);
+      std::string status = agent_.Summary();
+      if (status != last_status_) {
+        last_status_ = status;
+        sd_notify(0, ("STATUS=" + status).c_str());
+      }
+    }
+    if (watchdog_ && now >= next_watchdog_ && agent_.ProbersAlive(alive_within_)) {
+      next_watchdog_ = now + watchdog_every_;
+      sd_notify(0, "WATCHDOG=1");
+    }
+  }
+
+ private:
+  const lagwatch::Agent& agent_;
+  const lagwatch::Clock& clock_;
+  const lagwatch::Millis alive_within_;
+  bool watchdog_ = false;
+  std::chrono::microseconds watchdog_every_{0};
+  lagwatch::MonoTime next_watchdog_;
+  lagwatch::MonoTime next_status_;
+  bool ready_ = false;
+  std::string last_status_;
+};
+
+// Runs the agent with the configuration at `path` until SIGINT or SIGTERM; SIGHUP reloads it.
+int Run(const std::string& path) {
+  auto config = lagwatch::LoadConfig(path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "lagwatch: invalid config %s: %s\n", path.c_str(),
+                 config.status().message().c_str());
+    return kExitUsage;
+  }
+  const sigset_t signals = BlockSignals();
   RaiseFdLimit(config->replicas.size());
   // Buffers of 1 MB and more (a large fleet's /metrics body) come from mmap and go back to the
   // system when freed. Without a fixed threshold glibc raises it after the first such free, and
   // every HTTP worker's arena then keeps a scrape's worth of pages for good.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   const int probe_interval_ms = config->probe.interval_ms;
-  lagwatch::Agent agent(std::move(config).value());
+  const lagwatch::Clock& clock = lagwatch::SystemClock::Get();
+  lagwatch::Agent agent(std::move(config).value(), clock);
   if (auto st = agent.Start(); !st.ok()) {
     Log(LogLevel::kError, "cannot start: " + st.ToString());
     return 1;
   }
 
-  // systemd: READY=1 once every replica has been probed, STATUS= with a summary, and WATCHDOG=1
-  // at half the watchdog interval while the probers are making progress (a wedged agent stops
-  // pinging and gets restarted). All of this is a no-op without NOTIFY_SOCKET.
-  uint64_t watchdog_usec = 0;
-  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
-  const auto watchdog_every = std::chrono::microseconds(watchdog_usec / 2);
-  const lagwatch::Millis alive_within(std::max(2000, 10 * probe_interval_ms));
-  auto next_watchdog = std::chrono::steady_clock::now();
-  auto next_status = std::chrono::steady_clock::now();
-  auto next_tick = std::chrono::steady_clock::now();
-  bool ready = false;
-  std::string last_status;
-
+  SystemdNotifier notifier(agent, probe_interval_ms, clock);
+  lagwatch::MonoTime next_tick = clock.Now();
   for (;;) {
-    timespec tick = {0, 100'000'000};  // 100 ms
-    int sig = sigtimedwait(&set, nullptr, &tick);
+    timespec wait = {0, 100'000'000};  // 100 ms
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
     if (sig == SIGHUP) {
       agent.ReloadFile(path);
       continue;
@@ -114,28 +160,10 @@ int Run(const std::string& path) {
       Log(LogLevel::kInfo, std::string("stopping on ") + strsignal(sig));
       break;
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (!ready && agent.FirstRoundDone()) {
-      ready = true;
-      last_status = agent.Summary();
-      sd_notify(0, ("READY=1\nSTATUS=" + last_status).c_str());
-      Log(LogLevel::kInfo, "first probe round done: " + last_status);
-    }
-    if (ready && now >= next_status) {
-      next_status = now + std::chrono::seconds(1);
-      std::string status = agent.Summary();
-      if (status != last_status) {
-        last_status = status;
-        sd_notify(0, ("STATUS=" + status).c_str());
-      }
-    }
-    if (now >= next_tick) {
-      next_tick = now + std::chrono::seconds(1);
+    notifier.Tick();
+    if (clock.Now() >= next_tick) {
+      next_tick = clock.Now() + std::chrono::seconds(1);
       agent.Tick();
-    }
-    if (watchdog && now >= next_watchdog && agent.ProbersAlive(alive_within)) {
-      next_watchdog = now + watchdog_every;
-      sd_notify(0, "WATCHDOG=1");
     }
   }
   agent.Stop();
