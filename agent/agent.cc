@@ -200,17 +200,28 @@ Status Agent::Reload(const Config& next) {
                               config_.slo_delay_ms != next.slo_delay_ms;
   // New and restarted probers share the new settings; unchanged ones keep theirs.
   prober_settings_ = ProberSettings(next);
+  const ReloadCounts n = ApplyReplicas(next, shared_changed);
+  std::vector<std::string> ids;
+  for (const auto& [id, p] : probers_) ids.push_back(id);
+  publisher_.SetReplicas(ids);
+  config_ = next;
+  Log(LogLevel::kInfo, "configuration reloaded: " + std::to_string(n.added) + " added, " +
+                           std::to_string(n.removed) + " removed, " + std::to_string(n.restarted) +
+                           " restarted, " + std::to_string(n.kept) + " unchanged");
+  return Status::Ok();
+}
+
+Agent::ReloadCounts Agent::ApplyReplicas(const Config& next, bool shared_changed) {
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next.replicas) wanted[r.endpoint.Id()] = &r;
-
-  int added = 0, removed = 0, restarted = 0, kept = 0;
+  ReloadCounts n;
   for (auto it = probers_.begin(); it != probers_.end();) {
     auto w = wanted.find(it->first);
     if (w == wanted.end()) {
       it->second->Stop();
       metrics_.RemoveReplica(it->first);
       it = probers_.erase(it);
-      ++removed;
+      ++n.removed;
       continue;
     }
     const ReplicaConfig* old_rc = nullptr;
@@ -224,9 +235,9 @@ Status Agent::Reload(const Config& next) {
       if (old_rc && old_rc->tier != w->second->tier) metrics_.RemoveReplica(it->first);
       it->second = MakeProber(*w->second);
       if (started_) StartProber(*it->second);
-      ++restarted;
+      ++n.restarted;
     } else {
-      ++kept;
+      ++n.kept;
     }
     ++it;
   }
@@ -234,16 +245,9 @@ Status Agent::Reload(const Config& next) {
     if (probers_.count(id)) continue;
     probers_[id] = MakeProber(*rc);
     if (started_) StartProber(*probers_[id]);
-    ++added;
+    ++n.added;
   }
-  std::vector<std::string> ids;
-  for (const auto& [id, p] : probers_) ids.push_back(id);
-  publisher_.SetReplicas(ids);
-  config_ = next;
-  Log(LogLevel::kInfo, "configuration reloaded: " + std::to_string(added) + " added, " +
-                           std::to_string(removed) + " removed, " + std::to_string(restarted) +
-                           " restarted, " + std::to_string(kept) + " unchanged");
-  return Status::Ok();
+  return n;
 }
 
 Status Agent::ReloadFile(const std::string& path) {

@@ -63,6 +63,12 @@ class Agent {
   // A prober with prober_settings_. REQUIRES: mu_ held (or in the constructor).
   std::unique_ptr<ReplicaProber> MakeProber(const ReplicaConfig& r);
   void StartProber(ReplicaProber& p);  // REQUIRES: mu_ held
+  // Reload's replica step: stops removed probers, restarts changed ones (all of them when
+  // `shared_changed`), starts new ones. REQUIRES: mu_ held; config_ still the running one.
+  struct ReloadCounts {
+    int added = 0, removed = 0, restarted = 0, kept = 0;
+  };
+  ReloadCounts ApplyReplicas(const Config& next, bool shared_changed);
   // The HTTP API's routes (docs/api.md).
   std::map<std::string, HttpServer::Handler> Routes();
 
