@@ -73,7 +73,7 @@ Agent::Agent(Config config, const Clock& clock)
                                "primary " + initial_.primary.Id()},
                               initial_.sampler_interval_ms},
                &positions_, &reporter_, clock_),
-      router_feedback_(initial_.redis, metrics_.registry()),
+      router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
       config_(std::move(config)) {
   for (int i = 0; i < initial_.probe.threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i),

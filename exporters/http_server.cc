@@ -141,34 +141,98 @@ void SendText(mg_connection* conn, int code, const std::string& body,
   mg_write(conn, body.data(), body.size());
 }
 
-}  // namespace
+// The counter of lagwatch_http_auth_failures_total for a refusal.
+prometheus::Counter& FailureCounter(const HttpAuthMetrics& m, BasicAuth::Verdict v) {
+  if (v == BasicAuth::Verdict::kMissing) return m.missing;
+  if (v == BasicAuth::Verdict::kMalformed) return m.malformed;
+  return m.bad_credentials;
+}
 
-// Rejected requests by reason; the series exist from the start (at zero without auth).
-struct HttpServer::AuthFailures {
-  explicit AuthFailures(prometheus::Registry& registry)
-      : family(prometheus::BuildCounter()
-                   .Name("lagwatch_http_auth_failures_total")
-                   .Help("HTTP requests refused with 401, by reason: missing, malformed or "
-                         "bad_credentials (unknown user or wrong password)")
-                   .Register(registry)),
-        missing(family.Add({{"reason", "missing"}})),
-        malformed(family.Add({{"reason", "malformed"}})),
-        bad_credentials(family.Add({{"reason", "bad_credentials"}})) {}
-  prometheus::Counter& For(BasicAuth::Verdict v) {
-    if (v == BasicAuth::Verdict::kMissing) return missing;
-    if (v == BasicAuth::Verdict::kMalformed) return malformed;
-    return bad_credentials;
-  }
-  prometheus::Family<prometheus::Counter>& family;
-  prometheus::Counter& missing;
-  prometheus::Counter& malformed;
-  prometheus::Counter& bad_credentials;
+// CivetWeb's options for `listen` and the limits of `http`, without TLS.
+std::vector<std::string> CivetOptions(const std::string& listen, const HttpConfig& http) {
+  // CivetWeb takes "addr:port"; IPv6 as "[::1]:port" needs a "+" suffix form we do not offer.
+  // A queue of 16 accepted connections and a backlog of 64 bound what waits for a worker.
+  return {"listening_ports",    listen + (http.web.tls() ? "s" : ""),
+          "num_threads",        std::to_string(http.max_connections),
+          "connection_queue",   "16",
+          "listen_backlog",     "64",
+          "max_request_size",   std::to_string(http.max_request_bytes),
+          "request_timeout_ms", std::to_string(http.request_timeout_ms),
+          "enable_keep_alive",  "no"};
+}
+
+// The key and certificate staged for CivetWeb (JoinedPem): `fd` is closed once the server has
+// read it.
+struct StagedPem {
+  int fd = -1;
+  std::string path;  // what CivetWeb opens; empty without TLS
 };
+
+// Loads the TLS shims, stages the PEM and adds the TLS options to `options`. InvalidArgument
+// naming http.web_config_file if the shims or the key cannot be loaded.
+Result<StagedPem> StageTls(const WebConfig& web, std::vector<std::string>& options) {
+  if (Status st = LoadTlsShims(); !st.ok()) {
+    return Status::InvalidArgument("http.web_config_file: " + st.message());
+  }
+  auto fd = JoinedPem(web);
+  if (!fd.ok()) return Status::InvalidArgument("http.web_config_file: " + fd.status().message());
+  StagedPem pem{*fd, "/proc/self/fd/" + std::to_string(*fd)};
+  // ssl_protocol_version 4: TLS 1.2 and newer; 5: TLS 1.3 only. The cipher list applies to
+  // TLS 1.2 (forward secrecy and AEAD only); TLS 1.3 suites are all fine.
+  options.insert(options.end(), {"ssl_certificate", pem.path, "ssl_certificate_chain",
+                                 web.cert_file, "ssl_protocol_version", web.tls13_only ? "5" : "4",
+                                 "ssl_cipher_list", "ECDHE+AESGCM:ECDHE+CHACHA20"});
+  return pem;
+}
+
+// Where to knock at shutdown (network byte order): `host`, or loopback for a wildcard.
+uint32_t WakeAddress(const std::string& host) {
+  in_addr_t wake = inet_addr(host.c_str());
+  return (wake == INADDR_NONE || wake == htonl(INADDR_ANY)) ? htonl(INADDR_LOOPBACK) : wake;
+}
+
+// Why CivetWeb did not start, from its exception text and what it logged meanwhile: an
+// InvalidArgument naming http.web_config_file if TLS failed, else http.listen.
+Status StartFailure(std::vector<std::string> start_log, std::string error,
+                    const std::string& pem_path, const WebConfig& web, const std::string& listen) {
+  // CivetWeb's exception only guesses ("possible problem binding to port"); its log says why.
+  bool tls_failed = false;
+  if (!start_log.empty()) error.clear();
+  for (auto& line : start_log) {
+    if (!pem_path.empty()) {
+      ReplaceAll(line, pem_path,
+                 "(cert_file " + web.cert_file + ", key_file " + web.key_file + ")");
+    }
+    tls_failed = tls_failed || line.find("SSL") != std::string::npos ||
+                 line.find("ssl") != std::string::npos;
+    error += (error.empty() ? "" : "; ") + line;
+  }
+  if (tls_failed) {
+    return Status::InvalidArgument("http.web_config_file: TLS cannot start: " + error);
+  }
+  return Status::InvalidArgument("http.listen: cannot listen on " + listen + ": " + error);
+}
+
+// Warns when `listen` is reachable from other hosts without credentials, or sends them in clear.
+void WarnIfExposed(const std::string& listen, const std::string& host, const WebConfig& web) {
+  const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+  if (!loopback && !web.auth()) {
+    Log(LogLevel::kWarn, "http.listen " + listen +
+                             " is reachable from other hosts and needs no credentials; see "
+                             "http.web_config_file");
+  } else if (!loopback && !web.tls()) {
+    Log(LogLevel::kWarn, "http.listen " + listen +
+                             ": basic auth without TLS sends passwords in clear text over the "
+                             "network; see tls_server_config");
+  }
+}
+
+}  // namespace
 
 class HttpServer::Route : public CivetHandler {
  public:
   // `path` empty: the catch-all that answers 404. `auth` null: open to everyone.
-  Route(std::string path, Handler h, const BasicAuth* auth, AuthFailures* failures)
+  Route(std::string path, Handler h, const BasicAuth* auth, const HttpAuthMetrics* failures)
       : path_(std::move(path)), handler_(std::move(h)), auth_(auth), failures_(failures) {}
   bool handleGet(CivetServer*, mg_connection* conn) override { return Serve(conn, true); }
   bool handleHead(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
@@ -186,7 +250,7 @@ class HttpServer::Route : public CivetHandler {
     if (auth_) {
       auto verdict = auth_->Check(mg_get_header(conn, "Authorization"));
       if (verdict != BasicAuth::Verdict::kOk) {
-        failures_->For(verdict).Increment();
+        FailureCounter(*failures_, verdict).Increment();
         // The user name is the client's text: not logged. Never the password.
         LogLimited(LogLevel::kWarn, "http-auth",
                    std::string("http: refused ") + ri->request_method + " " + ri->local_uri +
@@ -228,7 +292,7 @@ class HttpServer::Route : public CivetHandler {
   const std::string path_;
   const Handler handler_;
   const BasicAuth* const auth_;
-  AuthFailures* const failures_;
+  const HttpAuthMetrics* const failures_;
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
@@ -237,99 +301,58 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
                                                       std::map<std::string, Handler> routes) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   const WebConfig& web = http.web;
-  routes["/metrics"] = [metrics] {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->TextExposition()};
-  };
-  routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
-  s->auth_failures_ = std::make_unique<AuthFailures>(*metrics->registry());
+  s->auth_failures_ = &metrics->http_auth;
   if (web.auth()) s->auth_ = std::make_unique<BasicAuth>(web.basic_auth_users, SystemClock::Get());
 
-  // CivetWeb takes "addr:port"; IPv6 as "[::1]:port" needs a "+" suffix form we do not offer.
-  // A queue of 16 accepted connections and a backlog of 64 bound what waits for a worker.
-  std::vector<std::string> options = {"listening_ports",    listen + (web.tls() ? "s" : ""),
-                                      "num_threads",        std::to_string(http.max_connections),
-                                      "connection_queue",   "16",
-                                      "listen_backlog",     "64",
-                                      "max_request_size",   std::to_string(http.max_request_bytes),
-                                      "request_timeout_ms", std::to_string(http.request_timeout_ms),
-                                      "enable_keep_alive",  "no"};
-  int pem_fd = -1;
-  std::string pem_path;
+  std::vector<std::string> options = CivetOptions(listen, http);
+  StagedPem pem;
   if (web.tls()) {
-    if (Status st = LoadTlsShims(); !st.ok()) {
-      return Status::InvalidArgument("http.web_config_file: " + st.message());
-    }
-    auto fd = JoinedPem(web);
-    if (!fd.ok()) return Status::InvalidArgument("http.web_config_file: " + fd.status().message());
-    pem_fd = *fd;
-    pem_path = "/proc/self/fd/" + std::to_string(pem_fd);
-    // ssl_protocol_version 4: TLS 1.2 and newer; 5: TLS 1.3 only. The cipher list applies to
-    // TLS 1.2 (forward secrecy and AEAD only); TLS 1.3 suites are all fine.
-    options.insert(options.end(),
-                   {"ssl_certificate", pem_path, "ssl_certificate_chain", web.cert_file,
-                    "ssl_protocol_version", web.tls13_only ? "5" : "4", "ssl_cipher_list",
-                    "ECDHE+AESGCM:ECDHE+CHACHA20"});
+    auto staged = StageTls(web, options);
+    if (!staged.ok()) return staged.status();
+    pem = std::move(staged).value();
   }
-  // Where to knock at shutdown: the listen address, or loopback for a wildcard.
-  std::string host = listen.substr(0, listen.rfind(':'));
-  in_addr_t wake = inet_addr(host.c_str());
-  s->wake_address_ =
-      (wake == INADDR_NONE || wake == htonl(INADDR_ANY)) ? htonl(INADDR_LOOPBACK) : wake;
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  s->wake_address_ = WakeAddress(host);
+  if (Status st = s->Listen(options, pem.fd, pem.path, web, listen); !st.ok()) return st;
+  s->AddRoutes(std::move(routes), metrics);
+  WarnIfExposed(listen, host, web);
+  return s;
+}
 
+Status HttpServer::Listen(const std::vector<std::string>& options, int pem_fd,
+                          const std::string& pem_path, const WebConfig& web,
+                          const std::string& listen) {
   CivetCallbacks callbacks{};
   callbacks.log_message = LogMessage;
   std::vector<std::string> start_log;
   t_start_log = &start_log;
   std::string error;
   try {
-    s->server_ = std::make_unique<CivetServer>(options, &callbacks);
+    server_ = std::make_unique<CivetServer>(options, &callbacks);
   } catch (const CivetException& e) {
     error = e.what();
   }
   t_start_log = nullptr;
   if (pem_fd >= 0) close(pem_fd);  // CivetWeb has read it into its SSL context (or failed)
-  if (!s->server_) {
-    // CivetWeb's exception only guesses ("possible problem binding to port"); its log says why.
-    bool tls_failed = false;
-    if (!start_log.empty()) error.clear();
-    for (auto& line : start_log) {
-      if (!pem_path.empty()) {
-        ReplaceAll(line, pem_path,
-                   "(cert_file " + web.cert_file + ", key_file " + web.key_file + ")");
-      }
-      tls_failed = tls_failed || line.find("SSL") != std::string::npos ||
-                   line.find("ssl") != std::string::npos;
-      error += (error.empty() ? "" : "; ") + line;
-    }
-    if (tls_failed) {
-      return Status::InvalidArgument("http.web_config_file: TLS cannot start: " + error);
-    }
-    return Status::InvalidArgument("http.listen: cannot listen on " + listen + ": " + error);
-  }
+  if (!server_) return StartFailure(std::move(start_log), std::move(error), pem_path, web, listen);
   for (auto& line : start_log) Log(LogLevel::kWarn, "http: " + line);
+  return Status::Ok();
+}
 
-  const BasicAuth* auth = s->auth_.get();
+void HttpServer::AddRoutes(std::map<std::string, Handler> routes, const Metrics* metrics) {
+  routes["/metrics"] = [metrics] {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->TextExposition()};
+  };
+  routes.try_emplace("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });
+  const BasicAuth* auth = auth_.get();
   for (auto& [path, handler] : routes) {
-    s->routes_.push_back(std::make_unique<Route>(path, std::move(handler),
-                                                 kOpenPaths.count(path) ? nullptr : auth,
-                                                 s->auth_failures_.get()));
-    s->server_->addHandler(path, s->routes_.back().get());
+    routes_.push_back(std::make_unique<Route>(
+        path, std::move(handler), kOpenPaths.count(path) ? nullptr : auth, auth_failures_));
+    server_->addHandler(path, routes_.back().get());
   }
   // Everything else: 401 without credentials, like any protected path, then 404.
-  s->routes_.push_back(std::make_unique<Route>("", nullptr, auth, s->auth_failures_.get()));
-  s->server_->addHandler("/", s->routes_.back().get());
-
-  const bool loopback = host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
-  if (!loopback && !web.auth()) {
-    Log(LogLevel::kWarn, "http.listen " + listen +
-                             " is reachable from other hosts and needs no credentials; see "
-                             "http.web_config_file");
-  } else if (!loopback && !web.tls()) {
-    Log(LogLevel::kWarn, "http.listen " + listen +
-                             ": basic auth without TLS sends passwords in clear text over the "
-                             "network; see tls_server_config");
-  }
-  return s;
+  routes_.push_back(std::make_unique<Route>("", nullptr, auth, auth_failures_));
+  server_->addHandler("/", routes_.back().get());
 }
 
 HttpServer::~HttpServer() {

@@ -25,6 +25,7 @@ class CivetServer;
 namespace lagwatch {
 
 class Metrics;
+struct HttpAuthMetrics;
 
 struct HttpResponse {
   int code = 200;
@@ -38,7 +39,7 @@ class HttpServer {
 
   // Serves GET /metrics from `metrics` (Metrics::TextExposition; `metrics` must outlive the
   // server) plus `routes` (exact path -> GET handler); other methods get 405, other paths 404
-  // (after authentication). Adds lagwatch_http_auth_failures_total to metrics->registry().
+  // (after authentication). Counts refusals in metrics->http_auth.
   // Returns InvalidArgument naming http.listen if the address cannot be bound, or
   // http.web_config_file if TLS cannot start (certificate or key rejected, OpenSSL missing).
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& listen,
@@ -52,11 +53,18 @@ class HttpServer {
  private:
   HttpServer() = default;
   class Route;
-  struct AuthFailures;
+
+  // Starts CivetWeb with `options`, then closes `pem_fd` (the staged TLS key and certificate,
+  // opened as `pem_path`; -1 and "" without TLS). The error Start returns if it cannot.
+  Status Listen(const std::vector<std::string>& options, int pem_fd, const std::string& pem_path,
+                const WebConfig& web, const std::string& listen);
+  // Serves `routes`, /metrics from `metrics` and /healthz (unless `routes` has one), and a
+  // catch-all 404, each behind auth_ unless it is an open path.
+  void AddRoutes(std::map<std::string, Handler> routes, const Metrics* metrics);
 
   // Declared before server_: CivetWeb's workers use them until server_ is closed.
   std::unique_ptr<BasicAuth> auth_;  // null: no authentication
-  std::unique_ptr<AuthFailures> auth_failures_;
+  const HttpAuthMetrics* auth_failures_ = nullptr;
   std::vector<std::unique_ptr<Route>> routes_;
   std::unique_ptr<CivetServer> server_;
   uint32_t wake_address_ = 0;  // network byte order

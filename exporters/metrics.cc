@@ -29,6 +29,24 @@ struct FamilyInfo {
   std::string_view help;
 };
 
+// Registers the family `name` with its `help` on `r`, built by `builder` (BuildCounter, ...).
+template <typename Builder>
+auto& Register(Builder builder, prometheus::Registry& r, const char* name, const char* help) {
+  return builder.Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Counter>& Counters(prometheus::Registry& r, const char* name,
+                                                  const char* help) {
+  return Register(BuildCounter(), r, name, help);
+}
+prometheus::Family<prometheus::Gauge>& Gauges(prometheus::Registry& r, const char* name,
+                                              const char* help) {
+  return Register(BuildGauge(), r, name, help);
+}
+prometheus::Family<prometheus::Histogram>& Histograms(prometheus::Registry& r, const char* name,
+                                                      const char* help) {
+  return Register(BuildHistogram(), r, name, help);
+}
+
 // The per-replica families (README's metrics table), in the order a scrape writes them.
 constexpr FamilyInfo kLagUpper = {
     "lagwatch_replica_lag_upper_seconds", "gauge",
@@ -264,122 +282,107 @@ ReplicaCounter& ReplicaMetrics::ProbeError(std::string_view reason) {
   return probe_errors[std::size(kProbeErrorReasons) - 1];
 }
 
+RouterFeedbackMetrics::RouterFeedbackMetrics(prometheus::Registry& r)
+    : reads(Counters(r, "lagwatch_router_reads_total",
+                     "Reads routers sent to a replica or to the master, by app (RWSR = "
+                     "target=\"replica\" / all), from rw_stats:<app>.")),
+      replica_reads(Counters(r, "lagwatch_router_replica_reads_total",
+                             "Reads routers sent to each replica, by app.")),
+      degrade_attempts(Counters(
+          r, "lagwatch_router_degrade_attempts_total",
+          "Times routers tried to fall back from a stale replica, by app (DSR denominator).")),
+      degrade_successes(
+          Counters(r, "lagwatch_router_degrade_successes_total",
+                   "Fallbacks from a stale replica that succeeded, by app (DSR numerator).")),
+      errors(Counters(r, "lagwatch_router_feedback_errors_total",
+                      "Problems met while reading rw_stats:* hashes, by reason; data problems are "
+                      "counted on every poll that still sees them.")),
+      polls(Counters(r, "lagwatch_router_feedback_polls_total",
+                     "Polls of the rw_stats:* hashes that completed.")
+                .Add({})) {
+  for (const char* reason : kRouterFeedbackErrorReasons) errors.Add({{"reason", reason}});
+}
+
+HttpAuthMetrics::HttpAuthMetrics(prometheus::Registry& r)
+    : failures(Counters(r, "lagwatch_http_auth_failures_total",
+                        "HTTP requests refused with 401, by reason: missing, malformed or "
+                        "bad_credentials (unknown user or wrong password)")),
+      missing(failures.Add({{"reason", "missing"}})),
+      malformed(failures.Add({{"reason", "malformed"}})),
+      bad_credentials(failures.Add({{"reason", "bad_credentials"}})) {}
+
 Metrics::Metrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()),
-      build_info(BuildGauge()
-                     .Name("lagwatch_build_info")
-                     .Help("Always 1; the version label says which lagwatch is running.")
-                     .Register(*registry_)),
-      start_time_seconds(BuildGauge()
-                             .Name("lagwatch_start_time_seconds")
-                             .Help("Unix time the agent started.")
-                             .Register(*registry_)
-                             .Add({})),
-      heartbeat_writes(BuildCounter()
-                           .Name("lagwatch_heartbeat_writes_total")
-                           .Help("Heartbeat writes acknowledged by the primary.")
-                           .Register(*registry_)
-                           .Add({})),
-      heartbeat_errors(BuildCounter()
-                           .Name("lagwatch_heartbeat_errors_total")
-                           .Help("Heartbeat writes that failed or timed out, by reason.")
-                           .Register(*registry_)),
-      heartbeat_age_seconds(BuildGauge()
-                                .Name("lagwatch_heartbeat_age_seconds")
-                                .Help("Seconds since the primary last acknowledged a heartbeat.")
-                                .Register(*registry_)
-                                .Add({})),
-      heartbeat_last_seq(BuildGauge()
-                             .Name("lagwatch_heartbeat_last_seq")
-                             .Help("Sequence number of the last acknowledged heartbeat.")
-                             .Register(*registry_)
-                             .Add({})),
-      primary_state(BuildGauge()
-                        .Name("lagwatch_primary_circuit_state")
-                        .Help("The primary's circuit breaker: 1 for the current state (up, "
-                              "degraded, down), 0 for the others.")
-                        .Register(*registry_)),
-      primary_consecutive_failures(BuildGauge()
-                                       .Name("lagwatch_primary_consecutive_failures")
-                                       .Help("Heartbeat writes failed in a row.")
-                                       .Register(*registry_)
-                                       .Add({})),
-      primary_read_only(BuildGauge()
-                            .Name("lagwatch_primary_read_only")
-                            .Help("1 while the primary is read-only and heartbeats are paused.")
-                            .Register(*registry_)
-                            .Add({})),
-      primary_threads_connected(BuildGauge()
-                                    .Name("lagwatch_primary_threads_connected")
-                                    .Help("The primary's Threads_connected.")
-                                    .Register(*registry_)
-                                    .Add({})),
-      primary_max_connections(BuildGauge()
-                                  .Name("lagwatch_primary_max_connections")
-                                  .Help("The primary's max_connections.")
-                                  .Register(*registry_)
-                                  .Add({})),
-      primary_bp_read_requests(
-          BuildCounter()
-              .Name("lagwatch_primary_innodb_buffer_pool_read_requests_total")
-              .Help("The primary's Innodb_buffer_pool_read_requests (logical reads).")
-              .Register(*registry_)
+      build_info(Gauges(*registry_, "lagwatch_build_info",
+                        "Always 1; the version label says which lagwatch is running.")),
+      start_time_seconds(
+          Gauges(*registry_, "lagwatch_start_time_seconds", "Unix time the agent started.")
               .Add({})),
-      primary_bp_reads(BuildCounter()
-                           .Name("lagwatch_primary_innodb_buffer_pool_reads_total")
-                           .Help("The primary's Innodb_buffer_pool_reads (reads that missed the "
-                                 "buffer pool and went to disk).")
-                           .Register(*registry_)
+      heartbeat_writes(Counters(*registry_, "lagwatch_heartbeat_writes_total",
+                                "Heartbeat writes acknowledged by the primary.")
                            .Add({})),
-      sampler_samples(BuildCounter()
-                          .Name("lagwatch_sampler_samples_total")
-                          .Help("Primary GTID position samples taken.")
-                          .Register(*registry_)
+      heartbeat_errors(Counters(*registry_, "lagwatch_heartbeat_errors_total",
+                                "Heartbeat writes that failed or timed out, by reason.")),
+      heartbeat_age_seconds(Gauges(*registry_, "lagwatch_heartbeat_age_seconds",
+                                   "Seconds since the primary last acknowledged a heartbeat.")
+                                .Add({})),
+      heartbeat_last_seq(Gauges(*registry_, "lagwatch_heartbeat_last_seq",
+                                "Sequence number of the last acknowledged heartbeat.")
+                             .Add({})),
+      primary_state(Gauges(*registry_, "lagwatch_primary_circuit_state",
+                           "The primary's circuit breaker: 1 for the current state (up, degraded, "
+                           "down), 0 for the others.")),
+      primary_consecutive_failures(Gauges(*registry_, "lagwatch_primary_consecutive_failures",
+                                          "Heartbeat writes failed in a row.")
+                                       .Add({})),
+      primary_read_only(Gauges(*registry_, "lagwatch_primary_read_only",
+                               "1 while the primary is read-only and heartbeats are paused.")
+                            .Add({})),
+      primary_threads_connected(Gauges(*registry_, "lagwatch_primary_threads_connected",
+                                       "The primary's Threads_connected.")
+                                    .Add({})),
+      primary_max_connections(
+          Gauges(*registry_, "lagwatch_primary_max_connections", "The primary's max_connections.")
+              .Add({})),
+      primary_bp_read_requests(
+          Counters(*registry_, "lagwatch_primary_innodb_buffer_pool_read_requests_total",
+                   "The primary's Innodb_buffer_pool_read_requests (logical reads).")
+              .Add({})),
+      primary_bp_reads(Counters(*registry_, "lagwatch_primary_innodb_buffer_pool_reads_total",
+                                "The primary's Innodb_buffer_pool_reads (reads that missed the "
+                                "buffer pool and went to disk).")
+                           .Add({})),
+      sampler_samples(Counters(*registry_, "lagwatch_sampler_samples_total",
+                               "Primary GTID position samples taken.")
                           .Add({})),
-      sampler_errors(BuildCounter()
-                         .Name("lagwatch_sampler_errors_total")
-                         .Help("Primary GTID position samples that failed, by reason.")
-                         .Register(*registry_)),
-      redis_publishes(BuildCounter()
-                          .Name("lagwatch_redis_publishes_total")
-                          .Help("Replica records written to Redis.")
-                          .Register(*registry_)
+      sampler_errors(Counters(*registry_, "lagwatch_sampler_errors_total",
+                              "Primary GTID position samples that failed, by reason.")),
+      redis_publishes(Counters(*registry_, "lagwatch_redis_publishes_total",
+                               "Replica records written to Redis.")
                           .Add({})),
-      redis_errors(BuildCounter()
-                       .Name("lagwatch_redis_errors_total")
-                       .Help("Redis connection or command failures, by reason.")
-                       .Register(*registry_)),
+      redis_errors(Counters(*registry_, "lagwatch_redis_errors_total",
+                            "Redis connection or command failures, by reason.")),
       redis_publish_duration_seconds(
-          BuildHistogram()
-              .Name("lagwatch_redis_publish_duration_seconds")
-              .Help("Time to write one batch of records to Redis.")
-              .Register(*registry_)
+          Histograms(*registry_, "lagwatch_redis_publish_duration_seconds",
+                     "Time to write one batch of records to Redis.")
               .Add({}, prometheus::Histogram::BucketBoundaries(kLatencyBucketsSeconds.begin(),
                                                                kLatencyBucketsSeconds.end()))),
-      redis_connected(BuildGauge()
-                          .Name("lagwatch_redis_connected")
-                          .Help("1 while the publisher holds a working Redis connection.")
-                          .Register(*registry_)
+      redis_connected(Gauges(*registry_, "lagwatch_redis_connected",
+                             "1 while the publisher holds a working Redis connection.")
                           .Add({})),
-      events_published(BuildCounter()
-                           .Name("lagwatch_events_published_total")
-                           .Help("Health/state change events published on the events channel.")
-                           .Register(*registry_)
+      events_published(Counters(*registry_, "lagwatch_events_published_total",
+                                "Health/state change events published on the events channel.")
                            .Add({})),
-      config_reloads(BuildCounter()
-                         .Name("lagwatch_config_reloads_total")
-                         .Help("Configuration reloads (SIGHUP), by result.")
-                         .Register(*registry_)),
-      router_rwsr(BuildGauge()
-                      .Name("lagwatch_router_rwsr_ratio")
-                      .Help("Read/write split ratio from router feedback over the window: replica "
-                            "reads / all reads (NaN without reads in the window).")
-                      .Register(*registry_)),
-      router_dsr(BuildGauge()
-                     .Name("lagwatch_router_dsr_ratio")
-                     .Help("Degradation success ratio from router feedback over the window: "
-                           "successes / attempts (NaN without attempts in the window).")
-                     .Register(*registry_)) {
+      config_reloads(Counters(*registry_, "lagwatch_config_reloads_total",
+                              "Configuration reloads (SIGHUP), by result.")),
+      router_rwsr(Gauges(*registry_, "lagwatch_router_rwsr_ratio",
+                         "Read/write split ratio from router feedback over the window: replica "
+                         "reads / all reads (NaN without reads in the window).")),
+      router_dsr(Gauges(*registry_, "lagwatch_router_dsr_ratio",
+                        "Degradation success ratio from router feedback over the window: successes "
+                        "/ attempts (NaN without attempts in the window).")),
+      router_feedback(*registry_),
+      http_auth(*registry_) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());

@@ -1,4 +1,4 @@
-// Every Prometheus metric lagwatch exports (DESIGN.md §5), declared in one place with its help
+// Every Prometheus metric lagwatch exports (docs/metrics.md), declared in one place with its help
 // text. Base units, `lagwatch_` namespace, `replica="host:port"` and `tier` labels.
 //
 // Agent-wide series are prometheus-cpp metrics in registry(). Per-replica series (~70 per replica)
@@ -28,7 +28,7 @@
 
 namespace lagwatch {
 
-// The replica states of DESIGN.md §4, in the order of the enum gauge's series.
+// The replica states of docs/redis.md, in the order of the enum gauge's series.
 inline constexpr const char* kReplicaStates[] = {"ok",          "lagging",         "stopped",
                                                  "unreachable", "primary_unknown", "disabled"};
 
@@ -45,7 +45,7 @@ inline constexpr const char* kErrorReasons[] = {"timeout", "unavailable", "serve
 // Redis publisher failure reasons.
 inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command"};
 
-// The primary's circuit states (DESIGN.md §4), in the order of the enum gauge's series.
+// The primary's circuit states (docs/redis.md), in the order of the enum gauge's series.
 inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
 
 // Every reason label of lagwatch_probe_errors_total: first kErrorReasons, whose series exist from
@@ -56,15 +56,54 @@ inline constexpr const char* kProbeErrorReasons[] = {
     "timeout", "unavailable", "server_error", "bad_data", "invalid", "cancelled", "unknown"};
 
 // Histogram bucket upper bounds, in seconds (+Inf is implicit).
-// Sub-second resolution around the 200 ms SLO (DESIGN.md §5).
+// Sub-second resolution around the 200 ms SLO (docs/metrics.md).
 inline constexpr auto kLagBucketsSeconds =
     std::to_array<double>({0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30});
 // Round trips: probes and Redis publishes.
 inline constexpr auto kLatencyBucketsSeconds = std::to_array<double>(
     {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1});
-// Scheduling jitter: the target is p99 <= 10 ms (DESIGN.md §7).
+// Scheduling jitter: the target is p99 <= 10 ms (docs/benchmarks.md).
 inline constexpr auto kJitterBucketsSeconds =
     std::to_array<double>({0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1});
+
+// The reason labels of lagwatch_router_feedback_errors_total, every series created at 0.
+inline constexpr const char* kRouterFeedbackErrorReasons[] = {
+    "malformed", "unknown_field", "bad_app",           "wrong_type",      "redis",
+    "reset",     "too_many_apps", "too_many_replicas", "too_many_fields", "scan_truncated"};
+
+// The router feedback reader's series (exporters/router_feedback.h), registered by Metrics:
+//   lagwatch_router_reads_total{app, target="replica"|"master"}
+//   lagwatch_router_replica_reads_total{app, replica="host:port"}
+//   lagwatch_router_degrade_attempts_total{app}
+//   lagwatch_router_degrade_successes_total{app}
+//   lagwatch_router_feedback_errors_total{reason}  (reasons: kRouterFeedbackErrorReasons)
+//   lagwatch_router_feedback_polls_total
+// Thread-safe (prometheus-cpp's families and counters are).
+struct RouterFeedbackMetrics {
+  // Registers the families on `registry`, which must outlive this, with every errors_total series
+  // at 0. Throws what prometheus-cpp throws for a family of the same name but another type.
+  explicit RouterFeedbackMetrics(prometheus::Registry& registry);
+
+  prometheus::Family<prometheus::Counter>& reads;              // labels app, target
+  prometheus::Family<prometheus::Counter>& replica_reads;      // labels app, replica
+  prometheus::Family<prometheus::Counter>& degrade_attempts;   // label app
+  prometheus::Family<prometheus::Counter>& degrade_successes;  // label app
+  prometheus::Family<prometheus::Counter>& errors;             // label reason
+  prometheus::Counter& polls;
+};
+
+// The HTTP server's refusals (exporters/http_server.h), registered by Metrics:
+// lagwatch_http_auth_failures_total{reason}, its three series created at 0 (also without auth).
+// Thread-safe.
+struct HttpAuthMetrics {
+  // Registers the family on `registry`, which must outlive this.
+  explicit HttpAuthMetrics(prometheus::Registry& registry);
+
+  prometheus::Family<prometheus::Counter>& failures;  // label reason
+  prometheus::Counter& missing;                       // no Authorization header
+  prometheus::Counter& malformed;                     // not Basic, or not base64 user:password
+  prometheus::Counter& bad_credentials;               // unknown user or wrong password
+};
 
 // One replica's series in one allocation, created by Metrics::Replica and valid until
 // Metrics::RemoveReplica. Its prober updates them; a scrape reads them. Thread-safe (lock-free).
@@ -166,6 +205,10 @@ class Metrics {
   // Router golden ratios over the agent's rolling windows; labels app, window.
   prometheus::Family<prometheus::Gauge>& router_rwsr;
   prometheus::Family<prometheus::Gauge>& router_dsr;
+  // Registered last, so the counters keep the order a scrape has always shown: the agent's own,
+  // then the router feedback reader's, then the HTTP server's.
+  RouterFeedbackMetrics router_feedback;
+  HttpAuthMetrics http_auth;
 
  private:
   mutable std::mutex mu_;

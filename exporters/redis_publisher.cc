@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/redis_conn.h"
 #include "exporters/metrics.h"
+#include "exporters/redis_pipeline.h"
 
 namespace lagwatch {
 namespace {
@@ -21,35 +22,20 @@ constexpr Millis kMaxBackoff(500);
 // for all of them costs a fraction of one write each. It is added to every record's way to Redis.
 constexpr Micros kGather(1000);
 
-// Appends one command to the connection's output buffer.
-void Append(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-}
-
 }  // namespace
 
 RedisPublisher::RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock)
     : config_(config), metrics_(metrics), clock_(clock) {}
 
 void RedisPublisher::Start(bool realtime) {
-  thread_ = std::jthread([this, realtime](std::stop_token st) {
+  worker_.Start([this, realtime](std::stop_token st) {
     if (realtime) (void)SetCurrentThreadRealtime(1);  // normal priority if refused
     Run(st);
   });
 }
 
 void RedisPublisher::Stop() {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    cv_.notify_all();
-    thread_.join();
-  }
+  worker_.Stop();  // the waits on cv_ take the stop token: a stop wakes them
   Disconnect();
 }
 
@@ -156,95 +142,108 @@ void RedisPublisher::Disconnect() {
   metrics_->redis_connected.Set(0);
 }
 
-bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
-                           std::optional<PrimarySnapshot> primary, std::deque<std::string> events,
-                           bool with_members) {
+size_t RedisPublisher::AppendMembership(std::set<std::string>& removing) {
   const std::string set_key = config_.key_prefix + ":replicas";
-  const std::string channel = config_.key_prefix + ":events";
-  const MonoTime now = clock_.Now();
-  auto started = clock_.Now();
-
   size_t replies = 0;
-  std::set<std::string> removing;
-  if (with_members) {
-    std::vector<std::string> sadd = {"SADD", set_key};
-    {
-      std::lock_guard lock(mu_);
-      sadd.insert(sadd.end(), members_.begin(), members_.end());
-    }
-    if (sadd.size() > 2) {
-      Append(ctx_, sadd);
-      ++replies;
-    }
-    // Replicas no longer configured leave the set and lose their key at once.
-    std::vector<std::string> srem = {"SREM", set_key};
-    std::vector<std::string> del = {"DEL"};
-    {
-      std::lock_guard lock(mu_);
-      removing.swap(removed_);
-    }
-    for (const auto& m : removing) {
-      srem.push_back(m);
-      del.push_back(config_.key_prefix + ":" + m);
-    }
-    if (srem.size() > 2) {
-      Append(ctx_, srem);
-      Append(ctx_, del);
-      replies += 2;
-    }
+  std::vector<std::string> sadd = {"SADD", set_key};
+  {
+    std::lock_guard lock(mu_);
+    sadd.insert(sadd.end(), members_.begin(), members_.end());
+    removing.swap(removed_);
   }
-  size_t written = 0;
-  for (const auto& [id, snap] : records) {
-    if (now - snap.measured_mono > Millis(config_.ttl_ms)) continue;  // too old to publish
-    Append(ctx_, {"MULTI"});
-    Append(ctx_, HsetArgs(config_.key_prefix, snap));
-    Append(ctx_, {"PEXPIRE", config_.key_prefix + ":" + id, std::to_string(config_.ttl_ms)});
-    Append(ctx_, {"EXEC"});
-    replies += 4;
-    ++written;
-  }
-  if (primary && now - primary->measured_mono <= Millis(config_.ttl_ms)) {
-    const std::string key = "lagwatch:primary:" + primary->id;
-    Append(ctx_, {"MULTI"});
-    Append(ctx_, HsetArgs(*primary));
-    Append(ctx_, {"PEXPIRE", key, std::to_string(config_.ttl_ms)});
-    Append(ctx_, {"EXEC"});
-    replies += 4;
-  }
-  for (const auto& e : events) {
-    Append(ctx_, {"PUBLISH", channel, e});
+  if (sadd.size() > 2) {
+    AppendCommand(ctx_, sadd);
     ++replies;
   }
+  // Replicas no longer configured leave the set and lose their key at once.
+  std::vector<std::string> srem = {"SREM", set_key};
+  std::vector<std::string> del = {"DEL"};
+  for (const auto& m : removing) {
+    srem.push_back(m);
+    del.push_back(config_.key_prefix + ":" + m);
+  }
+  if (srem.size() > 2) {
+    AppendCommand(ctx_, srem);
+    AppendCommand(ctx_, del);
+    replies += 2;
+  }
+  return replies;
+}
 
-  bool ok = true;
-  std::string error;
-  for (size_t i = 0; i < replies; ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx_, &raw) != REDIS_OK) {
-      ok = false;
-      error = ctx_->errstr;
-      break;
-    }
-    auto* reply = static_cast<redisReply*>(raw);
+size_t RedisPublisher::AppendExpiringHset(const std::vector<std::string>& hset,
+                                          const std::string& key) {
+  AppendCommand(ctx_, {"MULTI"});
+  AppendCommand(ctx_, hset);
+  AppendCommand(ctx_, {"PEXPIRE", key, std::to_string(config_.ttl_ms)});
+  AppendCommand(ctx_, {"EXEC"});
+  return 4;
+}
+
+size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot>& records,
+                                     MonoTime now, size_t* written) {
+  size_t replies = 0;
+  for (const auto& [id, snap] : records) {
+    if (now - snap.measured_mono > Millis(config_.ttl_ms)) continue;  // too old to publish
+    replies +=
+        AppendExpiringHset(HsetArgs(config_.key_prefix, snap), config_.key_prefix + ":" + id);
+    ++*written;
+  }
+  return replies;
+}
+
+size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now) {
+  if (!primary || now - primary->measured_mono > Millis(config_.ttl_ms)) return 0;
+  return AppendExpiringHset(HsetArgs(*primary), "lagwatch:primary:" + primary->id);
+}
+
+size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
+  const std::string channel = config_.key_prefix + ":events";
+  for (const auto& e : events) AppendCommand(ctx_, {"PUBLISH", channel, e});
+  return events.size();
+}
+
+Status RedisPublisher::ReadReplies(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    RedisReply reply = NextReply(ctx_);
+    if (!reply) return Status::Unavailable(ctx_->errstr);
     if (reply->type == REDIS_REPLY_ERROR) {
       // The server refused a command (e.g. wrong key type, OOM): count it, keep the connection.
       metrics_->redis_errors.Add({{"reason", "command"}}).Increment();
       LogLimited(LogLevel::kWarn, "redis-command",
                  std::string("Redis refused a command: ") + reply->str);
     }
-    freeReplyObject(reply);
   }
-  if (!ok) {
+  return Status::Ok();
+}
+
+void RedisPublisher::Requeue(std::map<std::string, ReplicaSnapshot> records,
+                             std::optional<PrimarySnapshot> primary, bool with_members,
+                             const std::set<std::string>& removing) {
+  std::lock_guard lock(mu_);
+  // Put back what may not have been written, unless a newer record arrived meanwhile.
+  for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
+  if (primary && !primary_) primary_ = std::move(primary);
+  if (with_members) members_dirty_ = true;
+  for (const auto& m : removing) {
+    if (!members_.count(m)) removed_.insert(m);
+  }
+}
+
+bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
+                           std::optional<PrimarySnapshot> primary, std::deque<std::string> events,
+                           bool with_members) {
+  const MonoTime started = clock_.Now();
+  std::set<std::string> removing;
+  size_t replies = with_members ? AppendMembership(removing) : 0;
+  size_t written = 0;
+  replies += AppendRecords(records, started, &written);
+  replies += AppendPrimary(primary, started);
+  replies += AppendEvents(events);
+
+  if (Status st = ReadReplies(replies); !st.ok()) {
     metrics_->redis_errors.Add({{"reason", "io"}}).Increment();
-    LogLimited(LogLevel::kWarn, "redis-io", "Redis write failed: " + error);
-    std::lock_guard lock(mu_);
-    // Put back what may not have been written, unless a newer record arrived meanwhile.
-    for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
-    if (primary && !primary_) primary_ = std::move(primary);
-    if (with_members) members_dirty_ = true;
-    for (const auto& m : removing) {
-      if (!members_.count(m)) removed_.insert(m);
-    }
+    LogLimited(LogLevel::kWarn, "redis-io", "Redis write failed: " + st.message());
+    Requeue(std::move(records), std::move(primary), with_members, removing);
     return false;
   }
   metrics_->redis_publishes.Increment(static_cast<double>(written));

@@ -1,4 +1,4 @@
-// The Redis publisher (DESIGN.md §4). Probers hand it records; its own thread writes each one as
+// The Redis publisher (docs/redis.md). Probers hand it records; its own thread writes each one as
 // `<prefix>:<host>:<port>` with MULTI / HSET / PEXPIRE / EXEC, keeps `<prefix>:replicas`, and
 // publishes change events on `<prefix>:events`.
 //
@@ -16,12 +16,13 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/redis_conn.h"
 #include "base/snapshot.h"
+#include "base/status.h"
+#include "base/worker.h"
 
 struct redisContext;
 
@@ -54,7 +55,7 @@ class RedisPublisher {
   static constexpr size_t kMaxEvents = 1000;
 
  private:
-  // The HSET argument lists of the Redis contract (DESIGN.md §4; README "Redis contract").
+  // The HSET argument lists of the Redis contract (docs/redis.md).
   static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
   static std::vector<std::string> HsetArgs(const PrimarySnapshot& s);
 
@@ -64,6 +65,26 @@ class RedisPublisher {
   // Writes everything pending; false on a connection failure (what was not written is requeued).
   bool Flush(std::map<std::string, ReplicaSnapshot> records, std::optional<PrimarySnapshot> primary,
              std::deque<std::string> events, bool with_members);
+  // Each Append* queues commands on ctx_ and returns how many replies they will have.
+  // SADD of every member and, for the replicas removed since, SREM and DEL of their keys; moves
+  // removed_ into `removing`.
+  size_t AppendMembership(std::set<std::string>& removing);
+  // MULTI, `hset`, PEXPIRE `key` by the TTL, EXEC.
+  size_t AppendExpiringHset(const std::vector<std::string>& hset, const std::string& key);
+  // The records measured within the TTL before `now`; counts them in `written`.
+  size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
+                       size_t* written);
+  // The primary's record, if there is one measured within the TTL before `now`.
+  size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);
+  // PUBLISH of each event on `<prefix>:events`.
+  size_t AppendEvents(const std::deque<std::string>& events);
+  // Reads `n` replies, counting the refused commands; Unavailable (hiredis's reason) when the
+  // connection failed.
+  Status ReadReplies(size_t n);
+  // Puts back what a failed Flush may not have written, unless newer data arrived meanwhile.
+  void Requeue(std::map<std::string, ReplicaSnapshot> records,
+               std::optional<PrimarySnapshot> primary, bool with_members,
+               const std::set<std::string>& removing);
 
   const RedisConfig config_;
   Metrics* const metrics_;
@@ -81,7 +102,7 @@ class RedisPublisher {
 
   // Used only by the publisher thread.
   redisContext* ctx_ = nullptr;
-  std::jthread thread_;
+  Worker worker_;
 };
 
 }  // namespace lagwatch

@@ -1,5 +1,5 @@
-// Fuzzes the router-feedback parsers (exporters/router_feedback.h): ParseRwStats, ParseHostPort,
-// AppFromKey, and FeedbackAccumulator on what they produce.
+// Fuzzes the router-feedback parsers (exporters/rw_stats.h): ParseRwStats, ParseHostPort,
+// AppFromKey, and FeedbackAccumulator (exporters/feedback_accumulator.h) on what they produce.
 //
 // Input: lines (fuzz::Lines). The first is the app; each further line is one hash field,
 // "name<TAB>value" (a line without a tab is a name with an empty value), in reply order.
@@ -15,7 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "exporters/router_feedback.h"
+#include "exporters/feedback_accumulator.h"
+#include "exporters/rw_stats.h"
 #include "fuzz/check.h"
 
 namespace lagwatch {
