@@ -12,7 +12,7 @@
 
 namespace lagwatch {
 
-// One replica as GET /api/v1/replicas lists it: every Redis field (DESIGN.md §4), its
+// One replica as GET /api/v1/replicas lists it: every Redis field (docs/redis.md), its
 // replication status, rolling windows, and its last error with the time it happened.
 nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view);
 

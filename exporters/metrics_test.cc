@@ -125,7 +125,7 @@ class OldReplicaFamilies {
   prometheus::Family<prometheus::Gauge>& healthy_ =
       prometheus::BuildGauge()
           .Name("lagwatch_replica_healthy")
-          .Help("1 if routers may read from the replica (DESIGN.md 3.5), else 0.")
+          .Help("1 if routers may read from the replica (docs/measurement.md, Health), else 0.")
           .Register(registry_);
   prometheus::Family<prometheus::Gauge>& io_running_ =
       prometheus::BuildGauge()
