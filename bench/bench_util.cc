@@ -1,13 +1,9 @@
 #include "bench/bench_util.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -23,6 +19,8 @@
 
 #include <hiredis/hiredis.h>
 #include <mysql.h>
+
+#include "base/http_client.h"
 
 namespace lagwatch::bench {
 namespace {
@@ -259,72 +257,21 @@ std::optional<std::string> Redis::Info(const std::string& section) {
 // HTTP
 
 HttpResult HttpGet(int port, const std::string& path, std::chrono::milliseconds timeout) {
+  HttpTarget target;
+  target.host = "127.0.0.1";
+  target.port = std::to_string(port);
+  HttpRequestOptions request;
+  request.path = path;
+  request.timeout = timeout;
   HttpResult res;
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + timeout;
-  auto remaining_ms = [&] {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<int64_t>(0, left.count()));
-  };
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    res.error = "socket failed";
-    return res;
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  res.sent_us = NowUs();
-  std::string raw;
-  std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  size_t written = 0;
-  bool connected =
-      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 || errno == EINPROGRESS;
-  // One loop: wait for writability until the request is out, then read until EOF.
-  while (connected) {
-    const bool writing = written < request.size();
-    pollfd p = {fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0};
-    int n = poll(&p, 1, remaining_ms());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      res.error = n == 0 ? "timed out" : "poll failed";
-      break;
-    }
-    if (writing) {
-      ssize_t w = send(fd, request.data() + written, request.size() - written, MSG_NOSIGNAL);
-      if (w < 0 && errno != EAGAIN && errno != EINTR) {
-        res.error = std::string("send: ") + strerror(errno);
-        break;
-      }
-      if (w > 0) written += static_cast<size_t>(w);
-      continue;
-    }
-    char buf[65536];
-    ssize_t r = recv(fd, buf, sizeof buf, 0);
-    if (r > 0) {
-      raw.append(buf, static_cast<size_t>(r));
-    } else if (r == 0) {
-      break;
-    } else if (errno != EAGAIN && errno != EINTR) {
-      res.error = std::string("recv: ") + strerror(errno);
-      break;
-    }
-  }
-  if (!connected) res.error = std::string("connect: ") + strerror(errno);
-  close(fd);
+  res.sent_us = NowUs();  // as before: taken before connecting, which on loopback costs nothing
+  HttpReply reply = lagwatch::HttpGet(target, request);
   res.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!res.error.empty()) return res;
-  // "HTTP/1.1 200 OK\r\n...\r\n\r\nbody"
-  const size_t header_end = raw.find("\r\n\r\n");
-  if (raw.compare(0, 5, "HTTP/") != 0 || header_end == std::string::npos) {
-    res.error = "not an HTTP response";
-    return res;
-  }
-  res.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
-  res.body = raw.substr(header_end + 4);
+  res.status = reply.code;
+  res.body = std::move(reply.body);
+  res.error = std::move(reply.error);
   return res;
 }
 

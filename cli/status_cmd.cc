@@ -1,21 +1,13 @@
 #include "cli/status_cmd.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <memory>
 #include <string_view>
 
-#include <openssl/err.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <nlohmann/json.hpp>
 
+#include "base/http_client.h"
 #include "base/secret_file.h"
 #include "base/strings.h"
 
@@ -30,182 +22,8 @@ constexpr char kUsage[] =
     "usage: lagwatch status [--url http[s]://HOST:PORT | --config FILE] [--cacert FILE]\n"
     "                       [--user NAME --password-file FILE]\n";
 
-// Where and how to ask.
-struct Target {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string cacert;         // https: trust these certificates (else the system's), check the name
-  std::string pinned_cert;    // https: the agent must present exactly this file's first certificate
-  std::string authorization;  // "Basic ..." or empty
-};
-
-struct Reply {
-  int code = 0;  // HTTP status; 0: no HTTP answer
-  std::string body;
-  std::string error;  // why there is no answer
-};
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using SslCtx = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX, SSL_CTX_free>>;
-using Ssl = std::unique_ptr<SSL, Deleter<SSL, SSL_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-
-// OpenSSL's most recent error, for messages.
-std::string TlsError() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "connection closed";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
-// A TCP connection with 3 s send and receive timeouts, or -1.
-int Connect(const Target& t) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(t.host.c_str(), t.port.c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    timeval tv = {3, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  return fd;
-}
-
-// A byte stream over a connected socket, plain or TLS.
-class Stream {
- public:
-  explicit Stream(int fd) : fd_(fd) {}
-  ~Stream() {
-    if (ssl_) SSL_shutdown(ssl_.get());
-    close(fd_);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-
-  // TLS 1.2+ handshake; the certificate checked against t.cacert (or the system's trust store)
-  // and the host name or IP, or compared with t.pinned_cert. "" on success, else why not.
-  std::string StartTls(const Target& t) {
-    ctx_.reset(SSL_CTX_new(TLS_client_method()));
-    if (!ctx_) return "TLS: " + TlsError();
-    SSL_CTX_set_min_proto_version(ctx_.get(), TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx_.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
-    X509Ptr pinned;
-    if (!t.pinned_cert.empty()) {
-      FILE* f = std::fopen(t.pinned_cert.c_str(), "r");
-      if (f) {
-        pinned.reset(PEM_read_X509(f, nullptr, nullptr, nullptr));
-        std::fclose(f);
-      }
-      if (!pinned) return "cannot read a certificate from " + t.pinned_cert;
-      SSL_CTX_set_verify(ctx_.get(), SSL_VERIFY_NONE, nullptr);  // compared below instead
-    } else {
-      SSL_CTX_set_verify(ctx_.get(), SSL_VERIFY_PEER, nullptr);
-      int loaded = t.cacert.empty()
-                       ? SSL_CTX_set_default_verify_paths(ctx_.get())
-                       : SSL_CTX_load_verify_locations(ctx_.get(), t.cacert.c_str(), nullptr);
-      if (loaded != 1) return "--cacert " + t.cacert + ": " + TlsError();
-    }
-    ssl_.reset(SSL_new(ctx_.get()));
-    if (!ssl_ || SSL_set_fd(ssl_.get(), fd_) != 1) return "TLS: " + TlsError();
-    if (pinned == nullptr) {
-      in6_addr addr;
-      bool is_ip = inet_pton(AF_INET, t.host.c_str(), &addr) == 1 ||
-                   inet_pton(AF_INET6, t.host.c_str(), &addr) == 1;
-      X509_VERIFY_PARAM* param = SSL_get0_param(ssl_.get());
-      if (is_ip) {
-        X509_VERIFY_PARAM_set1_ip_asc(param, t.host.c_str());
-      } else {
-        SSL_set_tlsext_host_name(ssl_.get(), t.host.c_str());
-        X509_VERIFY_PARAM_set1_host(param, t.host.c_str(), 0);
-      }
-    }
-    if (SSL_connect(ssl_.get()) != 1) {
-      long verify = SSL_get_verify_result(ssl_.get());
-      std::string why = verify != X509_V_OK ? std::string("certificate not trusted: ") +
-                                                  X509_verify_cert_error_string(verify)
-                                            : TlsError();
-      ssl_.reset();
-      return "TLS handshake failed: " + why;
-    }
-    if (pinned) {
-      X509Ptr peer(SSL_get1_peer_certificate(ssl_.get()));
-      if (!peer || X509_cmp(peer.get(), pinned.get()) != 0) {
-        return "TLS: the agent's certificate is not the one in " + t.pinned_cert;
-      }
-    }
-    return "";
-  }
-
-  bool Write(const std::string& data) {
-    if (ssl_) {
-      return SSL_write(ssl_.get(), data.data(), static_cast<int>(data.size())) ==
-             static_cast<int>(data.size());
-    }
-    return send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
-  }
-
-  // Up to sizeof buf bytes; <= 0 at the end or on error.
-  ssize_t Read(char* buf, size_t size) {
-    if (ssl_) return SSL_read(ssl_.get(), buf, static_cast<int>(size));
-    return read(fd_, buf, size);
-  }
-
- private:
-  int fd_;
-  SslCtx ctx_;
-  Ssl ssl_;
-};
-
-// One HTTP/1.1 GET (Connection: close) with 3 s socket timeouts.
-Reply Get(const Target& t, const std::string& path) {
-  Reply reply;
-  int fd = Connect(t);
-  if (fd < 0) {
-    reply.error = "cannot connect";
-    return reply;
-  }
-  Stream stream(fd);
-  if (t.tls) {
-    reply.error = stream.StartTls(t);
-    if (!reply.error.empty()) return reply;
-  }
-  const std::string host = t.host.find(':') == std::string::npos ? t.host : "[" + t.host + "]";
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n";
-  if (!t.authorization.empty()) req += "Authorization: " + t.authorization + "\r\n";
-  req += "\r\n";
-  const bool sent = stream.Write(req);
-  OPENSSL_cleanse(req.data(), req.size());
-  if (!sent) {
-    reply.error = "cannot send the request";
-    return reply;
-  }
-  std::string resp;
-  char buf[16384];
-  ssize_t n;
-  while ((n = stream.Read(buf, sizeof buf)) > 0 && resp.size() < (64u << 20)) {
-    resp.append(buf, static_cast<size_t>(n));
-  }
-  if (resp.rfind("HTTP/1.", 0) == 0 && resp.size() > 12) reply.code = std::atoi(resp.c_str() + 9);
-  size_t body = resp.find("\r\n\r\n");
-  if (body != std::string::npos) reply.body = resp.substr(body + 4);
-  if (reply.code == 0) reply.error = resp.empty() ? "no answer" : "not an HTTP answer";
-  return reply;
-}
+// lagwatch status gives up on an agent that has not answered within this time.
+constexpr Millis kStatusTimeout{3000};
 
 // "Basic base64(user:password)"; the password is wiped from the intermediate buffer.
 std::string BasicAuthorization(const std::string& user, std::string password) {
@@ -304,7 +122,10 @@ int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromCon
     return kExitUsage;
   }
 
-  Target target;
+  HttpTarget target;
+  HttpRequestOptions request;
+  request.path = "/api/v1/replicas";
+  request.timeout = kStatusTimeout;
   target.cacert = cacert;
   if (!config_path.empty()) {
     auto listener = from_config(config_path);
@@ -345,12 +166,12 @@ int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromCon
       std::fprintf(stderr, "lagwatch status: %s\n", password.status().message().c_str());
       return kExitUsage;
     }
-    target.authorization = BasicAuthorization(user, std::move(password.value()));
+    request.authorization = BasicAuthorization(user, std::move(password.value()));
   }
 
-  const bool sent_credentials = !target.authorization.empty();
-  Reply reply = Get(target, "/api/v1/replicas");
-  OPENSSL_cleanse(target.authorization.data(), target.authorization.size());
+  const bool sent_credentials = !request.authorization.empty();
+  HttpReply reply = HttpGet(target, request);
+  OPENSSL_cleanse(request.authorization.data(), request.authorization.size());
   if (reply.code != 200) {
     std::string why = reply.code == 0 ? reply.error : "HTTP " + std::to_string(reply.code);
     if (reply.code == 401) {

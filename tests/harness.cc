@@ -1,11 +1,8 @@
 #include "tests/harness.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +18,8 @@
 #include <doctest/doctest.h>
 #include <hiredis/hiredis.h>
 #include <mysql.h>
+
+#include "base/http_client.h"
 
 namespace lagwatch::test {
 namespace {
@@ -243,32 +242,14 @@ bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
 }
 
 std::pair<int, std::string> HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return {0, ""};
-  }
-  // HTTP/1.0: the server closes after the body and never answers chunked (Prometheus would).
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return {0, ""};
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  int code = 0;
-  if (resp.rfind("HTTP/1.", 0) == 0 && resp.size() > 12) code = std::atoi(resp.c_str() + 9);
-  size_t body = resp.find("\r\n\r\n");
-  return {code, body == std::string::npos ? "" : resp.substr(body + 4)};
+  HttpTarget target;
+  target.host = "127.0.0.1";
+  target.port = std::to_string(port);
+  HttpRequestOptions request;
+  request.path = path;
+  request.timeout = std::chrono::seconds(10);
+  HttpReply reply = lagwatch::HttpGet(target, request);
+  return {reply.code, std::move(reply.body)};
 }
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
