@@ -1,6 +1,5 @@
 #include "agent/config.h"
 
-
 #include <fstream>
 #include <set>
 #include <sstream>

@@ -1,5 +1,6 @@
-// lagwatch's configuration (docs/configuration.md): the JSON file, parsed and validated in one place.
-// Values are plain data, constant after load; safe to share between threads by const reference.
+// lagwatch's configuration (docs/configuration.md): the JSON file, parsed and validated in one
+// place. Values are plain data, constant after load; safe to share between threads by const
+// reference.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,8 @@ struct Config {
   HeartbeatConfig heartbeat;
   int sampler_interval_ms = 50;
   ProbeConfig probe;
-  std::vector<TierConfig> tiers;  // the documented defaults (docs/configuration.md) when the key is absent
+  std::vector<TierConfig>
+      tiers;  // the documented defaults (docs/configuration.md) when the key is absent
   std::vector<ReplicaConfig> replicas;
   HealthConfig health;
   RedisConfig redis;
