@@ -84,10 +84,6 @@ void Progress(const std::string& msg) {
                msg.c_str());
 }
 
-void Pause(milliseconds d) {
-  if (!SleepFor(d)) throw InterruptedError();
-}
-
 // Polls `cond` every 50 ms for up to `timeout`; throws on interrupt.
 template <class F>
 bool WaitUntil(F cond, milliseconds timeout) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -90,19 +91,17 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool SleepUntil(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>* stop) {
+void PauseUntil(std::chrono::steady_clock::time_point deadline) {
   constexpr auto kSlice = std::chrono::milliseconds(20);
   for (;;) {
-    if (Interrupted() || (stop && stop->load())) return false;
+    if (Interrupted()) throw InterruptedError();
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return true;
+    if (now >= deadline) return;
     std::this_thread::sleep_until(std::min(deadline, now + kSlice));
   }
 }
 
-bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
-  return SleepUntil(std::chrono::steady_clock::now() + d, stop);
-}
+void Pause(std::chrono::milliseconds d) { PauseUntil(std::chrono::steady_clock::now() + d); }
 
 // ---------------------------------------------------------------------------------------------
 // SQL

@@ -1,4 +1,4 @@
-// Small building blocks for the benchmarks: wall-clock time, interruptible sleeps, a blocking
+// Small building blocks for the benchmarks: wall-clock time, interruptible pauses, a blocking
 // MariaDB client over the admin unix socket, a Redis client, and child processes that are always
 // stopped by PID.
 //
@@ -6,7 +6,6 @@
 // the clock lagwatch stamps `measured_at_ms` with, so the two are comparable on one host.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -59,11 +58,11 @@ struct CommonOptions {
 int RunBenchmarkMain(const std::string& program, const std::function<int()>& run);
 void InstallSignalHandlers();
 
-// Sleeps until `deadline` in small slices; returns false early if `stop` is set or the process was
-// interrupted.
-bool SleepUntil(std::chrono::steady_clock::time_point deadline,
-                const std::atomic<bool>* stop = nullptr);
-bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop = nullptr);
+// The main thread's waits, which have no stop_token to wait on (a signal handler cannot request a
+// stop): sleep until `deadline` (or for `d`) in small slices, and throw InterruptedError as soon
+// as the process was interrupted. Threads wait with SystemClock::Get().SleepUntil (base/clock.h).
+void PauseUntil(std::chrono::steady_clock::time_point deadline);
+void Pause(std::chrono::milliseconds d);
 
 // A query result, every value as text (nullopt = SQL NULL).
 struct SqlResult {

@@ -8,33 +8,22 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/worker.h"
 #include "bench/analysis.h"
 #include "bench/bench_util.h"
 
 namespace lagwatch::bench {
 
-// Runs `tick` every `period` on its own thread until Stop() (or an interrupt). A tick that
-// overruns its period is followed immediately by the next one; missed ticks are not made up.
-class Worker {
- public:
-  Worker() = default;
-  ~Worker() { Stop(); }
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-
-  void Start(std::chrono::microseconds period, std::function<void()> tick);
-  void Stop();
-  // For ticks that block (poll): true once Stop() was called.
-  const std::atomic<bool>& stopping() const { return stop_; }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+// Runs `tick` every `period` until a stop is requested on `stop` or the process is interrupted,
+// waiting with SystemClock (base/clock.h); the body of each recorder's Worker (base/worker.h). A
+// tick that overruns its period is followed immediately by the next one; missed ticks are not
+// made up.
+void TickEvery(const std::stop_token& stop, std::chrono::microseconds period,
+               const std::function<void()>& tick);
 
 // Commits `INSERT INTO lwtest.oracle (t_us) VALUES (…)` on the primary every `period`,
 // recording each id's send and ack times.
@@ -131,7 +120,7 @@ class PtHeartbeatReader {
   size_t unparsed() const { return unparsed_; }
 
  private:
-  void Tick();
+  void Tick(const std::stop_token& stop);
   void Line(size_t i, const std::string& line, int64_t now);
   std::vector<int> fds_;
   std::vector<std::string> partial_;

@@ -119,14 +119,6 @@ void Progress(const std::string& msg) {
                msg.c_str());
 }
 
-void Pause(milliseconds d) {
-  if (!SleepFor(d)) throw InterruptedError();
-}
-
-void PauseUntil(std::chrono::steady_clock::time_point t) {
-  if (!SleepUntil(t)) throw InterruptedError();
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
