@@ -27,6 +27,7 @@
 #include "bench/analysis.h"
 #include "bench/bench_util.h"
 #include "bench/collectors.h"
+#include "bench/flags.h"
 #include "bench/report.h"
 
 namespace lagwatch::bench {
@@ -855,34 +856,15 @@ void Usage(std::ostream& out) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::cerr << "bench_accuracy: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return args[++i];
-    };
-    if (opt.Parse(a, value)) continue;
-    if (a == "--sysbench-rate") {
-      opt.sysbench_rate = std::atoi(value().c_str());
-    } else if (a == "-h" || a == "--help") {
-      Usage(std::cout);
-      return 0;
-    } else {
-      std::cerr << "bench_accuracy: unknown argument '" << a << "'\n";
-      Usage(std::cerr);
-      return 2;
-    }
-  }
-  if (!opt.complete() || opt.sysbench_rate <= 0) {
-    Usage(std::cerr);
-    return 2;
-  }
-  if (opt.command.empty())
-    opt.command = "bench_accuracy" + std::string(opt.quick ? " --quick" : "");
-
-  return RunBenchmarkMain("bench_accuracy", [&] { return RunBenchmark(opt); });
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_accuracy",
+                        .usage = Usage,
+                        .flag =
+                            [&](FlagReader& flags) {
+                              if (flags.flag() != "--sysbench-rate") return false;
+                              opt.sysbench_rate = flags.Int();
+                              return true;
+                            },
+                        .valid = [&] { return opt.sysbench_rate > 0; },
+                        .run = [&] { return RunBenchmark(opt); }});
 }

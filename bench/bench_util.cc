@@ -462,31 +462,6 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return r;
 }
 
-bool CommonOptions::Parse(const std::string& flag, const std::function<std::string()>& value) {
-  if (flag == "--quick") {
-    quick = true;
-  } else if (flag == "--dir") {
-    dir = value();
-  } else if (flag == "--base-port") {
-    base_port = std::atoi(value().c_str());
-  } else if (flag == "--lagwatch") {
-    lagwatch = value();
-  } else if (flag == "--out-dir") {
-    out_dir = value();
-  } else if (flag == "--command") {
-    command = value();
-  } else if (flag == "--git-rev") {
-    git_rev = value();
-  } else {
-    return false;
-  }
-  return true;
-}
-
-bool CommonOptions::complete() const {
-  return !dir.empty() && base_port > 0 && !lagwatch.empty() && !out_dir.empty();
-}
-
 int RunBenchmarkMain(const std::string& program, const std::function<int()>& run) {
   InstallSignalHandlers();
   mysql_library_init(0, nullptr, nullptr);

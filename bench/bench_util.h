@@ -36,22 +36,6 @@ struct InterruptedError : std::runtime_error {
   InterruptedError() : std::runtime_error("interrupted") {}
 };
 
-// The options every benchmark program gets from its wrapper script (bench/accuracy, bench/scale).
-struct CommonOptions {
-  bool quick = false;
-  std::string dir;  // the sandbox, already up
-  int base_port = 0;
-  std::string lagwatch;  // the binary
-  std::string out_dir;
-  std::string command;  // the wrapper's command line, for the report
-  std::string git_rev;
-
-  // Applies `flag` if it is one of these (taking its argument from `value`); false otherwise.
-  bool Parse(const std::string& flag, const std::function<std::string()>& value);
-  // True when every required one was given.
-  bool complete() const;
-};
-
 // The body of a benchmark's main(): installs the signal handlers and initialises the MariaDB
 // client library around `run`, and turns an interruption (130) or an exception (1) into an exit
 // code with a message prefixed by `program`.

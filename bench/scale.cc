@@ -51,6 +51,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
+#include "bench/flags.h"
 #include "bench/scale_report.h"
 #include "bench/scrape.h"
 #include "bench/table.h"
@@ -788,49 +789,25 @@ std::vector<int> ParseList(const std::string& s) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::cerr << "bench_scale: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return args[++i];
-    };
-    auto seconds_value = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const long s = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || s < 0 || s > 86400) {
-        std::cerr << "bench_scale: " << a << " needs a number of seconds, got '" << v << "'\n";
-        std::exit(2);
-      }
-      return static_cast<int>(s);
-    };
-    if (opt.Parse(a, value)) continue;
+  auto flag = [&](FlagReader& flags) {
+    const std::string& a = flags.flag();
     if (a == "--n") {
-      opt.ns = ParseList(value());
+      opt.ns = ParseList(flags.Value());
     } else if (a == "--seconds") {
-      opt.seconds = seconds_value();
+      opt.seconds = flags.Seconds();
     } else if (a == "--freeze-seconds") {
-      opt.freeze_seconds = seconds_value();
+      opt.freeze_seconds = flags.Seconds();
     } else if (a == "--warmup-seconds") {
-      opt.warmup_seconds = seconds_value();
-    } else if (a == "-h" || a == "--help") {
-      Usage(std::cout);
-      return 0;
+      opt.warmup_seconds = flags.Seconds();
     } else {
-      std::cerr << "bench_scale: unknown argument '" << a << "'\n";
-      Usage(std::cerr);
-      return 2;
+      return false;
     }
-  }
-  if (!opt.complete() || opt.ns.empty() || opt.seconds == 0) {
-    Usage(std::cerr);
-    return 2;
-  }
-  if (opt.command.empty()) opt.command = "bench_scale" + std::string(opt.quick ? " --quick" : "");
-
-  return RunBenchmarkMain("bench_scale", [&] { return RunBenchmark(opt); });
+    return true;
+  };
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_scale",
+                        .usage = Usage,
+                        .flag = flag,
+                        .valid = [&] { return !opt.ns.empty() && opt.seconds != 0; },
+                        .run = [&] { return RunBenchmark(opt); }});
 }
