@@ -78,13 +78,6 @@ struct Paths {
   }
 };
 
-const int64_t g_start_us = NowUs();
-
-void Progress(const std::string& msg) {
-  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
-               msg.c_str());
-}
-
 // Polls `cond` every 50 ms for up to `timeout`; throws on interrupt.
 template <class F>
 bool WaitUntil(F cond, milliseconds timeout) {
@@ -94,26 +87,6 @@ bool WaitUntil(F cond, milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= until) return false;
     Pause(milliseconds(50));
   }
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
-std::string LoadAverage() {
-  std::istringstream in(ReadFile("/proc/loadavg"));
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 // CPU seconds and resident memory of a live process, from /proc.
@@ -628,18 +601,6 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
   return j;
 }
 
-std::string CommandVersion(const std::vector<std::string>& argv) {
-  CommandResult r = RunCommand(argv);
-  std::string first = r.output.substr(0, r.output.find('\n'));
-  return r.exit_code == 0 ? Trim(first) : "unknown (" + Trim(first) + ")";
-}
-
-size_t CountSubstr(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // ---------------------------------------------------------------------------------------------
 
 int RunBenchmark(const Options& opt) {
@@ -650,7 +611,7 @@ int RunBenchmark(const Options& opt) {
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
 
-  json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(g_start_us)},
+  json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(StartUs())},
                   {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
   utsname u{};
   uname(&u);

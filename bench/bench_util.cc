@@ -16,9 +16,12 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -32,6 +35,8 @@ std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
 
 void OnSignal(int) { g_interrupted.store(true); }
+
+const int64_t g_start_us = NowUs();
 
 // argv as the char* array execvp wants; points into `args`, which must outlive it.
 std::vector<char*> Argv(const std::vector<std::string>& args) {
@@ -77,6 +82,38 @@ std::string IsoUtc(int64_t unix_us) {
   char buf[32];
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buf;
+}
+
+int64_t StartUs() { return g_start_us; }
+
+void Progress(const std::string& msg) {
+  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
+               msg.c_str());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+size_t CountSubstr(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string LoadAverage() {
+  std::istringstream in(ReadFile("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
 }
 
 bool Interrupted() { return g_interrupted.load(); }
@@ -460,6 +497,12 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   }
   r.exit_code = DecodeStatus(status);
   return r;
+}
+
+std::string CommandVersion(const std::vector<std::string>& argv) {
+  CommandResult r = RunCommand(argv);
+  std::string first = Trim(r.output.substr(0, r.output.find('\n')));
+  return r.exit_code == 0 ? first : "unknown (" + first + ")";
 }
 
 int RunBenchmarkMain(const std::string& program, const std::function<int()>& run) {

@@ -27,6 +27,19 @@ namespace lagwatch::bench {
 int64_t NowUs();
 // "2026-11-30T02:12:05Z" (UTC).
 std::string IsoUtc(int64_t unix_us);
+// NowUs() when the program started.
+int64_t StartUs();
+// "[  12.3s] msg" on stderr: a benchmark's progress, in seconds since StartUs().
+void Progress(const std::string& msg);
+
+// The whole of a (small) file; empty if it cannot be read.
+std::string ReadFile(const std::string& path);
+// `s` without trailing newlines, carriage returns and spaces.
+std::string Trim(std::string s);
+// How often `needle` occurs in `text` (overlaps counted).
+size_t CountSubstr(const std::string& text, const std::string& needle);
+// "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
+std::string LoadAverage();
 
 // Set by SIGINT/SIGTERM (see InstallSignalHandlers); everything long-running checks it.
 bool Interrupted();
@@ -168,5 +181,8 @@ struct CommandResult {
   std::string output;
 };
 CommandResult RunCommand(const std::vector<std::string>& argv);
+// The first line a tool prints for `argv` (e.g. {"sysbench", "--version"}), or
+// "unknown (that line)" when it fails.
+std::string CommandVersion(const std::vector<std::string>& argv);
 
 }  // namespace lagwatch::bench

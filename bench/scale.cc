@@ -1,7 +1,7 @@
 // bench_scale: how lagwatch's cost and probe timing grow with the number of replicas it watches
-// (DESIGN.md §7: 1,000 replicas at 200 ms on <= 0.5 core and <= 128 MB RSS, probe-start jitter
-// p99 <= 10 ms). Run it through bench/scale, which builds, brings the sandbox up and takes it
-// down.
+// (docs/benchmarks.md: 1,000 replicas at 200 ms on <= 0.5 core and <= 128 MB RSS, probe-start
+// jitter p99 <= 10 ms). Run it through bench/scale, which builds, brings the sandbox up and takes
+// it down.
 //
 // The sandbox's two real replicas stand in for N replicas ("aliases"): alias i is replica
 // i % 2 at its own loopback address 127.0.(1 + i/250).(1 + i%250), on that replica's port. All of
@@ -113,37 +113,6 @@ struct Alias {
   std::string Id() const { return host + ":" + std::to_string(port); }
 };
 
-const int64_t g_start_us = NowUs();
-
-void Progress(const std::string& msg) {
-  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
-               msg.c_str());
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string CommandVersion(const std::vector<std::string>& argv) {
-  CommandResult r = RunCommand(argv);
-  std::string first = Trim(r.output.substr(0, r.output.find('\n')));
-  return r.exit_code == 0 ? first : "unknown (" + first + ")";
-}
-
-size_t CountSubstr(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -222,13 +191,6 @@ double WaitQuiet() {
     const double busy = HostBusyCores(milliseconds(2000));
     if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
   }
-}
-
-std::string LoadAverage() {
-  std::istringstream in(ReadFile("/proc/loadavg"));
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 // The PID in a sandbox server's pid file, checked to be the server the sandbox started there
@@ -584,7 +546,7 @@ void WaitReplicasCaughtUp(const Paths& p) {
   }
 }
 
-// pt-heartbeat as an operator runs it (see PLATFORM.md), over the admin sockets as root.
+// pt-heartbeat as an operator runs it (see docs/architecture.md), over the admin sockets as root.
 std::vector<std::string> PtArgs(const std::string& mode, const std::string& sock) {
   std::vector<std::string> a = {
       "pt-heartbeat", "--no-version-check", mode, "--interval", "0.5", "--database", "lwtest",
@@ -721,7 +683,7 @@ int RunBenchmark(const Options& opt) {
   json results = {
       {"benchmark", "scale"},
       {"mode", opt.quick ? "quick" : "full"},
-      {"date", IsoUtc(g_start_us)},
+      {"date", IsoUtc(StartUs())},
       {"command", opt.command},
       {"git_rev", opt.git_rev},
       {"durations_s",
