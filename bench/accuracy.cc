@@ -48,20 +48,27 @@ struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
 };
 
+// A disturbance repeated: `count` times held `hold_s` seconds, `gap_s` seconds between.
+struct Cycles {
+  int count, hold_s, gap_s;
+};
+
 // How long each phase runs, by mode.
 struct Plan {
-  int idle_s, cost_s, steady_s, stall_cycles, ftwrl_cycles, sysbench_s;
-  int stall_s = 3, stall_gap_s = 5, ftwrl_s = 2, ftwrl_gap_s = 5;
+  int idle_s, cost_s, steady_s;
+  Cycles stall, ftwrl;
+  int sysbench_s;
   json ToJson() const {
-    return {{"idle_baseline_s", idle_s},    {"cost_window_s", cost_s}, {"steady_s", steady_s},
-            {"stall_cycles", stall_cycles}, {"stall_s", stall_s},      {"stall_gap_s", stall_gap_s},
-            {"ftwrl_cycles", ftwrl_cycles}, {"ftwrl_hold_s", ftwrl_s}, {"ftwrl_gap_s", ftwrl_gap_s},
-            {"sysbench_s", sysbench_s}};
+    return {{"idle_baseline_s", idle_s},   {"cost_window_s", cost_s},
+            {"steady_s", steady_s},        {"stall_cycles", stall.count},
+            {"stall_s", stall.hold_s},     {"stall_gap_s", stall.gap_s},
+            {"ftwrl_cycles", ftwrl.count}, {"ftwrl_hold_s", ftwrl.hold_s},
+            {"ftwrl_gap_s", ftwrl.gap_s},  {"sysbench_s", sysbench_s}};
   }
 };
 Plan PlanFor(bool quick) {
-  if (quick) return Plan{3, 10, 60, 4, 3, 60};
-  return Plan{10, 20, 600, 10, 8, 180};
+  if (quick) return Plan{3, 10, 60, {4, 3, 5}, {3, 2, 5}, 60};
+  return Plan{10, 20, 600, {10, 3, 5}, {8, 2, 5}, 180};
 }
 
 struct Paths {
@@ -263,7 +270,7 @@ bool LagwatchPublishing(const Paths& p) {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string affected;  // "replica1", or "" if none
+  std::string affected{};  // "replica1", or "" if none
   int64_t from_us = 0;
   int64_t to_us = 0;
   json events = json::array();
@@ -277,25 +284,36 @@ struct Scenario {
   }
 };
 
-// Restarts replica1's SQL thread if a stall was interrupted half-way.
-class SqlThreadGuard {
+// How a scenario disturbs replica1 in each of its cycles: `begin` runs there, the hold passes,
+// `end` runs, then the gap. Each statement is an event of the scenario, and so is `held` (if set)
+// once `begin` has returned.
+struct Disturbance {
+  std::string begin, held, end;
+  // Run if the scenario is left between `begin` and `end` (an interrupt, an error); if not set,
+  // closing the connection is enough.
+  std::string undo;
+};
+
+// Runs a disturbance's statements on replica1's admin connection, and its `undo` should the
+// scenario be left half-way (e.g. restarts the SQL thread after an interrupted stall).
+class Disturber {
  public:
-  explicit SqlThreadGuard(Sql* admin) : admin_(admin) {}
-  ~SqlThreadGuard() {
-    if (stopped_) admin_->Exec("START SLAVE SQL_THREAD");
+  Disturber(Sql* admin, std::string undo) : admin_(admin), undo_(std::move(undo)) {}
+  ~Disturber() {
+    if (begun_ && !undo_.empty()) admin_->Exec(undo_);
   }
-  void Stop() {
-    if (!admin_->Exec("STOP SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
-    stopped_ = true;
-  }
-  void Start() {
-    if (!admin_->Exec("START SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
-    stopped_ = false;
+  Disturber(const Disturber&) = delete;
+  Disturber& operator=(const Disturber&) = delete;
+  // Runs `stmt`, after which the disturbance is on (`begins`) or over.
+  void Run(const std::string& stmt, bool begins) {
+    if (!admin_->Exec(stmt)) throw std::runtime_error(admin_->error());
+    begun_ = begins;
   }
 
  private:
   Sql* admin_;
-  bool stopped_ = false;
+  std::string undo_;
+  bool begun_ = false;
 };
 
 Scenario RunSteady(const Plan& plan) {
@@ -307,50 +325,45 @@ Scenario RunSteady(const Plan& plan) {
   return s;
 }
 
-Scenario RunStall(const Paths& p, const Plan& plan) {
-  Scenario s{"stall",
-             "STOP SLAVE SQL_THREAD on replica1 for " + std::to_string(plan.stall_s) +
-                 " s, then START, " + std::to_string(plan.stall_cycles) + " times, " +
-                 std::to_string(plan.stall_s + plan.stall_gap_s) +
-                 " s apart; replica2 untouched (control)",
-             "replica1", NowUs()};
-  Progress("scenario stall: " + std::to_string(plan.stall_cycles) + " cycles");
-  Sql admin(p.Replica(0));
-  SqlThreadGuard guard(&admin);
+// Scenario `s` (named, and described up to how often): replica1 disturbed by `d` as `c` says,
+// replica2 untouched as the control.
+Scenario RunDisturbance(const Paths& p, Scenario s, const Disturbance& d, const Cycles& c) {
+  s.description += ", " + std::to_string(c.count) + " times, " +
+                   std::to_string(c.hold_s + c.gap_s) + " s apart; replica2 untouched (control)";
+  s.affected = "replica1";
+  s.from_us = NowUs();
+  Progress("scenario " + s.name + ": " + std::to_string(c.count) + " cycles");
+  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases a read lock
+  Disturber disturber(&admin, d.undo);
   Pause(seconds(1));
-  for (int i = 0; i < plan.stall_cycles; ++i) {
-    s.Event("STOP SLAVE SQL_THREAD");
-    guard.Stop();
-    Pause(seconds(plan.stall_s));
-    s.Event("START SLAVE SQL_THREAD");
-    guard.Start();
-    Pause(seconds(plan.stall_gap_s));
+  for (int i = 0; i < c.count; ++i) {
+    s.Event(d.begin);
+    disturber.Run(d.begin, true);
+    if (!d.held.empty()) s.Event(d.held);
+    Pause(seconds(c.hold_s));
+    s.Event(d.end);
+    disturber.Run(d.end, false);
+    Pause(seconds(c.gap_s));
   }
   s.End();
   return s;
 }
 
+Scenario RunStall(const Paths& p, const Plan& plan) {
+  const std::string what = "STOP SLAVE SQL_THREAD on replica1 for " +
+                           std::to_string(plan.stall.hold_s) + " s, then START";
+  return RunDisturbance(
+      p, {"stall", what},
+      {"STOP SLAVE SQL_THREAD", "", "START SLAVE SQL_THREAD", "START SLAVE SQL_THREAD"},
+      plan.stall);
+}
+
 Scenario RunFtwrl(const Paths& p, const Plan& plan) {
-  Scenario s{"ftwrl",
-             "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl_s) +
-                 " s on replica1, " + std::to_string(plan.ftwrl_cycles) + " times, " +
-                 std::to_string(plan.ftwrl_s + plan.ftwrl_gap_s) +
-                 " s apart; replica2 untouched (control)",
-             "replica1", NowUs()};
-  Progress("scenario ftwrl: " + std::to_string(plan.ftwrl_cycles) + " cycles");
-  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases the lock
-  Pause(seconds(1));
-  for (int i = 0; i < plan.ftwrl_cycles; ++i) {
-    s.Event("FLUSH TABLES WITH READ LOCK");
-    if (!admin.Exec("FLUSH TABLES WITH READ LOCK")) throw std::runtime_error(admin.error());
-    s.Event("lock held");
-    Pause(seconds(plan.ftwrl_s));
-    s.Event("UNLOCK TABLES");
-    if (!admin.Exec("UNLOCK TABLES")) throw std::runtime_error(admin.error());
-    Pause(seconds(plan.ftwrl_gap_s));
-  }
-  s.End();
-  return s;
+  const std::string what =
+      "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl.hold_s) + " s on replica1";
+  return RunDisturbance(p, {"ftwrl", what},
+                        {"FLUSH TABLES WITH READ LOCK", "lock held", "UNLOCK TABLES", ""},
+                        plan.ftwrl);
 }
 
 int WaitChild(Child& c, milliseconds timeout) {
