@@ -809,10 +809,7 @@ int RunBenchmark(const Options& opt) {
   }
 
   const std::string base = opt.out_dir + "/accuracy-" + mode;
-  std::ofstream(base + ".json") << results.dump(2) << "\n";
-  std::ofstream(base + ".md") << RenderMarkdown(results);
-  std::cout << RenderText(results) << std::flush;
-  Progress("wrote " + base + ".json and " + base + ".md");
+  WriteResults(base, results, RenderMarkdown, RenderText);
   return 0;
 }
 

@@ -27,6 +27,7 @@
 
 #include <hiredis/hiredis.h>
 #include <mysql.h>
+#include <nlohmann/json.hpp>
 
 namespace lagwatch::bench {
 namespace {
@@ -114,6 +115,15 @@ std::string LoadAverage() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+void WriteResults(const std::string& base, const nlohmann::json& results,
+                  const std::function<std::string(const nlohmann::json&)>& markdown,
+                  const std::function<std::string(const nlohmann::json&)>& text) {
+  std::ofstream(base + ".json") << results.dump(2) << "\n";
+  std::ofstream(base + ".md") << markdown(results);
+  std::cout << text(results) << std::flush;
+  Progress("wrote " + base + ".json and " + base + ".md");
 }
 
 bool Interrupted() { return g_interrupted.load(); }

@@ -18,6 +18,8 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json_fwd.hpp>
+
 struct redisContext;
 typedef struct st_mysql MYSQL;
 
@@ -40,6 +42,12 @@ std::string Trim(std::string s);
 size_t CountSubstr(const std::string& text, const std::string& needle);
 // "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
 std::string LoadAverage();
+
+// Writes a benchmark's results to `base`.json, and rendered by `markdown` to `base`.md; prints
+// them rendered by `text` on stdout, and says where they went.
+void WriteResults(const std::string& base, const nlohmann::json& results,
+                  const std::function<std::string(const nlohmann::json&)>& markdown,
+                  const std::function<std::string(const nlohmann::json&)>& text);
 
 // Set by SIGINT/SIGTERM (see InstallSignalHandlers); everything long-running checks it.
 bool Interrupted();

@@ -716,10 +716,7 @@ int RunBenchmark(const Options& opt) {
   results["targets"] = Targets(results["runs"]);
 
   const std::string base = opt.out_dir + "/scale";
-  std::ofstream(base + ".json") << results.dump(2) << "\n";
-  std::ofstream(base + ".md") << RenderScaleMarkdown(results);
-  std::cout << RenderScaleText(results) << std::flush;
-  Progress("wrote " + base + ".json and " + base + ".md");
+  WriteResults(base, results, RenderScaleMarkdown, RenderScaleText);
   return 0;
 }
 
