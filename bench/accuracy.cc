@@ -4,8 +4,7 @@
 // READ LOCK, and sysbench write load. Run it through bench/accuracy, which builds, brings the
 // sandbox up and takes it down. See bench/analysis.h for the ground truth and the measures.
 //
-// usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR
-//                       [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]
+// Its flags are kUsage below.
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -43,6 +42,13 @@ constexpr auto kSqlPollPeriod = std::chrono::microseconds(200'000);
 constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
 constexpr int kReplicas = 2;
+
+// What -h and --help print.
+constexpr const char* kUsage =
+    "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
+    "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
+    "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+    "Normally started by bench/accuracy.\n";
 
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
@@ -813,14 +819,6 @@ int RunBenchmark(const Options& opt) {
   return 0;
 }
 
-void Usage(std::ostream& out) {
-  out << "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
-         "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate "
-         "TPS]\n"
-         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
-         "Normally started by bench/accuracy.\n";
-}
-
 }  // namespace
 }  // namespace lagwatch::bench
 
@@ -829,7 +827,7 @@ int main(int argc, char** argv) {
   Options opt;
   return BenchmarkMain(argc, argv, opt,
                        {.name = "bench_accuracy",
-                        .usage = Usage,
+                        .usage = kUsage,
                         .flag =
                             [&](FlagReader& flags) {
                               if (flags.flag() != "--sysbench-rate") return false;

@@ -69,15 +69,15 @@ int BenchmarkMain(int argc, char** argv, CommonOptions& common, const BenchmarkP
   while (flags.Next()) {
     if (common.Parse(flags) || program.flag(flags)) continue;
     if (flags.flag() == "-h" || flags.flag() == "--help") {
-      program.usage(std::cout);
+      std::cout << program.usage;
       return 0;
     }
     std::cerr << program.name << ": unknown argument '" << flags.flag() << "'\n";
-    program.usage(std::cerr);
+    std::cerr << program.usage;
     return 2;
   }
   if (!common.complete() || !program.valid()) {
-    program.usage(std::cerr);
+    std::cerr << program.usage;
     return 2;
   }
   if (common.command.empty()) common.command = program.name + (common.quick ? " --quick" : "");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <functional>
-#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -52,8 +51,8 @@ struct CommonOptions {
 
 // What makes one benchmark program.
 struct BenchmarkProgram {
-  std::string name;  // "bench_accuracy": prefixes every message
-  std::function<void(std::ostream&)> usage;
+  std::string name;   // "bench_accuracy": prefixes every message
+  std::string usage;  // what -h and --help print
   // Applies the current flag if it is one of the benchmark's own; false otherwise.
   std::function<bool(FlagReader&)> flag;
   // True when the benchmark's own options allow a run (the common ones are checked apart).

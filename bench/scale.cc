@@ -23,9 +23,7 @@
 // Before the N runs, one pt-heartbeat --monitor and one mysqld_exporter run against replica2 for
 // a while: their RSS, times N, is what one-process-per-replica tools would take.
 //
-// usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]
-//                    [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]
-//                    [--command TEXT] [--git-rev REV]
+// Its flags are kUsage below.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -73,6 +71,15 @@ constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter 
 // On a shared machine, each N waits up to this long for other work to calm down.
 constexpr auto kQuietWait = seconds(60);
 constexpr double kQuietCores = 0.3;
+
+// What -h and --help print.
+constexpr const char* kUsage =
+    "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
+    "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
+    "                   [--command TEXT] [--git-rev REV]\n"
+    "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
+    "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
+    "bench/scale.\n";
 
 struct Options : CommonOptions {
   std::vector<int> ns = {10, 100, 1000};
@@ -720,15 +727,6 @@ int RunBenchmark(const Options& opt) {
   return 0;
 }
 
-void Usage(std::ostream& out) {
-  out << "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
-         "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
-         "                   [--command TEXT] [--git-rev REV]\n"
-         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
-         "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
-         "bench/scale.\n";
-}
-
 // "10,100,1000" -> {10, 100, 1000}; empty on a malformed list.
 std::vector<int> ParseList(const std::string& s) {
   std::vector<int> out;
@@ -765,7 +763,7 @@ int main(int argc, char** argv) {
   };
   return BenchmarkMain(argc, argv, opt,
                        {.name = "bench_scale",
-                        .usage = Usage,
+                        .usage = kUsage,
                         .flag = flag,
                         .valid = [&] { return !opt.ns.empty() && opt.seconds != 0; },
                         .run = [&] { return RunBenchmark(opt); }});
