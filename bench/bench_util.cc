@@ -62,6 +62,22 @@ void PrepareChild(pid_t parent, bool new_group) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// Forks a child in a process group of its own that runs argv[0] (a path or a name looked up in
+// PATH) with stdout and stderr on `out_fd` and, if `null_stdin`, stdin from /dev/null. Returns
+// its PID, or -1 if fork failed.
+pid_t ForkExec(const std::vector<std::string>& argv, int out_fd, bool null_stdin) {
+  auto args = Argv(argv);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  PrepareChild(parent, /*new_group=*/true);
+  if (null_stdin) dup2(open("/dev/null", O_RDONLY), 0);
+  dup2(out_fd, 1);
+  dup2(out_fd, 2);
+  execvp(args[0], args.data());
+  _exit(127);
+}
+
 int DecodeStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -381,23 +397,9 @@ std::unique_ptr<Child> Child::Spawn(const std::vector<std::string>& argv,
                                     const std::string& log_path) {
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) throw std::runtime_error("cannot open " + log_path);
-  auto args = Argv(argv);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    throw std::runtime_error("fork failed for " + argv[0]);
-  }
-  if (pid == 0) {
-    PrepareChild(parent, /*new_group=*/true);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid = ForkExec(argv, log_fd, /*null_stdin=*/true);
   close(log_fd);
+  if (pid < 0) throw std::runtime_error("fork failed for " + argv[0]);
   return std::unique_ptr<Child>(new Child(pid, -1, argv[0]));
 }
 
@@ -473,22 +475,12 @@ int Child::Stop(std::chrono::milliseconds grace) {
 CommandResult RunCommand(const std::vector<std::string>& argv) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return {-1, "pipe failed"};
-  auto args = Argv(argv);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
+  const pid_t pid = ForkExec(argv, fds[1], /*null_stdin=*/false);
+  close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
-    close(fds[1]);
     return {-1, "fork failed"};
   }
-  if (pid == 0) {
-    PrepareChild(parent, /*new_group=*/true);
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
   CommandResult r;
   char buf[4096];
   for (;;) {
