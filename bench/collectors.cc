@@ -11,23 +11,24 @@
 
 namespace lagwatch::bench {
 
-void TickEvery(const std::stop_token& stop, std::chrono::microseconds period,
-               const std::function<void()>& tick) {
-  const Clock& clock = SystemClock::Get();
-  MonoTime next = clock.Now();
-  while (!stop.stop_requested() && !Interrupted()) {
-    tick();
-    next += period;
-    next = std::max(next, clock.Now());
-    if (!clock.SleepUntil(stop, next)) break;
-  }
+void StartTicking(Worker& worker, std::chrono::microseconds period,
+                  std::function<void(const std::stop_token&)> tick) {
+  worker.Start([period, tick = std::move(tick)](std::stop_token stop) {
+    const Clock& clock = SystemClock::Get();
+    MonoTime next = clock.Now();
+    while (!stop.stop_requested() && !Interrupted()) {
+      tick(stop);
+      next += period;
+      next = std::max(next, clock.Now());
+      if (!clock.SleepUntil(stop, next)) break;
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 
 void OracleWriter::Start(std::chrono::microseconds period) {
-  worker_.Start(
-      [this, period](std::stop_token stop) { TickEvery(stop, period, [this] { Tick(); }); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void OracleWriter::Tick() {
@@ -60,8 +61,7 @@ void OracleWriter::Tick() {
 // ---------------------------------------------------------------------------------------------
 
 void OracleReader::Start(std::chrono::microseconds period) {
-  worker_.Start(
-      [this, period](std::stop_token stop) { TickEvery(stop, period, [this] { Tick(); }); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void OracleReader::Tick() {
@@ -85,8 +85,7 @@ RedisPoller::RedisPoller(int port, std::vector<std::string> keys)
     : redis_(port), keys_(std::move(keys)), records_(keys_.size()), counts_(keys_.size()) {}
 
 void RedisPoller::Start(std::chrono::microseconds period) {
-  worker_.Start(
-      [this, period](std::stop_token stop) { TickEvery(stop, period, [this] { Tick(); }); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void RedisPoller::Tick() {
@@ -149,9 +148,8 @@ PtHeartbeatReader::PtHeartbeatReader(std::vector<int> pty_fds, const std::string
       log_(log_path, std::ios::app) {}
 
 void PtHeartbeatReader::Start() {
-  worker_.Start([this](std::stop_token stop) {
-    TickEvery(stop, std::chrono::microseconds(0), [this, &stop] { Tick(stop); });
-  });
+  StartTicking(worker_, std::chrono::microseconds(0),
+               [this](const std::stop_token& stop) { Tick(stop); });
 }
 
 void PtHeartbeatReader::Tick(const std::stop_token& stop) {
@@ -207,8 +205,7 @@ void PtHeartbeatReader::Line(size_t i, const std::string& line, int64_t now) {
 // ---------------------------------------------------------------------------------------------
 
 void ValuePoller::Start(std::chrono::microseconds period) {
-  worker_.Start(
-      [this, period](std::stop_token stop) { TickEvery(stop, period, [this] { Tick(); }); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void ValuePoller::Tick() {
@@ -228,20 +225,6 @@ void ValuePoller::Tick() {
   }
   if (auto v = res->Get(column_)) r.value_ms = std::strtod(v->c_str(), nullptr) * scale_;
   readings_.push_back(r);
-}
-
-// ---------------------------------------------------------------------------------------------
-
-void StatementLoop::Start(std::chrono::microseconds period) {
-  worker_.Start([this, period](std::stop_token stop) {
-    TickEvery(stop, period, [this] {
-      if (sql_.Exec(stmt_)) {
-        ++runs_;
-      } else {
-        ++errors_;
-      }
-    });
-  });
 }
 
 }  // namespace lagwatch::bench

@@ -18,12 +18,12 @@
 
 namespace lagwatch::bench {
 
-// Runs `tick` every `period` until a stop is requested on `stop` or the process is interrupted,
-// waiting with SystemClock (base/clock.h); the body of each recorder's Worker (base/worker.h). A
-// tick that overruns its period is followed immediately by the next one; missed ticks are not
-// made up.
-void TickEvery(const std::stop_token& stop, std::chrono::microseconds period,
-               const std::function<void()>& tick);
+// Starts `worker` (base/worker.h) running `tick` every `period` until it is stopped or the
+// process is interrupted; it waits with SystemClock (base/clock.h), and `tick` gets the stop token
+// for waits of its own. A tick that overruns its period is followed immediately by the next one;
+// missed ticks are not made up.
+void StartTicking(Worker& worker, std::chrono::microseconds period,
+                  std::function<void(const std::stop_token&)> tick);
 
 // Commits `INSERT INTO lwtest.oracle (t_us) VALUES (…)` on the primary every `period`,
 // recording each id's send and ack times.
@@ -157,24 +157,6 @@ class ValuePoller {
   std::vector<ToolReading> readings_;
   size_t errors_ = 0;
   std::string last_error_;
-  Worker worker_;
-};
-
-// Runs a statement every `period` (the naive heartbeat's UPDATE on the primary).
-class StatementLoop {
- public:
-  StatementLoop(std::string socket, std::string sql)
-      : sql_(std::move(socket)), stmt_(std::move(sql)) {}
-  void Start(std::chrono::microseconds period);
-  void Stop() { worker_.Stop(); }
-  size_t runs() const { return runs_; }
-  size_t errors() const { return errors_; }
-
- private:
-  Sql sql_;
-  std::string stmt_;
-  size_t runs_ = 0;
-  size_t errors_ = 0;
   Worker worker_;
 };
 
