@@ -42,22 +42,22 @@ bool CommonOptions::Parse(FlagReader& flags) {
   const std::string& flag = flags.flag();
   if (flag == "--quick") {
     quick = true;
-  } else if (flag == "--dir") {
-    dir = flags.Value();
-  } else if (flag == "--base-port") {
-    base_port = flags.Int();
-  } else if (flag == "--lagwatch") {
-    lagwatch = flags.Value();
-  } else if (flag == "--out-dir") {
-    out_dir = flags.Value();
-  } else if (flag == "--command") {
-    command = flags.Value();
-  } else if (flag == "--git-rev") {
-    git_rev = flags.Value();
-  } else {
-    return false;
+    return true;
   }
-  return true;
+  if (flag == "--base-port") {
+    base_port = flags.Int();
+    return true;
+  }
+  for (const auto& [name, value] :
+       {std::pair{"--dir", &dir}, std::pair{"--lagwatch", &lagwatch},
+        std::pair{"--out-dir", &out_dir}, std::pair{"--command", &command},
+        std::pair{"--git-rev", &git_rev}}) {
+    if (flag == name) {
+      *value = flags.Value();
+      return true;
+    }
+  }
+  return false;
 }
 
 bool CommonOptions::complete() const {
