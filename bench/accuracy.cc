@@ -4,8 +4,7 @@
 // READ LOCK, and sysbench write load. Run it through bench/accuracy, which builds, brings the
 // sandbox up and takes it down. See bench/analysis.h for the ground truth and the measures.
 //
-// usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR
-//                       [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]
+// Its flags are kUsage below.
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "bench/analysis.h"
 #include "bench/bench_util.h"
 #include "bench/collectors.h"
+#include "bench/flags.h"
 #include "bench/report.h"
 
 namespace lagwatch::bench {
@@ -43,24 +43,38 @@ constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
 constexpr int kReplicas = 2;
 
+// What -h and --help print.
+constexpr const char* kUsage =
+    "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
+    "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
+    "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+    "Normally started by bench/accuracy.\n";
+
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
 };
 
+// A disturbance repeated: `count` times held `hold_s` seconds, `gap_s` seconds between.
+struct Cycles {
+  int count, hold_s, gap_s;
+};
+
 // How long each phase runs, by mode.
 struct Plan {
-  int idle_s, cost_s, steady_s, stall_cycles, ftwrl_cycles, sysbench_s;
-  int stall_s = 3, stall_gap_s = 5, ftwrl_s = 2, ftwrl_gap_s = 5;
+  int idle_s, cost_s, steady_s;
+  Cycles stall, ftwrl;
+  int sysbench_s;
   json ToJson() const {
-    return {{"idle_baseline_s", idle_s},    {"cost_window_s", cost_s}, {"steady_s", steady_s},
-            {"stall_cycles", stall_cycles}, {"stall_s", stall_s},      {"stall_gap_s", stall_gap_s},
-            {"ftwrl_cycles", ftwrl_cycles}, {"ftwrl_hold_s", ftwrl_s}, {"ftwrl_gap_s", ftwrl_gap_s},
-            {"sysbench_s", sysbench_s}};
+    return {{"idle_baseline_s", idle_s},   {"cost_window_s", cost_s},
+            {"steady_s", steady_s},        {"stall_cycles", stall.count},
+            {"stall_s", stall.hold_s},     {"stall_gap_s", stall.gap_s},
+            {"ftwrl_cycles", ftwrl.count}, {"ftwrl_hold_s", ftwrl.hold_s},
+            {"ftwrl_gap_s", ftwrl.gap_s},  {"sysbench_s", sysbench_s}};
   }
 };
 Plan PlanFor(bool quick) {
-  if (quick) return Plan{3, 10, 60, 4, 3, 60};
-  return Plan{10, 20, 600, 10, 8, 180};
+  if (quick) return Plan{3, 10, 60, {4, 3, 5}, {3, 2, 5}, 60};
+  return Plan{10, 20, 600, {10, 3, 5}, {8, 2, 5}, 180};
 }
 
 struct Paths {
@@ -77,17 +91,6 @@ struct Paths {
   }
 };
 
-const int64_t g_start_us = NowUs();
-
-void Progress(const std::string& msg) {
-  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
-               msg.c_str());
-}
-
-void Pause(milliseconds d) {
-  if (!SleepFor(d)) throw InterruptedError();
-}
-
 // Polls `cond` every 50 ms for up to `timeout`; throws on interrupt.
 template <class F>
 bool WaitUntil(F cond, milliseconds timeout) {
@@ -97,26 +100,6 @@ bool WaitUntil(F cond, milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= until) return false;
     Pause(milliseconds(50));
   }
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
-std::string LoadAverage() {
-  std::istringstream in(ReadFile("/proc/loadavg"));
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 // CPU seconds and resident memory of a live process, from /proc.
@@ -293,7 +276,7 @@ bool LagwatchPublishing(const Paths& p) {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string affected;  // "replica1", or "" if none
+  std::string affected{};  // "replica1", or "" if none
   int64_t from_us = 0;
   int64_t to_us = 0;
   json events = json::array();
@@ -307,25 +290,36 @@ struct Scenario {
   }
 };
 
-// Restarts replica1's SQL thread if a stall was interrupted half-way.
-class SqlThreadGuard {
+// How a scenario disturbs replica1 in each of its cycles: `begin` runs there, the hold passes,
+// `end` runs, then the gap. Each statement is an event of the scenario, and so is `held` (if set)
+// once `begin` has returned.
+struct Disturbance {
+  std::string begin, held, end;
+  // Run if the scenario is left between `begin` and `end` (an interrupt, an error); if not set,
+  // closing the connection is enough.
+  std::string undo;
+};
+
+// Runs a disturbance's statements on replica1's admin connection, and its `undo` should the
+// scenario be left half-way (e.g. restarts the SQL thread after an interrupted stall).
+class Disturber {
  public:
-  explicit SqlThreadGuard(Sql* admin) : admin_(admin) {}
-  ~SqlThreadGuard() {
-    if (stopped_) admin_->Exec("START SLAVE SQL_THREAD");
+  Disturber(Sql* admin, std::string undo) : admin_(admin), undo_(std::move(undo)) {}
+  ~Disturber() {
+    if (begun_ && !undo_.empty()) admin_->Exec(undo_);
   }
-  void Stop() {
-    if (!admin_->Exec("STOP SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
-    stopped_ = true;
-  }
-  void Start() {
-    if (!admin_->Exec("START SLAVE SQL_THREAD")) throw std::runtime_error(admin_->error());
-    stopped_ = false;
+  Disturber(const Disturber&) = delete;
+  Disturber& operator=(const Disturber&) = delete;
+  // Runs `stmt`, after which the disturbance is on (`begins`) or over.
+  void Run(const std::string& stmt, bool begins) {
+    if (!admin_->Exec(stmt)) throw std::runtime_error(admin_->error());
+    begun_ = begins;
   }
 
  private:
   Sql* admin_;
-  bool stopped_ = false;
+  std::string undo_;
+  bool begun_ = false;
 };
 
 Scenario RunSteady(const Plan& plan) {
@@ -337,50 +331,45 @@ Scenario RunSteady(const Plan& plan) {
   return s;
 }
 
-Scenario RunStall(const Paths& p, const Plan& plan) {
-  Scenario s{"stall",
-             "STOP SLAVE SQL_THREAD on replica1 for " + std::to_string(plan.stall_s) +
-                 " s, then START, " + std::to_string(plan.stall_cycles) + " times, " +
-                 std::to_string(plan.stall_s + plan.stall_gap_s) +
-                 " s apart; replica2 untouched (control)",
-             "replica1", NowUs()};
-  Progress("scenario stall: " + std::to_string(plan.stall_cycles) + " cycles");
-  Sql admin(p.Replica(0));
-  SqlThreadGuard guard(&admin);
+// Scenario `s` (named, and described up to how often): replica1 disturbed by `d` as `c` says,
+// replica2 untouched as the control.
+Scenario RunDisturbance(const Paths& p, Scenario s, const Disturbance& d, const Cycles& c) {
+  s.description += ", " + std::to_string(c.count) + " times, " +
+                   std::to_string(c.hold_s + c.gap_s) + " s apart; replica2 untouched (control)";
+  s.affected = "replica1";
+  s.from_us = NowUs();
+  Progress("scenario " + s.name + ": " + std::to_string(c.count) + " cycles");
+  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases a read lock
+  Disturber disturber(&admin, d.undo);
   Pause(seconds(1));
-  for (int i = 0; i < plan.stall_cycles; ++i) {
-    s.Event("STOP SLAVE SQL_THREAD");
-    guard.Stop();
-    Pause(seconds(plan.stall_s));
-    s.Event("START SLAVE SQL_THREAD");
-    guard.Start();
-    Pause(seconds(plan.stall_gap_s));
+  for (int i = 0; i < c.count; ++i) {
+    s.Event(d.begin);
+    disturber.Run(d.begin, true);
+    if (!d.held.empty()) s.Event(d.held);
+    Pause(seconds(c.hold_s));
+    s.Event(d.end);
+    disturber.Run(d.end, false);
+    Pause(seconds(c.gap_s));
   }
   s.End();
   return s;
 }
 
+Scenario RunStall(const Paths& p, const Plan& plan) {
+  const std::string what = "STOP SLAVE SQL_THREAD on replica1 for " +
+                           std::to_string(plan.stall.hold_s) + " s, then START";
+  return RunDisturbance(
+      p, {"stall", what},
+      {"STOP SLAVE SQL_THREAD", "", "START SLAVE SQL_THREAD", "START SLAVE SQL_THREAD"},
+      plan.stall);
+}
+
 Scenario RunFtwrl(const Paths& p, const Plan& plan) {
-  Scenario s{"ftwrl",
-             "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl_s) +
-                 " s on replica1, " + std::to_string(plan.ftwrl_cycles) + " times, " +
-                 std::to_string(plan.ftwrl_s + plan.ftwrl_gap_s) +
-                 " s apart; replica2 untouched (control)",
-             "replica1", NowUs()};
-  Progress("scenario ftwrl: " + std::to_string(plan.ftwrl_cycles) + " cycles");
-  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases the lock
-  Pause(seconds(1));
-  for (int i = 0; i < plan.ftwrl_cycles; ++i) {
-    s.Event("FLUSH TABLES WITH READ LOCK");
-    if (!admin.Exec("FLUSH TABLES WITH READ LOCK")) throw std::runtime_error(admin.error());
-    s.Event("lock held");
-    Pause(seconds(plan.ftwrl_s));
-    s.Event("UNLOCK TABLES");
-    if (!admin.Exec("UNLOCK TABLES")) throw std::runtime_error(admin.error());
-    Pause(seconds(plan.ftwrl_gap_s));
-  }
-  s.End();
-  return s;
+  const std::string what =
+      "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl.hold_s) + " s on replica1";
+  return RunDisturbance(p, {"ftwrl", what},
+                        {"FLUSH TABLES WITH READ LOCK", "lock held", "UNLOCK TABLES", ""},
+                        plan.ftwrl);
 }
 
 int WaitChild(Child& c, milliseconds timeout) {
@@ -631,18 +620,6 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
   return j;
 }
 
-std::string CommandVersion(const std::vector<std::string>& argv) {
-  CommandResult r = RunCommand(argv);
-  std::string first = r.output.substr(0, r.output.find('\n'));
-  return r.exit_code == 0 ? Trim(first) : "unknown (" + Trim(first) + ")";
-}
-
-size_t CountSubstr(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 // ---------------------------------------------------------------------------------------------
 
 int RunBenchmark(const Options& opt) {
@@ -653,7 +630,7 @@ int RunBenchmark(const Options& opt) {
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
 
-  json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(g_start_us)},
+  json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(StartUs())},
                   {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
   utsname u{};
   uname(&u);
@@ -732,8 +709,10 @@ int RunBenchmark(const Options& opt) {
         "WHERE id = 1",
         "lag_us", 0.001);
   }
-  StatementLoop naive_writer(p.Primary(),
-                             "UPDATE lwtest.naive SET updated_at = NOW(6) WHERE id = 1");
+  // The naive heartbeat's writer: its UPDATE on the primary every kNaiveWritePeriod.
+  Sql naive_sql(p.Primary());
+  size_t naive_writes = 0, naive_write_errors = 0;
+  Worker naive_writer;
   RedisPoller redis(p.RedisPort(), {p.RedisKey(0), p.RedisKey(1)});
   PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
                               logs + "/pt-heartbeat-monitor.log");
@@ -745,7 +724,13 @@ int RunBenchmark(const Options& opt) {
     sbm[k]->Start(kSqlPollPeriod);
     naive[k]->Start(kSqlPollPeriod);
   }
-  naive_writer.Start(kNaiveWritePeriod);
+  StartTicking(naive_writer, kNaiveWritePeriod, [&](const std::stop_token&) {
+    if (naive_sql.Exec("UPDATE lwtest.naive SET updated_at = NOW(6) WHERE id = 1")) {
+      ++naive_writes;
+    } else {
+      ++naive_write_errors;
+    }
+  });
   redis.Start(kRedisPeriod);
   pt_reader.Start();
 
@@ -808,8 +793,8 @@ int RunBenchmark(const Options& opt) {
     processes["sbm_poll_errors"][rn] = sbm[k]->errors();
     processes["naive_read_errors"][rn] = naive[k]->errors();
   }
-  processes["naive_writes"] = naive_writer.runs();
-  processes["naive_write_errors"] = naive_writer.errors();
+  processes["naive_writes"] = naive_writes;
+  processes["naive_write_errors"] = naive_write_errors;
   results["processes"] = processes;
 
   // --- Analysis.
@@ -838,19 +823,8 @@ int RunBenchmark(const Options& opt) {
   }
 
   const std::string base = opt.out_dir + "/accuracy-" + mode;
-  std::ofstream(base + ".json") << results.dump(2) << "\n";
-  std::ofstream(base + ".md") << RenderMarkdown(results);
-  std::cout << RenderText(results) << std::flush;
-  Progress("wrote " + base + ".json and " + base + ".md");
+  WriteResults(base, results, RenderMarkdown, RenderText);
   return 0;
-}
-
-void Usage(std::ostream& out) {
-  out << "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
-         "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate "
-         "TPS]\n"
-         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
-         "Normally started by bench/accuracy.\n";
 }
 
 }  // namespace
@@ -859,34 +833,15 @@ void Usage(std::ostream& out) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::cerr << "bench_accuracy: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return args[++i];
-    };
-    if (opt.Parse(a, value)) continue;
-    if (a == "--sysbench-rate") {
-      opt.sysbench_rate = std::atoi(value().c_str());
-    } else if (a == "-h" || a == "--help") {
-      Usage(std::cout);
-      return 0;
-    } else {
-      std::cerr << "bench_accuracy: unknown argument '" << a << "'\n";
-      Usage(std::cerr);
-      return 2;
-    }
-  }
-  if (!opt.complete() || opt.sysbench_rate <= 0) {
-    Usage(std::cerr);
-    return 2;
-  }
-  if (opt.command.empty())
-    opt.command = "bench_accuracy" + std::string(opt.quick ? " --quick" : "");
-
-  return RunBenchmarkMain("bench_accuracy", [&] { return RunBenchmark(opt); });
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_accuracy",
+                        .usage = kUsage,
+                        .flag =
+                            [&](FlagReader& flags) {
+                              if (flags.flag() != "--sysbench-rate") return false;
+                              opt.sysbench_rate = flags.Int();
+                              return true;
+                            },
+                        .valid = [&] { return opt.sysbench_rate > 0; },
+                        .run = [&] { return RunBenchmark(opt); }});
 }

@@ -9,16 +9,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include <hiredis/hiredis.h>
 #include <mysql.h>
+#include <nlohmann/json.hpp>
 
 #include "base/http_client.h"
 
@@ -29,6 +34,8 @@ std::atomic<bool> g_interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "used from a signal handler");
 
 void OnSignal(int) { g_interrupted.store(true); }
+
+const int64_t g_start_us = NowUs();
 
 // argv as the char* array execvp wants; points into `args`, which must outlive it.
 std::vector<char*> Argv(const std::vector<std::string>& args) {
@@ -51,6 +58,22 @@ void PrepareChild(pid_t parent, bool new_group) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// Forks a child in a process group of its own that runs argv[0] (a path or a name looked up in
+// PATH) with stdout and stderr on `out_fd` and, if `null_stdin`, stdin from /dev/null. Returns
+// its PID, or -1 if fork failed.
+pid_t ForkExec(const std::vector<std::string>& argv, int out_fd, bool null_stdin) {
+  auto args = Argv(argv);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  PrepareChild(parent, /*new_group=*/true);
+  if (null_stdin) dup2(open("/dev/null", O_RDONLY), 0);
+  dup2(out_fd, 1);
+  dup2(out_fd, 2);
+  execvp(args[0], args.data());
+  _exit(127);
 }
 
 int DecodeStatus(int status) {
@@ -76,6 +99,47 @@ std::string IsoUtc(int64_t unix_us) {
   return buf;
 }
 
+int64_t StartUs() { return g_start_us; }
+
+void Progress(const std::string& msg) {
+  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
+               msg.c_str());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+size_t CountSubstr(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string LoadAverage() {
+  std::istringstream in(ReadFile("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+void WriteResults(const std::string& base, const nlohmann::json& results,
+                  const std::function<std::string(const nlohmann::json&)>& markdown,
+                  const std::function<std::string(const nlohmann::json&)>& text) {
+  std::ofstream(base + ".json") << results.dump(2) << "\n";
+  std::ofstream(base + ".md") << markdown(results);
+  std::cout << text(results) << std::flush;
+  Progress("wrote " + base + ".json and " + base + ".md");
+}
+
 bool Interrupted() { return g_interrupted.load(); }
 
 void InstallSignalHandlers() {
@@ -88,19 +152,17 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool SleepUntil(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>* stop) {
+void PauseUntil(std::chrono::steady_clock::time_point deadline) {
   constexpr auto kSlice = std::chrono::milliseconds(20);
   for (;;) {
-    if (Interrupted() || (stop && stop->load())) return false;
+    if (Interrupted()) throw InterruptedError();
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return true;
+    if (now >= deadline) return;
     std::this_thread::sleep_until(std::min(deadline, now + kSlice));
   }
 }
 
-bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop) {
-  return SleepUntil(std::chrono::steady_clock::now() + d, stop);
-}
+void Pause(std::chrono::milliseconds d) { PauseUntil(std::chrono::steady_clock::now() + d); }
 
 // ---------------------------------------------------------------------------------------------
 // SQL
@@ -282,23 +344,9 @@ std::unique_ptr<Child> Child::Spawn(const std::vector<std::string>& argv,
                                     const std::string& log_path) {
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) throw std::runtime_error("cannot open " + log_path);
-  auto args = Argv(argv);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    throw std::runtime_error("fork failed for " + argv[0]);
-  }
-  if (pid == 0) {
-    PrepareChild(parent, /*new_group=*/true);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(log_fd, 1);
-    dup2(log_fd, 2);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid = ForkExec(argv, log_fd, /*null_stdin=*/true);
   close(log_fd);
+  if (pid < 0) throw std::runtime_error("fork failed for " + argv[0]);
   return std::unique_ptr<Child>(new Child(pid, -1, argv[0]));
 }
 
@@ -374,22 +422,12 @@ int Child::Stop(std::chrono::milliseconds grace) {
 CommandResult RunCommand(const std::vector<std::string>& argv) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return {-1, "pipe failed"};
-  auto args = Argv(argv);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
+  const pid_t pid = ForkExec(argv, fds[1], /*null_stdin=*/false);
+  close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
-    close(fds[1]);
     return {-1, "fork failed"};
   }
-  if (pid == 0) {
-    PrepareChild(parent, /*new_group=*/true);
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
   CommandResult r;
   char buf[4096];
   for (;;) {
@@ -410,29 +448,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv) {
   return r;
 }
 
-bool CommonOptions::Parse(const std::string& flag, const std::function<std::string()>& value) {
-  if (flag == "--quick") {
-    quick = true;
-  } else if (flag == "--dir") {
-    dir = value();
-  } else if (flag == "--base-port") {
-    base_port = std::atoi(value().c_str());
-  } else if (flag == "--lagwatch") {
-    lagwatch = value();
-  } else if (flag == "--out-dir") {
-    out_dir = value();
-  } else if (flag == "--command") {
-    command = value();
-  } else if (flag == "--git-rev") {
-    git_rev = value();
-  } else {
-    return false;
-  }
-  return true;
-}
-
-bool CommonOptions::complete() const {
-  return !dir.empty() && base_port > 0 && !lagwatch.empty() && !out_dir.empty();
+std::string CommandVersion(const std::vector<std::string>& argv) {
+  CommandResult r = RunCommand(argv);
+  std::string first = Trim(r.output.substr(0, r.output.find('\n')));
+  return r.exit_code == 0 ? first : "unknown (" + first + ")";
 }
 
 int RunBenchmarkMain(const std::string& program, const std::function<int()>& run) {

@@ -1,4 +1,4 @@
-// Small building blocks for the benchmarks: wall-clock time, interruptible sleeps, a blocking
+// Small building blocks for the benchmarks: wall-clock time, interruptible pauses, a blocking
 // MariaDB client over the admin unix socket, a Redis client, and child processes that are always
 // stopped by PID.
 //
@@ -6,7 +6,6 @@
 // the clock lagwatch stamps `measured_at_ms` with, so the two are comparable on one host.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,6 +18,8 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json_fwd.hpp>
+
 struct redisContext;
 typedef struct st_mysql MYSQL;
 
@@ -28,6 +29,25 @@ namespace lagwatch::bench {
 int64_t NowUs();
 // "2026-11-30T02:12:05Z" (UTC).
 std::string IsoUtc(int64_t unix_us);
+// NowUs() when the program started.
+int64_t StartUs();
+// "[  12.3s] msg" on stderr: a benchmark's progress, in seconds since StartUs().
+void Progress(const std::string& msg);
+
+// The whole of a (small) file; empty if it cannot be read.
+std::string ReadFile(const std::string& path);
+// `s` without trailing newlines, carriage returns and spaces.
+std::string Trim(std::string s);
+// How often `needle` occurs in `text` (overlaps counted).
+size_t CountSubstr(const std::string& text, const std::string& needle);
+// "0.52 0.58 0.59" from /proc/loadavg: other work on the host skews every timing here.
+std::string LoadAverage();
+
+// Writes a benchmark's results to `base`.json, and rendered by `markdown` to `base`.md; prints
+// them rendered by `text` on stdout, and says where they went.
+void WriteResults(const std::string& base, const nlohmann::json& results,
+                  const std::function<std::string(const nlohmann::json&)>& markdown,
+                  const std::function<std::string(const nlohmann::json&)>& text);
 
 // Set by SIGINT/SIGTERM (see InstallSignalHandlers); everything long-running checks it.
 bool Interrupted();
@@ -37,33 +57,17 @@ struct InterruptedError : std::runtime_error {
   InterruptedError() : std::runtime_error("interrupted") {}
 };
 
-// The options every benchmark program gets from its wrapper script (bench/accuracy, bench/scale).
-struct CommonOptions {
-  bool quick = false;
-  std::string dir;  // the sandbox, already up
-  int base_port = 0;
-  std::string lagwatch;  // the binary
-  std::string out_dir;
-  std::string command;  // the wrapper's command line, for the report
-  std::string git_rev;
-
-  // Applies `flag` if it is one of these (taking its argument from `value`); false otherwise.
-  bool Parse(const std::string& flag, const std::function<std::string()>& value);
-  // True when every required one was given.
-  bool complete() const;
-};
-
 // The body of a benchmark's main(): installs the signal handlers and initialises the MariaDB
 // client library around `run`, and turns an interruption (130) or an exception (1) into an exit
 // code with a message prefixed by `program`.
 int RunBenchmarkMain(const std::string& program, const std::function<int()>& run);
 void InstallSignalHandlers();
 
-// Sleeps until `deadline` in small slices; returns false early if `stop` is set or the process was
-// interrupted.
-bool SleepUntil(std::chrono::steady_clock::time_point deadline,
-                const std::atomic<bool>* stop = nullptr);
-bool SleepFor(std::chrono::milliseconds d, const std::atomic<bool>* stop = nullptr);
+// The main thread's waits, which have no stop_token to wait on (a signal handler cannot request a
+// stop): sleep until `deadline` (or for `d`) in small slices, and throw InterruptedError as soon
+// as the process was interrupted. Threads wait with SystemClock::Get().SleepUntil (base/clock.h).
+void PauseUntil(std::chrono::steady_clock::time_point deadline);
+void Pause(std::chrono::milliseconds d);
 
 // A query result, every value as text (nullopt = SQL NULL).
 struct SqlResult {
@@ -185,5 +189,8 @@ struct CommandResult {
   std::string output;
 };
 CommandResult RunCommand(const std::vector<std::string>& argv);
+// The first line a tool prints for `argv` (e.g. {"sysbench", "--version"}), or
+// "unknown (that line)" when it fails.
+std::string CommandVersion(const std::vector<std::string>& argv);
 
 }  // namespace lagwatch::bench

@@ -3,34 +3,32 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
+#include "base/clock.h"
+
 namespace lagwatch::bench {
 
-void Worker::Start(std::chrono::microseconds period, std::function<void()> tick) {
-  stop_ = false;
-  thread_ = std::thread([this, period, tick = std::move(tick)] {
-    auto next = std::chrono::steady_clock::now();
-    while (!stop_.load() && !Interrupted()) {
-      tick();
+void StartTicking(Worker& worker, std::chrono::microseconds period,
+                  std::function<void(const std::stop_token&)> tick) {
+  worker.Start([period, tick = std::move(tick)](std::stop_token stop) {
+    const Clock& clock = SystemClock::Get();
+    MonoTime next = clock.Now();
+    while (!stop.stop_requested() && !Interrupted()) {
+      tick(stop);
       next += period;
-      auto now = std::chrono::steady_clock::now();
-      if (next < now) next = now;
-      if (!SleepUntil(next, &stop_)) break;
+      next = std::max(next, clock.Now());
+      if (!clock.SleepUntil(stop, next)) break;
     }
   });
-}
-
-void Worker::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
 }
 
 // ---------------------------------------------------------------------------------------------
 
 void OracleWriter::Start(std::chrono::microseconds period) {
-  worker_.Start(period, [this] { Tick(); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void OracleWriter::Tick() {
@@ -63,7 +61,7 @@ void OracleWriter::Tick() {
 // ---------------------------------------------------------------------------------------------
 
 void OracleReader::Start(std::chrono::microseconds period) {
-  worker_.Start(period, [this] { Tick(); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void OracleReader::Tick() {
@@ -87,7 +85,7 @@ RedisPoller::RedisPoller(int port, std::vector<std::string> keys)
     : redis_(port), keys_(std::move(keys)), records_(keys_.size()), counts_(keys_.size()) {}
 
 void RedisPoller::Start(std::chrono::microseconds period) {
-  worker_.Start(period, [this] { Tick(); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void RedisPoller::Tick() {
@@ -150,10 +148,11 @@ PtHeartbeatReader::PtHeartbeatReader(std::vector<int> pty_fds, const std::string
       log_(log_path, std::ios::app) {}
 
 void PtHeartbeatReader::Start() {
-  worker_.Start(std::chrono::microseconds(0), [this] { Tick(); });
+  StartTicking(worker_, std::chrono::microseconds(0),
+               [this](const std::stop_token& stop) { Tick(stop); });
 }
 
-void PtHeartbeatReader::Tick() {
+void PtHeartbeatReader::Tick(const std::stop_token& stop) {
   std::vector<pollfd> pfds;
   std::vector<size_t> which;
   for (size_t i = 0; i < fds_.size(); ++i) {
@@ -162,7 +161,8 @@ void PtHeartbeatReader::Tick() {
     which.push_back(i);
   }
   if (pfds.empty()) {
-    SleepFor(std::chrono::milliseconds(20), &worker_.stopping());
+    const Clock& clock = SystemClock::Get();
+    clock.SleepUntil(stop, clock.Now() + std::chrono::milliseconds(20));
     return;
   }
   if (poll(pfds.data(), pfds.size(), 20) <= 0) return;
@@ -205,7 +205,7 @@ void PtHeartbeatReader::Line(size_t i, const std::string& line, int64_t now) {
 // ---------------------------------------------------------------------------------------------
 
 void ValuePoller::Start(std::chrono::microseconds period) {
-  worker_.Start(period, [this] { Tick(); });
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
 void ValuePoller::Tick() {
@@ -225,18 +225,6 @@ void ValuePoller::Tick() {
   }
   if (auto v = res->Get(column_)) r.value_ms = std::strtod(v->c_str(), nullptr) * scale_;
   readings_.push_back(r);
-}
-
-// ---------------------------------------------------------------------------------------------
-
-void StatementLoop::Start(std::chrono::microseconds period) {
-  worker_.Start(period, [this] {
-    if (sql_.Exec(stmt_)) {
-      ++runs_;
-    } else {
-      ++errors_;
-    }
-  });
 }
 
 }  // namespace lagwatch::bench

@@ -8,33 +8,22 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/worker.h"
 #include "bench/analysis.h"
 #include "bench/bench_util.h"
 
 namespace lagwatch::bench {
 
-// Runs `tick` every `period` on its own thread until Stop() (or an interrupt). A tick that
-// overruns its period is followed immediately by the next one; missed ticks are not made up.
-class Worker {
- public:
-  Worker() = default;
-  ~Worker() { Stop(); }
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-
-  void Start(std::chrono::microseconds period, std::function<void()> tick);
-  void Stop();
-  // For ticks that block (poll): true once Stop() was called.
-  const std::atomic<bool>& stopping() const { return stop_; }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+// Starts `worker` (base/worker.h) running `tick` every `period` until it is stopped or the
+// process is interrupted; it waits with SystemClock (base/clock.h), and `tick` gets the stop token
+// for waits of its own. A tick that overruns its period is followed immediately by the next one;
+// missed ticks are not made up.
+void StartTicking(Worker& worker, std::chrono::microseconds period,
+                  std::function<void(const std::stop_token&)> tick);
 
 // Commits `INSERT INTO lwtest.oracle (t_us) VALUES (…)` on the primary every `period`,
 // recording each id's send and ack times.
@@ -131,7 +120,7 @@ class PtHeartbeatReader {
   size_t unparsed() const { return unparsed_; }
 
  private:
-  void Tick();
+  void Tick(const std::stop_token& stop);
   void Line(size_t i, const std::string& line, int64_t now);
   std::vector<int> fds_;
   std::vector<std::string> partial_;
@@ -168,24 +157,6 @@ class ValuePoller {
   std::vector<ToolReading> readings_;
   size_t errors_ = 0;
   std::string last_error_;
-  Worker worker_;
-};
-
-// Runs a statement every `period` (the naive heartbeat's UPDATE on the primary).
-class StatementLoop {
- public:
-  StatementLoop(std::string socket, std::string sql)
-      : sql_(std::move(socket)), stmt_(std::move(sql)) {}
-  void Start(std::chrono::microseconds period);
-  void Stop() { worker_.Stop(); }
-  size_t runs() const { return runs_; }
-  size_t errors() const { return errors_; }
-
- private:
-  Sql sql_;
-  std::string stmt_;
-  size_t runs_ = 0;
-  size_t errors_ = 0;
   Worker worker_;
 };
 

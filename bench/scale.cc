@@ -1,7 +1,7 @@
 // bench_scale: how lagwatch's cost and probe timing grow with the number of replicas it watches
-// (DESIGN.md §7: 1,000 replicas at 200 ms on <= 0.5 core and <= 128 MB RSS, probe-start jitter
-// p99 <= 10 ms). Run it through bench/scale, which builds, brings the sandbox up and takes it
-// down.
+// (docs/benchmarks.md: 1,000 replicas at 200 ms on <= 0.5 core and <= 128 MB RSS, probe-start
+// jitter p99 <= 10 ms). Run it through bench/scale, which builds, brings the sandbox up and takes
+// it down.
 //
 // The sandbox's two real replicas stand in for N replicas ("aliases"): alias i is replica
 // i % 2 at its own loopback address 127.0.(1 + i/250).(1 + i%250), on that replica's port. All of
@@ -23,9 +23,7 @@
 // Before the N runs, one pt-heartbeat --monitor and one mysqld_exporter run against replica2 for
 // a while: their RSS, times N, is what one-process-per-replica tools would take.
 //
-// usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]
-//                    [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]
-//                    [--command TEXT] [--git-rev REV]
+// Its flags are kUsage below.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -51,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
+#include "bench/flags.h"
 #include "bench/scale_report.h"
 #include "bench/scrape.h"
 #include "bench/table.h"
@@ -72,6 +71,15 @@ constexpr auto kComparisonRun = seconds(10);  // pt-heartbeat / mysqld_exporter 
 // On a shared machine, each N waits up to this long for other work to calm down.
 constexpr auto kQuietWait = seconds(60);
 constexpr double kQuietCores = 0.3;
+
+// What -h and --help print.
+constexpr const char* kUsage =
+    "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
+    "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
+    "                   [--command TEXT] [--git-rev REV]\n"
+    "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
+    "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
+    "bench/scale.\n";
 
 struct Options : CommonOptions {
   std::vector<int> ns = {10, 100, 1000};
@@ -111,45 +119,6 @@ struct Alias {
   int replica = 0;  // 0: replica1, 1: replica2
   std::string Id() const { return host + ":" + std::to_string(port); }
 };
-
-const int64_t g_start_us = NowUs();
-
-void Progress(const std::string& msg) {
-  std::fprintf(stderr, "[%6.1fs] %s\n", static_cast<double>(NowUs() - g_start_us) / 1e6,
-               msg.c_str());
-}
-
-void Pause(milliseconds d) {
-  if (!SleepFor(d)) throw InterruptedError();
-}
-
-void PauseUntil(std::chrono::steady_clock::time_point t) {
-  if (!SleepUntil(t)) throw InterruptedError();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string CommandVersion(const std::vector<std::string>& argv) {
-  CommandResult r = RunCommand(argv);
-  std::string first = Trim(r.output.substr(0, r.output.find('\n')));
-  return r.exit_code == 0 ? first : "unknown (" + first + ")";
-}
-
-size_t CountSubstr(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -229,13 +198,6 @@ double WaitQuiet() {
     const double busy = HostBusyCores(milliseconds(2000));
     if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
   }
-}
-
-std::string LoadAverage() {
-  std::istringstream in(ReadFile("/proc/loadavg"));
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 // The PID in a sandbox server's pid file, checked to be the server the sandbox started there
@@ -591,7 +553,7 @@ void WaitReplicasCaughtUp(const Paths& p) {
   }
 }
 
-// pt-heartbeat as an operator runs it (see PLATFORM.md), over the admin sockets as root.
+// pt-heartbeat as an operator runs it (see docs/architecture.md), over the admin sockets as root.
 std::vector<std::string> PtArgs(const std::string& mode, const std::string& sock) {
   std::vector<std::string> a = {
       "pt-heartbeat", "--no-version-check", mode, "--interval", "0.5", "--database", "lwtest",
@@ -728,7 +690,7 @@ int RunBenchmark(const Options& opt) {
   json results = {
       {"benchmark", "scale"},
       {"mode", opt.quick ? "quick" : "full"},
-      {"date", IsoUtc(g_start_us)},
+      {"date", IsoUtc(StartUs())},
       {"command", opt.command},
       {"git_rev", opt.git_rev},
       {"durations_s",
@@ -761,20 +723,8 @@ int RunBenchmark(const Options& opt) {
   results["targets"] = Targets(results["runs"]);
 
   const std::string base = opt.out_dir + "/scale";
-  std::ofstream(base + ".json") << results.dump(2) << "\n";
-  std::ofstream(base + ".md") << RenderScaleMarkdown(results);
-  std::cout << RenderScaleText(results) << std::flush;
-  Progress("wrote " + base + ".json and " + base + ".md");
+  WriteResults(base, results, RenderScaleMarkdown, RenderScaleText);
   return 0;
-}
-
-void Usage(std::ostream& out) {
-  out << "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
-         "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
-         "                   [--command TEXT] [--git-rev REV]\n"
-         "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
-         "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
-         "bench/scale.\n";
 }
 
 // "10,100,1000" -> {10, 100, 1000}; empty on a malformed list.
@@ -796,49 +746,25 @@ std::vector<int> ParseList(const std::string& s) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::cerr << "bench_scale: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return args[++i];
-    };
-    auto seconds_value = [&] {
-      const std::string v = value();
-      char* end = nullptr;
-      const long s = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || s < 0 || s > 86400) {
-        std::cerr << "bench_scale: " << a << " needs a number of seconds, got '" << v << "'\n";
-        std::exit(2);
-      }
-      return static_cast<int>(s);
-    };
-    if (opt.Parse(a, value)) continue;
+  auto flag = [&](FlagReader& flags) {
+    const std::string& a = flags.flag();
     if (a == "--n") {
-      opt.ns = ParseList(value());
+      opt.ns = ParseList(flags.Value());
     } else if (a == "--seconds") {
-      opt.seconds = seconds_value();
+      opt.seconds = flags.Seconds();
     } else if (a == "--freeze-seconds") {
-      opt.freeze_seconds = seconds_value();
+      opt.freeze_seconds = flags.Seconds();
     } else if (a == "--warmup-seconds") {
-      opt.warmup_seconds = seconds_value();
-    } else if (a == "-h" || a == "--help") {
-      Usage(std::cout);
-      return 0;
+      opt.warmup_seconds = flags.Seconds();
     } else {
-      std::cerr << "bench_scale: unknown argument '" << a << "'\n";
-      Usage(std::cerr);
-      return 2;
+      return false;
     }
-  }
-  if (!opt.complete() || opt.ns.empty() || opt.seconds == 0) {
-    Usage(std::cerr);
-    return 2;
-  }
-  if (opt.command.empty()) opt.command = "bench_scale" + std::string(opt.quick ? " --quick" : "");
-
-  return RunBenchmarkMain("bench_scale", [&] { return RunBenchmark(opt); });
+    return true;
+  };
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_scale",
+                        .usage = kUsage,
+                        .flag = flag,
+                        .valid = [&] { return !opt.ns.empty() && opt.seconds != 0; },
+                        .run = [&] { return RunBenchmark(opt); }});
 }
