@@ -1,5 +1,5 @@
-// The routing verdict for one replica (docs/measurement.md, "Health"): its state and whether routers may read
-// from it, with hysteresis so a replica near its tier's limit does not flap.
+// The routing verdict for one replica (docs/measurement.md, "Health"): its state and whether
+// routers may read from it, with hysteresis so a replica near its tier's limit does not flap.
 //
 // Going unhealthy is immediate (a router must stop reading stale data at once); coming back from
 // lag requires `recover_probes` consecutive probes at or under `recover_ratio` × the tier limit.

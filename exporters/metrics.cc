@@ -59,8 +59,9 @@ constexpr FamilyInfo kLagHistogram = {
     "Distribution of the published upper bound, one observation per probe."};
 constexpr FamilyInfo kState = {"lagwatch_replica_state", "gauge",
                                "1 for the replica's current state, 0 for the others."};
-constexpr FamilyInfo kHealthy = {"lagwatch_replica_healthy", "gauge",
-                                 "1 if routers may read from the replica (docs/measurement.md, Health), else 0."};
+constexpr FamilyInfo kHealthy = {
+    "lagwatch_replica_healthy", "gauge",
+    "1 if routers may read from the replica (docs/measurement.md, Health), else 0."};
 constexpr FamilyInfo kIoRunning = {"lagwatch_replica_io_thread_running", "gauge",
                                    "1 if Slave_IO_Running is Yes at the last status poll."};
 constexpr FamilyInfo kSqlRunning = {"lagwatch_replica_sql_thread_running", "gauge",

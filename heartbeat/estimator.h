@@ -1,5 +1,5 @@
-// The lag estimator (docs/measurement.md): turns one probe of a replica into bounds on how stale the
-// replica's data is, using only times on the agent's clock.
+// The lag estimator (docs/measurement.md): turns one probe of a replica into bounds on how stale
+// the replica's data is, using only times on the agent's clock.
 //
 // Staleness of a replica at time τ is τ minus the commit time of the oldest transaction the
 // primary had committed and the replica has not applied (0 when it has applied everything).

@@ -1,7 +1,7 @@
 // Secrets and least privilege against a real sandbox (issue: hostile input and security): Redis
 // AUTH from a password file, no password anywhere the agent shows itself (log, /metrics, the API,
-// `lagwatch status`, ps and its environment), the sandbox's grants being exactly those of docs/configuration.md,
-// and a missing grant reported by name while the agent keeps measuring.
+// `lagwatch status`, ps and its environment), the sandbox's grants being exactly those of
+// docs/configuration.md, and a missing grant reported by name while the agent keeps measuring.
 #include <sys/stat.h>
 #include <unistd.h>
 
