@@ -127,7 +127,7 @@ Table DetailTable(const json& res) {
 std::string TargetLines(const json& res, const std::string& bullet) {
   std::ostringstream out;
   if (res["targets"].empty()) {
-    out << bullet << "no run at N=1000: the DESIGN.md §7 targets were not checked\n";
+    out << bullet << "no run at N=1000: the targets of docs/benchmarks.md were not checked\n";
   }
   for (const auto& t : res["targets"]) {
     out << bullet << (t["pass"].get<bool>() ? "PASS" : "FAIL") << "  "
@@ -194,7 +194,7 @@ std::string RenderScaleText(const json& res) {
   out << BusyWarning(res);
   out << MainTable(res).Text("  ") << "\n" << DetailTable(res).Text("  ") << "\n";
   out << ComparisonLine(res) << "\n\n";
-  out << "targets at N=1000 (DESIGN.md §7):\n" << TargetLines(res, "  ");
+  out << "targets at N=1000 (docs/benchmarks.md):\n" << TargetLines(res, "  ");
   return out.str();
 }
 
@@ -220,7 +220,7 @@ std::string RenderScaleMarkdown(const json& res) {
   md << "## Results\n\n";
   if (std::string w = BusyWarning(res); !w.empty()) md << "**" << Trim(w) << "**\n\n";
   md << MainTable(res).Markdown() << "\n";
-  md << "### Targets at N=1000 (DESIGN.md §7)\n\n" << TargetLines(res, "- ") << "\n";
+  md << "### Targets at N=1000 (docs/benchmarks.md)\n\n" << TargetLines(res, "- ") << "\n";
   md << "### Details\n\n" << DetailTable(res).Markdown() << "\n";
   md << ComparisonLine(res) << ".\n\n";
 
@@ -245,7 +245,7 @@ std::string RenderScaleMarkdown(const json& res) {
         "run.\n";
   md << "- **Probes/s** *attempted* = the increase of `lagwatch_probes_total` summed over the "
         "aliases / window; *planned* = N × 1000 / probe interval. lagwatch also probes at the "
-        "moment a bound would cross a tier limit (DESIGN.md §3.5), so attempted can exceed "
+        "moment a bound would cross a tier limit (docs/measurement.md), so attempted can exceed "
         "planned: with tier1's 200 ms limit equal to the probe interval, the bound of a replica "
         "at zero lag reaches the limit just before each tick. *answered* = probes that got an "
         "answer within the probe timeout (the increase "

@@ -1,6 +1,6 @@
 // Renders the scale benchmark's results (the JSON document bench_scale writes) as text for the
 // terminal and as Markdown: one row per N, the details behind it, and PASS/FAIL against the
-// DESIGN.md §7 targets at N = 1000.
+// targets of docs/benchmarks.md at N = 1000.
 #pragma once
 
 #include <string>
