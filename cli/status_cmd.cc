@@ -102,76 +102,93 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
   return out;
 }
 
-int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromConfig& from_config) {
+namespace {
+
+// The command line, as given.
+struct StatusFlags {
   std::string url, config_path, cacert, user, password_file;
+};
+
+// Reads `--flag value` pairs; nullopt (after printing the usage) on anything else.
+std::optional<StatusFlags> ParseStatusFlags(const std::vector<std::string>& args) {
+  StatusFlags f;
   for (size_t i = 0; i < args.size(); i += 2) {
-    std::string* value = args[i] == "--url"             ? &url
-                         : args[i] == "--config"        ? &config_path
-                         : args[i] == "--cacert"        ? &cacert
-                         : args[i] == "--user"          ? &user
-                         : args[i] == "--password-file" ? &password_file
+    std::string* value = args[i] == "--url"             ? &f.url
+                         : args[i] == "--config"        ? &f.config_path
+                         : args[i] == "--cacert"        ? &f.cacert
+                         : args[i] == "--user"          ? &f.user
+                         : args[i] == "--password-file" ? &f.password_file
                                                         : nullptr;
     if (value == nullptr || i + 1 >= args.size() || !value->empty() || args[i + 1].empty()) {
       std::fputs(kUsage, stderr);
-      return kExitUsage;
+      return std::nullopt;
     }
     *value = args[i + 1];
   }
-  if ((!url.empty() && !config_path.empty()) || user.empty() != password_file.empty()) {
+  if ((!f.url.empty() && !f.config_path.empty()) || f.user.empty() != f.password_file.empty()) {
     std::fputs(kUsage, stderr);
-    return kExitUsage;
+    return std::nullopt;
   }
+  return f;
+}
 
-  HttpTarget target;
-  HttpRequestOptions request;
-  request.path = "/api/v1/replicas";
-  request.timeout = kStatusTimeout;
-  target.cacert = cacert;
-  if (!config_path.empty()) {
-    auto listener = from_config(config_path);
+// Where to ask and how to check the answer's certificate: from --url, or from the agent's
+// configuration (--config), or the default listener. Sets `url` to what was asked. False (after
+// saying why) when the flags do not make a valid target.
+bool ResolveTarget(const StatusFlags& f, const ListenerFromConfig& from_config, HttpTarget* target,
+                   std::string* url) {
+  *url = f.url;
+  target->cacert = f.cacert;
+  if (!f.config_path.empty()) {
+    auto listener = from_config(f.config_path);
     if (!listener.ok()) {
-      std::fprintf(stderr, "lagwatch status: invalid config %s: %s\n", config_path.c_str(),
+      std::fprintf(stderr, "lagwatch status: invalid config %s: %s\n", f.config_path.c_str(),
                    listener.status().message().c_str());
-      return kExitUsage;
+      return false;
     }
-    url = listener->url;
-    if (!listener->cert_file.empty() && cacert.empty()) target.pinned_cert = listener->cert_file;
-  } else if (url.empty()) {
-    url = "http://127.0.0.1:9877";
+    *url = listener->url;
+    if (!listener->cert_file.empty() && f.cacert.empty()) target->pinned_cert = listener->cert_file;
+  } else if (url->empty()) {
+    *url = "http://127.0.0.1:9877";
   }
-  const std::string_view scheme = url.rfind("https://", 0) == 0  ? "https://"
-                                  : url.rfind("http://", 0) == 0 ? "http://"
-                                                                 : "";
-  std::string_view rest = std::string_view(url).substr(scheme.size());
+  const std::string_view scheme = url->rfind("https://", 0) == 0  ? "https://"
+                                  : url->rfind("http://", 0) == 0 ? "http://"
+                                                                  : "";
+  std::string_view rest = std::string_view(*url).substr(scheme.size());
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   auto host_port = scheme.empty() ? std::nullopt : ParseListenAddress(rest);
   if (!host_port) {
-    std::fprintf(stderr, "lagwatch status: not an http[s]://HOST:PORT URL: %s\n", url.c_str());
-    return kExitUsage;
+    std::fprintf(stderr, "lagwatch status: not an http[s]://HOST:PORT URL: %s\n", url->c_str());
+    return false;
   }
-  target.tls = scheme == "https://";
-  target.host = host_port->host;
-  target.port = std::to_string(host_port->port);
-  if (target.host == "0.0.0.0") target.host = "127.0.0.1";
-  if (target.host == "::") target.host = "::1";
-  if (!target.tls && !cacert.empty()) {
-    std::fprintf(stderr, "lagwatch status: --cacert needs an https agent (%s)\n", url.c_str());
-    return kExitUsage;
+  target->tls = scheme == "https://";
+  target->host = host_port->host;
+  target->port = std::to_string(host_port->port);
+  if (target->host == "0.0.0.0") target->host = "127.0.0.1";
+  if (target->host == "::") target->host = "::1";
+  if (!target->tls && !f.cacert.empty()) {
+    std::fprintf(stderr, "lagwatch status: --cacert needs an https agent (%s)\n", url->c_str());
+    return false;
   }
-  if (!password_file.empty()) {
-    Status st = CheckSecretFile("--password-file", password_file, InsecureFiles::kRefuse);
-    auto password =
-        st.ok() ? ReadSecretLine("--password-file", password_file) : Result<std::string>(st);
-    if (!password.ok()) {
-      std::fprintf(stderr, "lagwatch status: %s\n", password.status().message().c_str());
-      return kExitUsage;
-    }
-    request.authorization = BasicAuthorization(user, std::move(password.value()));
-  }
+  return true;
+}
 
-  const bool sent_credentials = !request.authorization.empty();
-  HttpReply reply = HttpGet(target, request);
-  OPENSSL_cleanse(request.authorization.data(), request.authorization.size());
+// "Basic ..." from --user and --password-file, or "" without them; nullopt (after saying why)
+// when the password file is refused.
+std::optional<std::string> Authorization(const StatusFlags& f) {
+  if (f.password_file.empty()) return std::string();
+  Status st = CheckSecretFile("--password-file", f.password_file, InsecureFiles::kRefuse);
+  auto password =
+      st.ok() ? ReadSecretLine("--password-file", f.password_file) : Result<std::string>(st);
+  if (!password.ok()) {
+    std::fprintf(stderr, "lagwatch status: %s\n", password.status().message().c_str());
+    return std::nullopt;
+  }
+  return BasicAuthorization(f.user, std::move(password.value()));
+}
+
+// Prints the table for a 200 answer; the exit code.
+int Report(const HttpReply& reply, const std::string& url, bool sent_credentials) {
   if (reply.code != 200) {
     std::string why = reply.code == 0 ? reply.error : "HTTP " + std::to_string(reply.code);
     if (reply.code == 401) {
@@ -191,6 +208,26 @@ int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromCon
   }
   std::fputs(table.c_str(), stdout);
   return unhealthy > 0 ? kExitUnhealthy : 0;
+}
+
+}  // namespace
+
+int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromConfig& from_config) {
+  auto flags = ParseStatusFlags(args);
+  if (!flags) return kExitUsage;
+  HttpTarget target;
+  std::string url;
+  if (!ResolveTarget(*flags, from_config, &target, &url)) return kExitUsage;
+  HttpRequestOptions request;
+  request.path = "/api/v1/replicas";
+  request.timeout = kStatusTimeout;
+  auto authorization = Authorization(*flags);
+  if (!authorization) return kExitUsage;
+  request.authorization = std::move(*authorization);
+  const bool sent_credentials = !request.authorization.empty();
+  HttpReply reply = HttpGet(target, request);
+  OPENSSL_cleanse(request.authorization.data(), request.authorization.size());
+  return Report(reply, url, sent_credentials);
 }
 
 }  // namespace lagwatch
