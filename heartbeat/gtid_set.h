@@ -83,8 +83,7 @@ class GtidSet {
     std::array<char, kMaxTagLength> tag{};  // lower case, zero-filled after tag_length
     uint32_t end = 0;  // its intervals are intervals_[previous source's end, end)
     std::string_view Tag() const { return {tag.data(), tag_length}; }
-    // By uuid, then by tag, untagged first: MySQL's order (Tsid::operator< in
-    // libs/mysql/gtid/tsid.cpp).
+    // By uuid, then by tag, untagged first: MySQL's order (its Tsid::operator<, cited above).
     bool Before(const Source& o) const { return uuid != o.uuid ? uuid < o.uuid : Tag() < o.Tag(); }
     bool SameAs(const Source& o) const { return uuid == o.uuid && Tag() == o.Tag(); }
     bool operator==(const Source&) const = default;
