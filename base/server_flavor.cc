@@ -43,17 +43,8 @@ std::optional<std::tuple<int, int, int>> LeadingVersion(std::string_view s) {
 }
 
 const char* KindName(ServerFlavor::Kind kind) {
-  switch (kind) {
-    case ServerFlavor::kMySQL:
-      return "MySQL";
-    case ServerFlavor::kMariaDB:
-      return "MariaDB";
-    case ServerFlavor::kPercona:
-      return "Percona Server";
-    case ServerFlavor::kUnknown:
-      break;
-  }
-  return "unknown server";
+  constexpr const char* kNames[] = {"MySQL", "MariaDB", "Percona Server", "unknown server"};
+  return kind >= 0 && kind < ServerFlavor::kUnknown ? kNames[kind] : kNames[ServerFlavor::kUnknown];
 }
 
 bool MySqlLike(const ServerFlavor& f) {

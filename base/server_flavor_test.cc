@@ -111,40 +111,41 @@ TEST_CASE("ParseServerFlavor from SELECT VERSION(), @@version_comment") {
         "MySQL 8.0.1\\x0a\\x1b[2J (a\\x09b)");
 }
 
-std::string ReplicaStatement(const char* version, const char* comment) {
-  return ReplicaStatusStatement(ParseServerFlavor(version, comment));
-}
-std::string BinlogStatement(const char* version, const char* comment) {
-  return BinaryLogStatusStatement(ParseServerFlavor(version, comment));
-}
+// Versions on each side of the changes, and the statements they get.
+struct StatementCase {
+  const char* version;
+  const char* comment;
+  const char* replica_status;
+  const char* binary_log_status;
+};
+constexpr const char* kMySql = "MySQL Community Server - GPL";
+constexpr StatementCase kStatements[] = {
+    {"5.7.44-log", kMySql, "SHOW SLAVE STATUS", "SHOW MASTER STATUS"},
+    {"8.0.21", kMySql, "SHOW SLAVE STATUS", "SHOW MASTER STATUS"},
+    {"8.0.22", kMySql, "SHOW REPLICA STATUS", "SHOW MASTER STATUS"},
+    {"8.1.0", kMySql, "SHOW REPLICA STATUS", "SHOW MASTER STATUS"},
+    {"8.2.0", kMySql, "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS"},
+    {"8.4.3", kMySql, "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS"},
+    {"9.1.0", kMySql, "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS"},
+    {"5.7.44-48-log", "Percona Server (GPL), Release 48", "SHOW SLAVE STATUS",
+     "SHOW MASTER STATUS"},
+    {"8.0.36-28", "Percona Server (GPL), Release 28", "SHOW REPLICA STATUS", "SHOW MASTER STATUS"},
+    {"8.4.2-2", "Percona Server (GPL), Release 2", "SHOW REPLICA STATUS", "SHOW BINARY LOG STATUS"},
+    {"10.4.32-MariaDB", "", "SHOW SLAVE STATUS", "SHOW MASTER STATUS"},
+    {"10.5.0-MariaDB", "", "SHOW SLAVE STATUS", "SHOW MASTER STATUS"},
+    {"10.5.1-MariaDB", "", "SHOW REPLICA STATUS", "SHOW MASTER STATUS"},
+    {"10.5.2-MariaDB", "", "SHOW REPLICA STATUS", "SHOW BINLOG STATUS"},
+    {"11.4.2-MariaDB", "", "SHOW REPLICA STATUS", "SHOW BINLOG STATUS"},
+};
 
-TEST_CASE("ReplicaStatusStatement: SHOW REPLICA STATUS from MySQL 8.0.22 and MariaDB 10.5.1") {
-  const char* mysql = "MySQL Community Server - GPL";
-  CHECK(ReplicaStatement("5.7.44-log", mysql) == "SHOW SLAVE STATUS");
-  CHECK(ReplicaStatement("8.0.21", mysql) == "SHOW SLAVE STATUS");
-  CHECK(ReplicaStatement("8.0.22", mysql) == "SHOW REPLICA STATUS");
-  CHECK(ReplicaStatement("8.4.3", mysql) == "SHOW REPLICA STATUS");
-  CHECK(ReplicaStatement("9.1.0", mysql) == "SHOW REPLICA STATUS");
-  CHECK(ReplicaStatement("8.0.36-28", "Percona Server (GPL), Release 28") == "SHOW REPLICA STATUS");
-  CHECK(ReplicaStatement("5.7.44-48-log", "Percona Server (GPL), Release 48") ==
-        "SHOW SLAVE STATUS");
-  CHECK(ReplicaStatement("10.4.32-MariaDB", "") == "SHOW SLAVE STATUS");
-  CHECK(ReplicaStatement("10.5.0-MariaDB", "") == "SHOW SLAVE STATUS");
-  CHECK(ReplicaStatement("10.5.1-MariaDB", "") == "SHOW REPLICA STATUS");
-  CHECK(ReplicaStatement("11.4.2-MariaDB", "") == "SHOW REPLICA STATUS");
-}
-
-TEST_CASE("BinaryLogStatusStatement: MySQL 8.2's new name; MariaDB's own from 10.5.2") {
-  const char* mysql = "MySQL Community Server - GPL";
-  CHECK(BinlogStatement("5.7.44-log", mysql) == "SHOW MASTER STATUS");
-  CHECK(BinlogStatement("8.1.0", mysql) == "SHOW MASTER STATUS");
-  CHECK(BinlogStatement("8.2.0", mysql) == "SHOW BINARY LOG STATUS");
-  CHECK(BinlogStatement("8.4.3", mysql) == "SHOW BINARY LOG STATUS");
-  CHECK(BinlogStatement("9.1.0", mysql) == "SHOW BINARY LOG STATUS");
-  CHECK(BinlogStatement("8.4.2-2", "Percona Server (GPL), Release 2") == "SHOW BINARY LOG STATUS");
-  CHECK(BinlogStatement("10.5.1-MariaDB", "") == "SHOW MASTER STATUS");
-  CHECK(BinlogStatement("10.5.2-MariaDB", "") == "SHOW BINLOG STATUS");
-  CHECK(BinlogStatement("11.4.2-MariaDB", "") == "SHOW BINLOG STATUS");
+TEST_CASE(
+    "Statements: SHOW REPLICA STATUS from MySQL 8.0.22 and MariaDB 10.5.1; binary log status") {
+  for (const StatementCase& c : kStatements) {
+    CAPTURE(c.version);
+    const ServerFlavor f = ParseServerFlavor(c.version, c.comment);
+    CHECK(std::string(ReplicaStatusStatement(f)) == c.replica_status);
+    CHECK(std::string(BinaryLogStatusStatement(f)) == c.binary_log_status);
+  }
 }
 
 TEST_CASE("HasMariaDbGtid: MariaDB 10.0.2 and later") {

@@ -139,108 +139,74 @@ void CheckSameAsRenamed(const QueryResult& r, const ReplicationStatus& st) {
   CHECK(same == st);
 }
 
-TEST_CASE("ParseSlaveStatus reads the MySQL 5.7 manual's SHOW SLAVE STATUS example") {
-  // https://dev.mysql.com/doc/refman/5.7/en/show-slave-status.html
-  const QueryResult r = Fixture("mysql-5.7-show-slave-status.txt");
-  REQUIRE(r.columns.size() == 57);
-  auto st = ParseSlaveStatus(r);
-  REQUIRE(st.ok());
-  CHECK(st->column_family == ColumnFamily::kSlave);
-  CHECK(st->io_running);
-  CHECK(st->sql_running);
-  CHECK(st->seconds_behind_master == 0);
-  CHECK(st->relay_log_space == 1858);
-  CHECK(st->last_error.empty());
-  CHECK(st->source_host == "localhost");
-  CHECK(st->source_port == 13000);
-  CHECK(st->source_server_id == 1);
-  CHECK(st->exec_source_log_file == "source-bin.000002");
-  CHECK(st->exec_source_log_pos == 1307);
-  CHECK(st->read_source_log_file == "source-bin.000002");
-  CHECK(st->read_source_log_pos == 1307);
-  CHECK(st->auto_position == true);
-  CHECK(st->executed_gtid_set == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5");
-  CHECK(st->using_gtid.empty());
-  CHECK(st->row_count == 1);
-  CheckSameAsRenamed(r, *st);
-}
+// A fixture of base/testdata/ and what ParseSlaveStatus must read from it.
+struct FixtureCase {
+  const char* file;
+  size_t columns;
+  ColumnFamily family;
+  bool running;  // both threads
+  std::optional<int64_t> seconds_behind;
+  int64_t relay_log_space;
+  const char* source_host;
+  int64_t source_port, source_server_id;
+  const char* exec_file;  // also the read file, but in the 10.11 fixture
+  uint64_t exec_pos, read_pos;
+  const char* using_gtid;
+  std::optional<bool> auto_position;
+  const char* executed_gtid_set;
+};
 
-TEST_CASE("ParseSlaveStatus reads the MySQL 8.0/8.4/9.x manuals' SHOW REPLICA STATUS example") {
-  // https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html,
-  // https://dev.mysql.com/doc/refman/8.4/en/show-replica-status.html and
-  // https://dev.mysql.com/doc/refman/9.5/en/show-replica-status.html print the same example; its
-  // columns are those of show_slave_status_metadata() in MySQL's sql/rpl_replica.cc.
-  const QueryResult r = Fixture("mysql-8.x-9.x-show-replica-status.txt");
-  REQUIRE(r.columns.size() == 60);
-  auto st = ParseSlaveStatus(r);
-  REQUIRE(st.ok());
-  CHECK(st->column_family == ColumnFamily::kReplica);
-  CHECK(st->io_state == "Yes");
-  CHECK(st->io_running);
-  CHECK(st->sql_running);
-  CHECK(st->seconds_behind_master == 0);
-  CHECK(st->relay_log_space == 1355);
-  CHECK(st->source_host == "127.0.0.1");
-  CHECK(st->source_port == 13000);
-  CHECK(st->source_server_id == 1);
-  CHECK(st->exec_source_log_file == "master-bin.000001");
-  CHECK(st->exec_source_log_pos == 927);
-  CHECK(st->read_source_log_file == "master-bin.000001");
-  CHECK(st->read_source_log_pos == 927);
-  CHECK(st->auto_position == true);
-  CHECK(st->executed_gtid_set == "73f86016-978b-11ee-ade5-8d2a2a562feb:1-3");
-  CHECK(st->gtid_io_pos.empty());
-  CheckSameAsRenamed(r, *st);
-}
+const FixtureCase kFixtures[] = {
+    // https://dev.mysql.com/doc/refman/5.7/en/show-slave-status.html
+    {"mysql-5.7-show-slave-status.txt", 57, ColumnFamily::kSlave, true, 0, 1858, "localhost", 13000,
+     1, "source-bin.000002", 1307, 1307, "", true, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"},
+    // https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html,
+    // https://dev.mysql.com/doc/refman/8.4/en/show-replica-status.html and
+    // https://dev.mysql.com/doc/refman/9.5/en/show-replica-status.html print the same example; its
+    // columns are those of show_slave_status_metadata() in MySQL's sql/rpl_replica.cc.
+    {"mysql-8.x-9.x-show-replica-status.txt", 60, ColumnFamily::kReplica, true, 0, 1355,
+     "127.0.0.1", 13000, 1, "master-bin.000001", 927, 927, "", true,
+     "73f86016-978b-11ee-ade5-8d2a2a562feb:1-3"},
+    // https://mariadb.com/kb/en/show-replica-status/ (SHOW SLAVE STATUS, and SHOW ALL SLAVES
+    // STATUS: Connection_name and Slave_SQL_State first, more columns at the end)
+    {"mariadb-kb-show-slave-status.txt", 44, ColumnFamily::kSlave, true, 0, 1497,
+     "db01.example.com", 3306, 101, "mariadb-bin.000010", 548, 548, "No", std::nullopt, ""},
+    {"mariadb-kb-show-all-slaves-status.txt", 52, ColumnFamily::kSlave, true, 0, 4557,
+     "db01.example.com", 3306, 101, "mariadb-bin.000010", 3608, 3608, "No", std::nullopt, ""},
+    // mariadbd 10.11.19 (Debian 12), a replica configured and never started (see the file): no
+    // SBM, server id 0, nothing executed or read yet.
+    {"mariadb-10.11-show-replica-status.txt", 54, ColumnFamily::kSlave, false, std::nullopt, 256,
+     "127.0.0.1", 1, 0, "", 0, 4, "Slave_Pos", std::nullopt, ""},
+};
 
-TEST_CASE(
-    "ParseSlaveStatus reads the MariaDB KB's examples, Slave_* names under either statement") {
-  // https://mariadb.com/kb/en/show-replica-status/
-  const QueryResult r = Fixture("mariadb-kb-show-slave-status.txt");
-  REQUIRE(r.columns.size() == 44);
-  auto st = ParseSlaveStatus(r);
-  REQUIRE(st.ok());
-  CHECK(st->column_family == ColumnFamily::kSlave);
-  CHECK(st->io_running);
-  CHECK(st->sql_running);
-  CHECK(st->relay_log_space == 1497);
-  CHECK(st->source_host == "db01.example.com");
-  CHECK(st->source_port == 3306);
-  CHECK(st->source_server_id == 101);
-  CHECK(st->exec_source_log_file == "mariadb-bin.000010");
-  CHECK(st->exec_source_log_pos == 548);
-  CHECK(st->read_source_log_pos == 548);
-  CHECK(st->using_gtid == "No");
-  CHECK(st->gtid_io_pos.empty());
-  CHECK_FALSE(st->auto_position.has_value());
-  CheckSameAsRenamed(r, *st);
-
-  // SHOW ALL SLAVES STATUS: Connection_name and Slave_SQL_State first, more columns at the end.
-  const QueryResult all = Fixture("mariadb-kb-show-all-slaves-status.txt");
-  REQUIRE(all.columns.size() == 52);
-  auto st_all = ParseSlaveStatus(all);
-  REQUIRE(st_all.ok());
-  CHECK(st_all->exec_source_log_pos == 3608);
-  CHECK(st_all->relay_log_space == 4557);
-}
-
-TEST_CASE("ParseSlaveStatus reads MariaDB 10.11's 54 columns of a replica never started") {
-  // SHOW REPLICA STATUS of mariadbd 10.11.19 (Debian 12), see the fixture's header.
-  const QueryResult r = Fixture("mariadb-10.11-show-replica-status.txt");
-  REQUIRE(r.columns.size() == 54);
-  auto st = ParseSlaveStatus(r);
-  REQUIRE(st.ok());
-  CHECK(st->column_family == ColumnFamily::kSlave);
-  CHECK(st->io_state == "No");
-  CHECK_FALSE(st->io_running);
-  CHECK_FALSE(st->sql_running);
-  CHECK_FALSE(st->seconds_behind_master.has_value());
-  CHECK(st->source_port == 1);
-  CHECK(st->source_server_id == 0);         // not connected yet
-  CHECK(st->exec_source_log_file.empty());  // nothing executed yet
-  CHECK(st->exec_source_log_pos == 0);
-  CHECK(st->read_source_log_pos == 4);
-  CHECK(st->using_gtid == "Slave_Pos");
+TEST_CASE("ParseSlaveStatus reads the MySQL manuals' and the MariaDB KB's examples") {
+  for (const FixtureCase& f : kFixtures) {
+    CAPTURE(f.file);
+    const QueryResult r = Fixture(f.file);
+    REQUIRE(r.columns.size() == f.columns);
+    auto st = ParseSlaveStatus(r);
+    REQUIRE(st.ok());
+    CHECK(st->column_family == f.family);
+    CHECK(st->row_count == 1);
+    CHECK(st->io_state == (f.running ? "Yes" : "No"));
+    CHECK(st->io_running == f.running);
+    CHECK(st->sql_running == f.running);
+    CHECK(st->seconds_behind_master == f.seconds_behind);
+    CHECK(st->relay_log_space == f.relay_log_space);
+    CHECK(st->last_error.empty());
+    CHECK(st->source_host == f.source_host);
+    CHECK(st->source_port == f.source_port);
+    CHECK(st->source_server_id == f.source_server_id);
+    CHECK(st->exec_source_log_file == f.exec_file);
+    CHECK(st->exec_source_log_pos == f.exec_pos);
+    CHECK(st->read_source_log_file == (f.running ? f.exec_file : ""));
+    CHECK(st->read_source_log_pos == f.read_pos);
+    CHECK(st->using_gtid == f.using_gtid);
+    CHECK(st->gtid_io_pos.empty());
+    CHECK(st->auto_position == f.auto_position);
+    CHECK(st->executed_gtid_set == f.executed_gtid_set);
+    CheckSameAsRenamed(r, *st);
+  }
 }
 
 TEST_CASE("ParseSlaveStatus reads the first of several rows and counts them") {
