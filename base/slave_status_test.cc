@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
+#include "base/vertical_result.h"
+
 namespace lagwatch {
 namespace {
 
@@ -52,6 +56,179 @@ TEST_CASE("ParseSlaveStatus: no row is not a replica; missing columns or cells a
   REQUIRE(junk.ok());
   CHECK_FALSE(junk->seconds_behind_master.has_value());
   CHECK_FALSE(junk->relay_log_space.has_value());
+}
+
+TEST_CASE("ParseSlaveStatus: neither column family is a data error naming both") {
+  for (auto columns : {std::vector<std::string>{"Seconds_Behind_Master"},
+                       {"Replica_IO_Running", "Slave_SQL_Running"},
+                       {"Slave_IO_Running", "Replica_SQL_Running"},
+                       {"slave_io_running", "slave_sql_running"}}) {
+    auto st = ParseSlaveStatus(Row(columns, {"Yes", "Yes"}));
+    CHECK(st.status().code() == Status::Code::kDataError);
+    CHECK(st.status().message().find("Slave_IO_Running/Slave_SQL_Running") != std::string::npos);
+    CHECK(st.status().message().find("Replica_IO_Running/Replica_SQL_Running") !=
+          std::string::npos);
+  }
+  QueryResult no_row;
+  no_row.columns = {"Replica_IO_Running", "Replica_SQL_Running"};
+  auto none = ParseSlaveStatus(no_row);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->configured);
+  CHECK(none->column_family == ColumnFamily::kReplica);  // known from the columns alone
+  CHECK(none->row_count == 0);
+}
+
+TEST_CASE("ParseSlaveStatus: junk, huge, negative and empty numbers stay nullopt") {
+  const std::vector<std::string> columns = {
+      "Replica_IO_Running", "Replica_SQL_Running", "Seconds_Behind_Source", "Source_Port",
+      "Source_Server_Id",   "Exec_Source_Log_Pos", "Read_Source_Log_Pos",   "Auto_Position"};
+  for (const char* junk : {"", "x", "99999999999999999999", "1e3", " 1", "0x10"}) {
+    CAPTURE(junk);
+    auto st = ParseSlaveStatus(Row(columns, {"Yes", "Yes", junk, junk, junk, junk, junk, junk}));
+    REQUIRE(st.ok());
+    CHECK_FALSE(st->seconds_behind_master.has_value());
+    CHECK_FALSE(st->source_port.has_value());
+    CHECK_FALSE(st->source_server_id.has_value());
+    CHECK_FALSE(st->exec_source_log_pos.has_value());
+    CHECK_FALSE(st->read_source_log_pos.has_value());
+    CHECK_FALSE(st->auto_position.has_value());
+  }
+  auto negative = ParseSlaveStatus(Row(columns, {"Yes", "Yes", "-1", "-1", "-1", "-1", "-1", "2"}));
+  REQUIRE(negative.ok());
+  CHECK(negative->seconds_behind_master == -1);            // signed, as before
+  CHECK_FALSE(negative->exec_source_log_pos.has_value());  // a position has no sign
+  CHECK_FALSE(negative->auto_position.has_value());        // only 0 or 1
+  auto max =
+      ParseSlaveStatus(Row(columns, {"Yes", "Yes", "9223372036854775807", "65535", "4294967295",
+                                     "18446744073709551615", "18446744073709551615", "0"}));
+  REQUIRE(max.ok());
+  CHECK(max->seconds_behind_master == INT64_MAX);
+  CHECK(max->source_server_id == 4294967295);
+  CHECK(max->exec_source_log_pos == UINT64_MAX);
+  CHECK(max->auto_position == false);
+}
+
+const std::string kTestdata = LAGWATCH_TESTDATA_DIR;
+
+QueryResult Fixture(const char* name) { return LoadVerticalResult(kTestdata + "/" + name); }
+
+// `r` with every column named in the other family: "Slave" <-> "Replica", "Master" <-> "Source"
+// in each name, the way MySQL 8.0.22 renamed them.
+QueryResult Renamed(QueryResult r) {
+  for (std::string& c : r.columns) {
+    for (auto [from, to] : {std::pair<std::string, std::string>{"Slave", "Replica"},
+                            {"Master", "Source"},
+                            {"Replica", "Slave"},
+                            {"Source", "Master"}}) {
+      if (size_t at = c.find(from); at != std::string::npos) {
+        c.replace(at, from.size(), to);
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+// The same status from the other family's names.
+void CheckSameAsRenamed(const QueryResult& r, const ReplicationStatus& st) {
+  auto other = ParseSlaveStatus(Renamed(r));
+  REQUIRE(other.ok());
+  CHECK(other->column_family != st.column_family);
+  ReplicationStatus same = *other;
+  same.column_family = st.column_family;
+  CHECK(same == st);
+}
+
+// A fixture of base/testdata/ and what ParseSlaveStatus must read from it.
+struct FixtureCase {
+  const char* file;
+  size_t columns;
+  ColumnFamily family;
+  bool running;  // both threads
+  std::optional<int64_t> seconds_behind;
+  int64_t relay_log_space;
+  const char* source_host;
+  int64_t source_port, source_server_id;
+  const char* exec_file;  // also the read file, but in the 10.11 fixture
+  uint64_t exec_pos, read_pos;
+  const char* using_gtid;
+  std::optional<bool> auto_position;
+  const char* executed_gtid_set;
+};
+
+const FixtureCase kFixtures[] = {
+    // https://dev.mysql.com/doc/refman/5.7/en/show-slave-status.html
+    {"mysql-5.7-show-slave-status.txt", 57, ColumnFamily::kSlave, true, 0, 1858, "localhost", 13000,
+     1, "source-bin.000002", 1307, 1307, "", true, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"},
+    // https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html,
+    // https://dev.mysql.com/doc/refman/8.4/en/show-replica-status.html and
+    // https://dev.mysql.com/doc/refman/9.5/en/show-replica-status.html print the same example; its
+    // columns are those of show_slave_status_metadata() in MySQL's sql/rpl_replica.cc.
+    {"mysql-8.x-9.x-show-replica-status.txt", 60, ColumnFamily::kReplica, true, 0, 1355,
+     "127.0.0.1", 13000, 1, "master-bin.000001", 927, 927, "", true,
+     "73f86016-978b-11ee-ade5-8d2a2a562feb:1-3"},
+    // https://mariadb.com/kb/en/show-replica-status/ (SHOW SLAVE STATUS, and SHOW ALL SLAVES
+    // STATUS: Connection_name and Slave_SQL_State first, more columns at the end)
+    {"mariadb-kb-show-slave-status.txt", 44, ColumnFamily::kSlave, true, 0, 1497,
+     "db01.example.com", 3306, 101, "mariadb-bin.000010", 548, 548, "No", std::nullopt, ""},
+    {"mariadb-kb-show-all-slaves-status.txt", 52, ColumnFamily::kSlave, true, 0, 4557,
+     "db01.example.com", 3306, 101, "mariadb-bin.000010", 3608, 3608, "No", std::nullopt, ""},
+    // mariadbd 10.11.19 (Debian 12), a replica configured and never started (see the file): no
+    // SBM, server id 0, nothing executed or read yet.
+    {"mariadb-10.11-show-replica-status.txt", 54, ColumnFamily::kSlave, false, std::nullopt, 256,
+     "127.0.0.1", 1, 0, "", 0, 4, "Slave_Pos", std::nullopt, ""},
+};
+
+TEST_CASE("ParseSlaveStatus reads the MySQL manuals' and the MariaDB KB's examples") {
+  for (const FixtureCase& f : kFixtures) {
+    CAPTURE(f.file);
+    const QueryResult r = Fixture(f.file);
+    REQUIRE(r.columns.size() == f.columns);
+    auto st = ParseSlaveStatus(r);
+    REQUIRE(st.ok());
+    CHECK(st->column_family == f.family);
+    CHECK(st->row_count == 1);
+    CHECK(st->io_state == (f.running ? "Yes" : "No"));
+    CHECK(st->io_running == f.running);
+    CHECK(st->sql_running == f.running);
+    CHECK(st->seconds_behind_master == f.seconds_behind);
+    CHECK(st->relay_log_space == f.relay_log_space);
+    CHECK(st->last_error.empty());
+    CHECK(st->source_host == f.source_host);
+    CHECK(st->source_port == f.source_port);
+    CHECK(st->source_server_id == f.source_server_id);
+    CHECK(st->exec_source_log_file == f.exec_file);
+    CHECK(st->exec_source_log_pos == f.exec_pos);
+    CHECK(st->read_source_log_file == (f.running ? f.exec_file : ""));
+    CHECK(st->read_source_log_pos == f.read_pos);
+    CHECK(st->using_gtid == f.using_gtid);
+    CHECK(st->gtid_io_pos.empty());
+    CHECK(st->auto_position == f.auto_position);
+    CHECK(st->executed_gtid_set == f.executed_gtid_set);
+    CheckSameAsRenamed(r, *st);
+  }
+}
+
+TEST_CASE("ParseSlaveStatus reads the first of several rows and counts them") {
+  QueryResult r = Row({"Connection_name", "Slave_IO_Running", "Slave_SQL_Running", "Master_Host"},
+                      {"a", "Yes", "No", "db-a"});
+  r.rows.push_back({"b", "No", "Yes", "db-b"});
+  auto st = ParseSlaveStatus(r);
+  REQUIRE(st.ok());
+  CHECK(st->row_count == 2);
+  CHECK(st->io_running);
+  CHECK_FALSE(st->sql_running);
+  CHECK(st->source_host == "db-a");
+}
+
+TEST_CASE("ParseSlaveStatus: a row with both families reads the Replica_* names") {
+  auto st = ParseSlaveStatus(Row({"Slave_IO_Running", "Slave_SQL_Running", "Replica_IO_Running",
+                                  "Replica_SQL_Running", "Master_Host", "Source_Host"},
+                                 {"No", "No", "Yes", "Yes", "old", "new"}));
+  REQUIRE(st.ok());
+  CHECK(st->column_family == ColumnFamily::kReplica);
+  CHECK(st->io_running);
+  CHECK(st->source_host == "new");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Fuzzes ParseSlaveStatus (agent/prober.h) on a QueryResult built from the input.
+// Fuzzes ParseSlaveStatus (base/slave_status.h) on a QueryResult built from the input.
 //
 // Input: lines (fuzz::Lines), cells separated by tabs, as `mariadb --batch` prints a result. The
 // first line holds the column names: "*" alone stands for the 54 columns of MariaDB 10.11's
@@ -8,13 +8,17 @@
 // always returns one cell per column, and ParseSlaveStatus relies on it.
 //
 // Properties: the result follows the contract cell by cell, checked against the first row the
-// way a reader of the documentation would look the cells up.
+// way a reader of the documentation would look the cells up: the Slave_*/Master_* names, or, when
+// the row has Replica_IO_Running and Replica_SQL_Running, the names MySQL 8.0.22 gave them
+// (Slave -> Replica, Master -> Source). And a result without any Replica/Source name parses to the
+// same status once its columns are renamed that way (but for column_family).
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/query_result.h"
 #include "base/slave_status.h"
@@ -114,8 +118,26 @@ std::optional<std::string> FirstCell(const QueryResult& r, std::string_view name
   return std::nullopt;
 }
 
-std::optional<int64_t> Integer(const std::optional<std::string>& cell) {
-  int64_t v = 0;
+// `name` as MySQL's SHOW REPLICA STATUS calls it: each "Slave" read "Replica", each "Master"
+// "Source".
+std::string ReplicaName(std::string name) {
+  for (auto [from, to] :
+       {std::pair<std::string_view, std::string_view>{"Slave", "Replica"}, {"Master", "Source"}}) {
+    for (size_t at = name.find(from); at != std::string::npos;
+         at = name.find(from, at + to.size())) {
+      name.replace(at, from.size(), to);
+    }
+  }
+  return name;
+}
+
+bool Has(const QueryResult& r, std::string_view a, std::string_view b) {
+  return r.Column(a) >= 0 && r.Column(b) >= 0;
+}
+
+template <typename T>
+std::optional<T> Integer(const std::optional<std::string>& cell) {
+  T v = 0;
   if (!cell || cell->empty()) return std::nullopt;
   auto [end, ec] = std::from_chars(cell->data(), cell->data() + cell->size(), v);
   if (ec != std::errc() || end != cell->data() + cell->size()) return std::nullopt;
@@ -123,8 +145,9 @@ std::optional<int64_t> Integer(const std::optional<std::string>& cell) {
 }
 
 void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
-  const bool has_columns = r.Column("Slave_IO_Running") >= 0 && r.Column("Slave_SQL_Running") >= 0;
-  if (!r.rows.empty() && !has_columns) {
+  const bool replica = Has(r, "Replica_IO_Running", "Replica_SQL_Running");
+  const bool slave = Has(r, "Slave_IO_Running", "Slave_SQL_Running");
+  if (!r.rows.empty() && !replica && !slave) {
     FUZZ_CHECK(!parsed.ok() && parsed.status().code() == Status::Code::kDataError,
                parsed.ok() ? "accepted" : parsed.status().ToString());
     return;
@@ -133,19 +156,60 @@ void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
   const ReplicationStatus& st = *parsed;
   FUZZ_CHECK(st.known, "");
   FUZZ_CHECK(st.configured == !r.rows.empty(), "");
+  FUZZ_CHECK(st.row_count == r.rows.size(), "");
+  FUZZ_CHECK(st.column_family == (replica ? ColumnFamily::kReplica
+                                  : slave ? ColumnFamily::kSlave
+                                          : ColumnFamily::kNone),
+             "");
+  // The first row's cell of a column named as in SHOW SLAVE STATUS, in the row's family.
+  auto cell = [&](const char* slave_name) {
+    return FirstCell(r, replica ? ReplicaName(slave_name) : std::string(slave_name));
+  };
 
-  const std::string io = FirstCell(r, "Slave_IO_Running").value_or("");
+  const std::string io = cell("Slave_IO_Running").value_or("");
   FUZZ_CHECK(st.io_state == io, st.io_state + " != " + io);
   FUZZ_CHECK(st.io_running == (io == "Yes"), io);
-  FUZZ_CHECK(st.sql_running == (FirstCell(r, "Slave_SQL_Running") == "Yes"), "");
-  FUZZ_CHECK(st.seconds_behind_master == Integer(FirstCell(r, "Seconds_Behind_Master")), "");
-  FUZZ_CHECK(st.relay_log_space == Integer(FirstCell(r, "Relay_Log_Space")), "");
+  FUZZ_CHECK(st.sql_running == (cell("Slave_SQL_Running") == "Yes"), "");
+  FUZZ_CHECK(st.seconds_behind_master == Integer<int64_t>(cell("Seconds_Behind_Master")), "");
+  FUZZ_CHECK(st.relay_log_space == Integer<int64_t>(cell("Relay_Log_Space")), "");
 
   std::string error;
   for (const char* column : {"Last_IO_Error", "Last_SQL_Error"}) {
     if (auto v = FirstCell(r, column); v && !v->empty()) error = *v;
   }
   FUZZ_CHECK(st.last_error == error, st.last_error + " != " + error);
+
+  FUZZ_CHECK(st.source_host == cell("Master_Host").value_or(""), st.source_host);
+  FUZZ_CHECK(st.source_port == Integer<int64_t>(cell("Master_Port")), "");
+  FUZZ_CHECK(st.source_server_id == Integer<int64_t>(cell("Master_Server_Id")), "");
+  FUZZ_CHECK(st.exec_source_log_file == cell("Relay_Master_Log_File").value_or(""), "");
+  FUZZ_CHECK(st.exec_source_log_pos == Integer<uint64_t>(cell("Exec_Master_Log_Pos")), "");
+  FUZZ_CHECK(st.read_source_log_file == cell("Master_Log_File").value_or(""), "");
+  FUZZ_CHECK(st.read_source_log_pos == Integer<uint64_t>(cell("Read_Master_Log_Pos")), "");
+  FUZZ_CHECK(st.using_gtid == FirstCell(r, "Using_Gtid").value_or(""), "");
+  FUZZ_CHECK(st.gtid_io_pos == FirstCell(r, "Gtid_IO_Pos").value_or(""), "");
+  FUZZ_CHECK(st.executed_gtid_set == FirstCell(r, "Executed_Gtid_Set").value_or(""), "");
+  const auto auto_position = Integer<int64_t>(FirstCell(r, "Auto_Position"));
+  FUZZ_CHECK(st.auto_position == (auto_position == 0 || auto_position == 1
+                                      ? std::optional<bool>(auto_position == 1)
+                                      : std::nullopt),
+             "");
+}
+
+// Without any Replica/Source name, the same columns renamed to MySQL's replica names give the
+// same status.
+void CheckRenamed(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
+  for (const std::string& c : r.columns) {
+    if (c.find("Replica") != std::string::npos || c.find("Source") != std::string::npos) return;
+  }
+  QueryResult renamed = r;
+  for (std::string& c : renamed.columns) c = ReplicaName(c);
+  auto other = ParseSlaveStatus(renamed);
+  FUZZ_CHECK(other.ok() == parsed.ok(), other.status().ToString());
+  if (!parsed.ok()) return;
+  ReplicationStatus same = *other;
+  if (same.column_family == ColumnFamily::kReplica) same.column_family = ColumnFamily::kSlave;
+  FUZZ_CHECK(same == *parsed, "renamed columns parse differently");
 }
 
 }  // namespace
@@ -154,6 +218,8 @@ void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const lagwatch::QueryResult r =
       lagwatch::ToQueryResult(std::string_view(reinterpret_cast<const char*>(data), size));
-  lagwatch::Check(r, lagwatch::ParseSlaveStatus(r));
+  const auto parsed = lagwatch::ParseSlaveStatus(r);
+  lagwatch::Check(r, parsed);
+  lagwatch::CheckRenamed(r, parsed);
   return 0;
 }
