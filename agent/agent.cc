@@ -63,7 +63,7 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION),
       initial_(config),
       publisher_(initial_.redis, &metrics_, clock_),
-      reporter_(&metrics_, &publisher_),
+      reporter_(&metrics_, &publisher_, initial_.primary.Id()),
       writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
                              "primary " + initial_.primary.Id()},
                             initial_.heartbeat,
@@ -100,7 +100,9 @@ void Agent::StartProber(ReplicaProber& p) {
 
 std::map<std::string, HttpServer::Handler> Agent::Routes() {
   auto json = [](const nlohmann::json& j, int code = 200) {
-    return HttpResponse{code, "application/json", j.dump(2) + "\n"};
+    // Server text (errors, versions) may not be UTF-8: replaced, never a throw.
+    return HttpResponse{code, "application/json",
+                        j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
   };
   std::map<std::string, HttpServer::Handler> routes;
   routes["/api/v1/replicas"] = [this, json] {
@@ -119,8 +121,11 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     std::optional<int64_t> sample_age;
     if (auto s = positions_.LastSample()) sample_age = ToMillis(clock_.Now() - *s);
     auto latest = heartbeat_log_.Latest();
-    return json(PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
-                            latest ? static_cast<int64_t>(latest->seq) : 0, sample_age));
+    nlohmann::json j = PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
+                                   latest ? static_cast<int64_t>(latest->seq) : 0, sample_age);
+    auto flavor = reporter_.primary_flavor();
+    j["server"] = flavor ? ServerJson(*flavor) : nlohmann::json(nullptr);
+    return json(j);
   };
   routes["/api/v1/router"] = [this, json] { return json(RouterJson()); };
   routes["/readyz"] = [this] {

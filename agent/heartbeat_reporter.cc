@@ -45,4 +45,15 @@ void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
   add(metrics_->primary_bp_reads, load.buffer_pool_reads_growth);
 }
 
+void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor) {
+  metrics_->SetServerInfo(primary_, "primary", flavor);
+  std::lock_guard lock(mu_);
+  primary_flavor_ = flavor;
+}
+
+std::optional<ServerFlavor> HeartbeatReporter::primary_flavor() const {
+  std::lock_guard lock(mu_);
+  return primary_flavor_;
+}
+
 }  // namespace lagwatch

@@ -3,6 +3,10 @@
 // Thread-safe (the metrics and the publisher are).
 #pragma once
 
+#include <mutex>
+#include <optional>
+#include <string>
+
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
 #include "heartbeat/sink.h"
@@ -12,8 +16,9 @@ namespace lagwatch {
 class HeartbeatReporter final : public WriterSink, public SamplerSink {
  public:
   // Both must outlive the reporter.
-  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher)
-      : metrics_(metrics), publisher_(publisher) {}
+  // `primary` ("host:port") labels the primary's lagwatch_server_info series.
+  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary)
+      : metrics_(metrics), publisher_(publisher), primary_(std::move(primary)) {}
 
   void HeartbeatWritten(uint64_t seq) override;
   void HeartbeatFailed(std::string_view reason) override;
@@ -22,10 +27,17 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   void PositionSampled() override;
   void SampleFailed(std::string_view reason) override;
   void PrimaryLoadRead(const PrimaryLoad& load) override;
+  void PrimaryFlavorRead(const ServerFlavor& flavor) override;
+
+  // The primary's flavor as last read; nullopt before the sampler asked.
+  std::optional<ServerFlavor> primary_flavor() const;
 
  private:
   Metrics* const metrics_;
   RedisPublisher* const publisher_;
+  const std::string primary_;
+  mutable std::mutex mu_;
+  std::optional<ServerFlavor> primary_flavor_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

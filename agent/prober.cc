@@ -18,6 +18,9 @@ namespace {
 // ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)".
 constexpr unsigned kErSpecificAccessDenied = 1227;
 constexpr Millis kMaxReconnectBackoff(500);
+// ER_PARSE_ERROR: what MySQL 8.4+ answers to SHOW SLAVE STATUS.
+constexpr unsigned kErParseError = 1064;
+constexpr char kShowReplicaStatus[] = "SHOW REPLICA STATUS";
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
@@ -154,6 +157,9 @@ void ReplicaProber::OnTick() {
   if (probe_.started >= next_status_) {
     next_status_ = probe_.started + Millis(config_.probe.status_interval_ms);
   }
+  // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
+  // asked again before the probe.
+  if (!conn_.connected()) flavor_checked_ = false;
   probe_.backing_off = !conn_.connected() && probe_.started < reconnect_at_;
   if (probe_.backing_off) {
     probe_.obs.sent = probe_.obs.received = probe_.started;
@@ -161,6 +167,42 @@ void ReplicaProber::OnTick() {
     Evaluate(Status::Unavailable("waiting to reconnect to replica " + id_), std::nullopt);
     return;
   }
+  if (!flavor_checked_) {
+    SendFlavorQuery();
+    return;
+  }
+  SendProbe();
+}
+
+void ReplicaProber::SendFlavorQuery() {
+  conn_.Query(kServerFlavorQuery, clock_.Now() + Millis(config_.probe.timeout_ms),
+              [this](Result<QueryResult> r) { OnFlavorReply(std::move(r)); });
+}
+
+void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
+  if (!r.ok() && !conn_.connected()) {
+    // No connection: the probe failed as a probe would have (and is retried as one).
+    probe_.obs.sent = clock_.Now();
+    OnProbeReply(std::move(r));
+    return;
+  }
+  // A server that answers but not this (or not usefully) is probed all the same, as an unknown
+  // flavor: its status is polled with the statement every server but MySQL 8.4+ has.
+  flavor_checked_ = true;
+  ServerFlavor flavor;
+  if (r.ok()) {
+    if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
+  }
+  if (!flavor_ || flavor_->version != flavor.version || flavor_->comment != flavor.comment) {
+    status_statement_ = ReplicaStatusStatement(flavor);
+    Log(LogLevel::kInfo, "replica " + id_ + " is " + flavor.Describe() +
+                             "; replication status by " + status_statement_);
+    metrics_->SetServerInfo(id_, "replica", flavor);
+    std::lock_guard lock(mu_);
+    view_.server = flavor;
+    view_.status_statement = status_statement_;
+  }
+  flavor_ = flavor;
   SendProbe();
 }
 
@@ -188,11 +230,28 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
   }
   if (probe_.poll_status && r.ok()) {
     probe_.reply = std::move(r);
-    conn_.Query("SHOW SLAVE STATUS", clock_.Now() + Millis(config_.probe.timeout_ms),
-                [this](Result<QueryResult> s) { Evaluate(*probe_.reply, s); });
+    conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
+                [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
     return;
   }
   Evaluate(r, std::nullopt);
+}
+
+void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
+  // MySQL 8.4 removed SHOW SLAVE STATUS; a server whose version said nothing useful gets it first.
+  if (!s.ok() && conn_.last_errno() == kErParseError && status_statement_ != kShowReplicaStatus) {
+    status_statement_ = kShowReplicaStatus;
+    Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
+                             status_statement_ + " from now on");
+    {
+      std::lock_guard lock(mu_);
+      view_.status_statement = status_statement_;
+    }
+    conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
+                [this](Result<QueryResult> again) { Evaluate(*probe_.reply, again); });
+    return;
+  }
+  Evaluate(*probe_.reply, s);
 }
 
 void ReplicaProber::ScheduleNext() {
@@ -336,7 +395,7 @@ void ReplicaProber::Publish(const Assessment& a, const ReplicaSnapshot& snap,
   }
   if (a.status_error) {
     LogLimited(LogLevel::kWarn, "status:" + id_,
-               "SHOW SLAVE STATUS on " + id_ + " failed: " + a.status_error->ToString());
+               status_statement_ + " on " + id_ + " failed: " + a.status_error->ToString());
   }
 }
 

@@ -24,6 +24,7 @@
 #include "base/async_mysql.h"
 #include "base/clock.h"
 #include "base/event_loop.h"
+#include "base/server_flavor.h"
 #include "base/slave_status.h"
 #include "base/snapshot.h"
 #include "heartbeat/estimator.h"
@@ -77,8 +78,13 @@ class ReplicaProber {
   // One probe, in steps on the loop: OnTick starts it, the replies arrive in OnProbeReply and
   // OnStatusReply, Evaluate turns them into the verdict and publishes, ScheduleNext sets the timer.
   void OnTick();
+  // On a new connection, first asks which server it is (ServerFlavor), which decides the status
+  // statement; logged, shown in the view and exported as lagwatch_server_info.
+  void SendFlavorQuery();
+  void OnFlavorReply(Result<QueryResult> r);
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
+  void OnStatusReply(Result<QueryResult> s);
   void Evaluate(const Result<QueryResult>& r, const std::optional<Result<QueryResult>>& status);
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
@@ -133,6 +139,9 @@ class ReplicaProber {
   int connect_failures_ = 0;  // consecutive probes that ended without a connection
   MonoTime reconnect_at_{};   // no new connection attempt before this
   bool replication_stopped_ = false;  // the last status poll found a thread not running
+  bool flavor_checked_ = false;       // the flavor was asked on the current connection
+  std::optional<ServerFlavor> flavor_;
+  std::string status_statement_ = "SHOW SLAVE STATUS";
 
   // Refreshes the window gauges (at most once a second: summarising is O(samples)).
   void UpdateWindowGauges(MonoTime now);

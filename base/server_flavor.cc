@@ -42,16 +42,16 @@ std::optional<std::tuple<int, int, int>> LeadingVersion(std::string_view s) {
   return std::tuple{*major, *minor, *patch};
 }
 
-const char* KindName(ServerFlavor::Kind kind) {
-  constexpr const char* kNames[] = {"MySQL", "MariaDB", "Percona Server", "unknown server"};
-  return kind >= 0 && kind < ServerFlavor::kUnknown ? kNames[kind] : kNames[ServerFlavor::kUnknown];
-}
-
 bool MySqlLike(const ServerFlavor& f) {
   return f.kind == ServerFlavor::kMySQL || f.kind == ServerFlavor::kPercona;
 }
 
 }  // namespace
+
+const char* KindName(ServerFlavor::Kind kind) {
+  constexpr const char* kNames[] = {"MySQL", "MariaDB", "Percona Server", "unknown server"};
+  return kind >= 0 && kind < ServerFlavor::kUnknown ? kNames[kind] : kNames[ServerFlavor::kUnknown];
+}
 
 bool ServerFlavor::AtLeast(int major_at_least, int minor_at_least, int patch_at_least) const {
   return VersionKnown() &&

@@ -35,6 +35,9 @@ struct ServerFlavor {
   std::string Describe() const;
 };
 
+// "MySQL", "MariaDB", "Percona Server" or "unknown server".
+const char* KindName(ServerFlavor::Kind kind);
+
 // Reads VERSION() and @@version_comment. Never fails: what cannot be read stays unknown.
 //  - The version is "major.minor.patch" followed by anything ("8.0.36-0ubuntu0.22.04.1",
 //    "5.7.44-48-log"); each part at most 4 digits, else the version is unknown (0.0.0).

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/endpoint.h"
+#include "base/server_flavor.h"
 #include "base/slave_status.h"
 
 namespace lagwatch {
@@ -68,6 +69,10 @@ struct ReplicaView {
   bool healthy = false;
   std::optional<ReplicaSnapshot> last;  // the last published record; nullopt until measured
   ReplicationStatus status;
+  // Which server answers (nullopt until it was asked on a connection) and the statement its
+  // replication status is read with.
+  std::optional<ServerFlavor> server;
+  std::string status_statement;
   std::string last_error;
   int64_t last_error_at_ms = 0;
   uint64_t probes = 0;

@@ -64,6 +64,20 @@ std::string Window(const nlohmann::json& r, const char* w, const char* key, bool
   return out;
 }
 
+// "MariaDB 10.11.19" from the replica's "server" object (its version up to the first '-'), or "-".
+std::string ServerCell(const nlohmann::json& r) {
+  auto s = r.find("server");
+  if (s == r.end() || !s->is_object()) return "-";
+  auto flavor = s->find("flavor");
+  auto version = s->find("version");
+  if (flavor == s->end() || !flavor->is_string() || version == s->end() || !version->is_string()) {
+    return "-";
+  }
+  const std::string v = version->get<std::string>();
+  return EscapeControl(flavor->get<std::string>() + " " +
+                       v.substr(0, std::min<size_t>(v.find('-'), 24)));
+}
+
 }  // namespace
 
 // Never throws: whatever the JSON holds, a replica is healthy only if its "healthy" is 1.
@@ -76,8 +90,8 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
   *unhealthy = 0;
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s\n", "REPLICA", "TIER",
-                "STATE", "HEALTHY", "DELAY ms", "P99 1m", "SLAR 5m");
+  std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %s\n", "REPLICA", "TIER",
+                "STATE", "HEALTHY", "DELAY ms", "P99 1m", "SLAR 5m", "SERVER");
   out += line;
   for (const auto& r : doc["replicas"]) {
     if (!r.is_object()) {
@@ -90,10 +104,10 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
     std::string delay = r.contains("delay_ms") && r["delay_ms"].is_number()
                             ? Field(r, "delay_lower_ms") + ".." + Field(r, "delay_ms")
                             : "-";
-    std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s\n",
+    std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %s\n",
                   Field(r, "replica").c_str(), Field(r, "tier").c_str(), Field(r, "state").c_str(),
                   healthy ? "yes" : "NO", delay.c_str(), Window(r, "1m", "p99_ms", false).c_str(),
-                  Window(r, "5m", "slar", true).c_str());
+                  Window(r, "5m", "slar", true).c_str(), ServerCell(r).c_str());
     out += line;
     if (r.contains("last_error") && r["last_error"].is_string() && !healthy) {
       out += "    last error: " + Field(r, "last_error") + "\n";

@@ -67,3 +67,29 @@ TEST_CASE("RenderStatusTable: wrong types never throw; only \"healthy\": 1 is he
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("RenderStatusTable: the SERVER column names the flavor and version, escaped") {
+  int unhealthy = 0;
+  std::string table = RenderStatusTable(R"({"replicas": [
+      {"replica": "127.0.0.1:3307", "healthy": 1,
+       "server": {"flavor": "MariaDB", "version": "10.11.19-MariaDB-0+deb12u1-log"}},
+      {"replica": "127.0.0.1:3308", "healthy": 1, "server": {"flavor": "MySQL", "version": "8.4.3"}},
+      {"replica": "127.0.0.1:3309", "healthy": 1, "server": null},
+      {"replica": "127.0.0.1:3310", "healthy": 1, "server": {"flavor": 7, "version": "x"}},
+      {"replica": "127.0.0.1:3311", "healthy": 1,
+       "server": {"flavor": "MySQL", "version": "8.0\u001b[2J"}}]})",
+                                        &unhealthy);
+  CHECK(unhealthy == 0);
+  CHECK(table.find("SERVER\n") != std::string::npos);
+  CHECK(table.find("  MariaDB 10.11.19\n") != std::string::npos);
+  CHECK(table.find("  MySQL 8.4.3\n") != std::string::npos);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find("MySQL 8.0\\x1b[2J") != std::string::npos);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 6);
+}
+
+}  // namespace
+}  // namespace lagwatch

@@ -11,6 +11,13 @@ nlohmann::json OrNull(const std::optional<int64_t>& v) {
 
 }  // namespace
 
+nlohmann::json ServerJson(const ServerFlavor& flavor) {
+  return {{"flavor", KindName(flavor.kind)},
+          {"version", flavor.version},
+          {"comment", flavor.comment},
+          {"description", flavor.Describe()}};
+}
+
 nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
   nlohmann::json j = {
       {"replica", info.endpoint.Id()},
@@ -53,12 +60,15 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
                        {"slar", w.slar ? nlohmann::json(*w.slar) : nlohmann::json(nullptr)}};
   }
   j["windows"] = windows;
+  j["server"] = view.server ? ServerJson(*view.server) : nlohmann::json(nullptr);
   const ReplicationStatus& st = view.status;
   j["replication"] = {
       {"known", st.known},
       {"configured", st.configured},
       {"io_thread", st.io_state.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.io_state)},
       {"sql_thread_running", st.sql_running},
+      {"statement", view.status_statement.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(view.status_statement)},
       {"seconds_behind_master", OrNull(st.seconds_behind_master)},
       {"relay_log_space_bytes", OrNull(st.relay_log_space)},
       {"last_error",

@@ -16,6 +16,9 @@ namespace lagwatch {
 // replication status, rolling windows, and its last error with the time it happened.
 nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view);
 
+// Which server it is: {"flavor", "version", "comment", "description"}.
+nlohmann::json ServerJson(const ServerFlavor& flavor);
+
 // GET /api/v1/primary.
 nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
                            int64_t heartbeat_interval_ms, int64_t last_seq,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/strings.h"
 #include "exporters/exposition.h"
 
 namespace lagwatch {
@@ -383,7 +384,10 @@ Metrics::Metrics(const std::string& version)
                         "Degradation success ratio from router feedback over the window: successes "
                         "/ attempts (NaN without attempts in the window).")),
       router_feedback(*registry_),
-      http_auth(*registry_) {
+      http_auth(*registry_),
+      server_info(Gauges(*registry_, "lagwatch_server_info",
+                         "Always 1; the labels say which server (flavor, version) each primary "
+                         "and replica is.")) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -407,8 +411,25 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
   return *slot;
 }
 
+void Metrics::SetServerInfo(const std::string& server, const std::string& role,
+                            const ServerFlavor& flavor) {
+  std::string version = EscapeControl(flavor.version.substr(0, 64));
+  std::lock_guard lock(mu_);
+  auto& series = server_info_of_[server];
+  if (series) server_info.Remove(series);
+  series = &server_info.Add({{"server", server},
+                             {"role", role},
+                             {"flavor", KindName(flavor.kind)},
+                             {"version", version}});
+  series->Set(1);
+}
+
 void Metrics::RemoveReplica(const std::string& replica) {
   std::lock_guard lock(mu_);
+  if (auto s = server_info_of_.find(replica); s != server_info_of_.end()) {
+    server_info.Remove(s->second);
+    server_info_of_.erase(s);
+  }
   auto it = replicas_.lower_bound({replica, std::string()});
   while (it != replicas_.end() && it->first.first == replica) it = replicas_.erase(it);
 }

@@ -24,6 +24,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "base/server_flavor.h"
 #include "exporters/replica_series.h"
 
 namespace lagwatch {
@@ -209,12 +210,22 @@ class Metrics {
   // then the router feedback reader's, then the HTTP server's.
   RouterFeedbackMetrics router_feedback;
   HttpAuthMetrics http_auth;
+  // lagwatch_server_info{server, role, flavor, version} = 1: which server each is (primary and
+  // replicas), as it answered SELECT VERSION(), @@version_comment. Set through SetServerInfo.
+  prometheus::Family<prometheus::Gauge>& server_info;
+
+  // Makes `flavor` the one series of lagwatch_server_info for `server` ("host:port"), replacing
+  // an older one (an upgraded or replaced server). `role`: "primary" or "replica". The version
+  // label is cut at 64 bytes and its control bytes escaped: it is text from the server.
+  void SetServerInfo(const std::string& server, const std::string& role,
+                     const ServerFlavor& flavor);
 
  private:
   mutable std::mutex mu_;
   // By (replica, tier), which is also the order of a scrape.
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ReplicaMetrics>>
-      replicas_;  // GUARDED_BY(mu_)
+      replicas_;                                              // GUARDED_BY(mu_)
+  std::map<std::string, prometheus::Gauge*> server_info_of_;  // GUARDED_BY(mu_), by server
 };
 
 }  // namespace lagwatch

@@ -49,10 +49,12 @@ class RecordingSamplerSink final : public SamplerSink {
   void PositionSampled() override { sampled.Add(true); }
   void SampleFailed(std::string_view reason) override { failed.Add(std::string(reason)); }
   void PrimaryLoadRead(const PrimaryLoad& load) override { loads.Add(load); }
+  void PrimaryFlavorRead(const ServerFlavor& flavor) override { flavors.Add(flavor); }
 
   Recorded<bool> sampled;
   Recorded<std::string> failed;
   Recorded<PrimaryLoad> loads;
+  Recorded<ServerFlavor> flavors;
 };
 
 // A worker (HeartbeatWriter or PositionSampler) with its record (HeartbeatLog or PositionHistory)

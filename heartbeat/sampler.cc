@@ -68,6 +68,18 @@ void PositionSampler::Start() {
 
 void PositionSampler::Stop() { worker_.Stop(); }
 
+bool PositionSampler::AskFlavor(SqlConnection& conn, MonoTime deadline) {
+  auto r = conn.Query(kServerFlavorQuery, deadline);
+  if (!r.ok() && r.status().code() != Status::Code::kServerError) return false;
+  ServerFlavor flavor;
+  if (r.ok()) {
+    if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
+  }
+  Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor.Describe());
+  sink_->PrimaryFlavorRead(flavor);
+  return true;
+}
+
 Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
   history_->BeginSample(sent);
   auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
@@ -96,7 +108,9 @@ void PositionSampler::Run(std::stop_token stop) {
   MonoTime next = clock_.Now();
   int failures = 0;
   MonoTime next_status = next;
+  bool flavor_known = false;
   while (!stop.stop_requested()) {
+    if (!flavor_known) flavor_known = AskFlavor(*conn, clock_.Now() + patience);
     const MonoTime sent = clock_.Now();
     const Status st = SampleOnce(*conn, sent, sent + patience);
     const MonoTime received = clock_.Now();
@@ -107,6 +121,8 @@ void PositionSampler::Run(std::stop_token stop) {
       return;
     }
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
+      // The connection may have been reset, and the next one may reach another server.
+      flavor_known = false;
       history_->RecordFailure(received);
       sink_->SampleFailed(st.reason());
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());

@@ -44,6 +44,9 @@ class PositionSampler {
 
  private:
   void Run(std::stop_token stop);
+  // Asks which server the primary is and reports it; false when the connection failed (asked
+  // again next round). A server that answers but not usefully is reported as an unknown flavor.
+  bool AskFlavor(SqlConnection& conn, MonoTime deadline);
   // One sample of @@gtid_binlog_pos sent at `sent`; Ok, or why no position was added.
   Status SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline);
   // Reads the primary's max_connections, Threads_connected and buffer pool counters into the

@@ -70,6 +70,9 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
   auto n = std::make_shared<int>(0);
   Fixture f([n](const std::string& sql, size_t i) -> FakeSqlConnection::Answer {
     if (IsSample(sql)) return Position("0-1-" + std::to_string(i));
+    if (sql == kServerFlavorQuery) {
+      return {Row({"VERSION()", "@@version_comment"}, {"10.11.19-MariaDB-log", "Debian 12"})};
+    }
     // Buffer pool counters: 1000, 1600, then 200 (the server restarted).
     static const char* const reads[] = {"1000", "1600", "200"};
     const int k = std::min((*n)++, 2);
@@ -89,6 +92,11 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
   CHECK(loads[1].buffer_pool_read_requests_growth == 600u);
   CHECK(loads[2].buffer_pool_read_requests_growth == 200u);  // restart: from zero
   CHECK(loads[1].buffer_pool_reads_growth == 0u);
+  // The primary's flavor was asked once, on the one connection, before the first sample.
+  const auto flavors = f.sink.flavors.Get();
+  REQUIRE(flavors.size() == 1);
+  CHECK(flavors[0].kind == ServerFlavor::kMariaDB);
+  CHECK(flavors[0].Describe() == "MariaDB 10.11.19-MariaDB-log (Debian 12)");
 }
 
 TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
@@ -101,8 +109,35 @@ TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
   // A sampler that went on would send 20 more statements in this time (its waits are free).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   f.worker->Stop();
-  CHECK(f.conn->sent().size() == 1);
+  size_t samples = 0;
+  for (const auto& s : f.conn->sent()) samples += IsSample(s.sql);
+  CHECK(samples == 1);
   CHECK(f.sink.failed.Get().empty());
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE(
+    "sampler asks the primary's flavor again after a failure (the next connection may differ)") {
+  auto n = std::make_shared<int>(0);
+  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (sql == kServerFlavorQuery) {
+      return {Row({"VERSION()", "@@version_comment"}, {"8.4.3", "MySQL Community Server - GPL"})};
+    }
+    if (!IsSample(sql)) return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+    // The third sample fails: the connection is gone.
+    return (*n)++ == 2 ? FakeSqlConnection::Answer{Status::Unavailable("gone"), Millis(0)}
+                       : Position("0-1-1");
+  });
+  auto asked = f.RunFor(1000, [](const std::string& s) { return s == kServerFlavorQuery; });
+  // At the start, and after the failed sample at 100 (the next round, at 200).
+  CHECK(asked == std::vector<int64_t>{0, 200});
+  CHECK(f.sink.flavors.Get().size() == 2);
+  CHECK(f.sink.flavors.Get()[0].kind == ServerFlavor::kMySQL);
 }
 
 }  // namespace

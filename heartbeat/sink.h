@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/server_flavor.h"
 #include "base/snapshot.h"
 
 namespace lagwatch {
@@ -44,6 +45,8 @@ class SamplerSink {
   // A sample (or a load reading) failed; `reason` is Status::reason(), or "bad_data".
   virtual void SampleFailed(std::string_view reason) = 0;
   virtual void PrimaryLoadRead(const PrimaryLoad& load) = 0;
+  // Which server the primary is, asked on every new connection.
+  virtual void PrimaryFlavorRead(const ServerFlavor& flavor) = 0;
 };
 
 }  // namespace lagwatch

@@ -52,6 +52,7 @@ class Sandbox {
     return dir_ + "/" + server + "/mysqld.sock";
   }
   std::string replica_id(int i) const { return "127.0.0.1:" + std::to_string(replica_port(i)); }
+  std::string primary_id() const { return "127.0.0.1:" + std::to_string(primary_port()); }
   // The replica's Redis key under the default prefix.
   std::string replica_key(int i) const { return "slave_delay:" + replica_id(i); }
 

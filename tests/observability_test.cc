@@ -255,6 +255,47 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   CHECK(back.back()["healthy"] == 1);
 }
 
+TEST_CASE(
+    "each server's flavor is detected: MariaDB, read by SHOW REPLICA STATUS, in API and metrics") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  // What the sandbox's servers say of themselves, asked directly.
+  const std::string version =
+      AdminQuery(E().sandbox.socket("replica1"), "SELECT VERSION()").value();
+  REQUIRE(version.find("MariaDB") != std::string::npos);
+
+  auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
+  REQUIRE(code == 200);
+  json api = json::parse(body);
+  REQUIRE(api["replicas"].size() == 2);
+  for (const auto& r : api["replicas"]) {
+    CAPTURE(r.dump());
+    CHECK(r["server"]["flavor"] == "MariaDB");
+    CHECK(r["server"]["version"] == version);
+    // MariaDB 10.11 has SHOW REPLICA STATUS (10.5.1+), and it is what lagwatch polls with.
+    CHECK(r["replication"]["statement"] == "SHOW REPLICA STATUS");
+    CHECK(r["replication"]["known"] == true);
+    CHECK(r["replication"]["io_thread"] == "Yes");
+  }
+  auto [pcode, pbody] = HttpGet(E().sandbox.http_port(), "/api/v1/primary");
+  REQUIRE(pcode == 200);
+  CHECK(json::parse(pbody)["server"]["flavor"] == "MariaDB");
+
+  const std::string scrape = Metrics();
+  for (const auto& [server, role] : {std::pair{E().sandbox.replica_id(1), "replica"},
+                                     {E().sandbox.replica_id(2), "replica"},
+                                     {E().sandbox.primary_id(), "primary"}}) {
+    CAPTURE(server);
+    CHECK(MetricValue(scrape, "lagwatch_server_info{flavor=\"MariaDB\",role=\"" +
+                                  std::string(role) + "\",server=\"" + server + "\",version=\"" +
+                                  version + "\"}") == 1);
+  }
+  // The log says it once per connection.
+  CHECK(E().agent.Log().find("replica " + E().sandbox.replica_id(1) + " is MariaDB " + version) !=
+        std::string::npos);
+  CHECK(E().agent.Log().find("replication status by SHOW REPLICA STATUS") != std::string::npos);
+}
+
 TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWSR and DSR") {
   const std::string port = std::to_string(E().sandbox.redis_port());
   auto hincrby = [&](const std::string& field, int by) {
