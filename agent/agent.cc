@@ -33,6 +33,7 @@ bool SameHealth(const HealthConfig& a, const HealthConfig& b) {
 
 std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   if (a.agent_id != b.agent_id) return "agent_id";
+  if (a.positions != b.positions) return "positions";
   if (a.primary.Id() != b.primary.Id() || a.primary_defaults_file != b.primary_defaults_file) {
     return "primary";
   }
@@ -63,7 +64,8 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION),
       initial_(config),
       publisher_(initial_.redis, &metrics_, clock_),
-      reporter_(&metrics_, &publisher_, initial_.primary.Id()),
+      reporter_(&metrics_, &publisher_, initial_.primary.Id(),
+                initial_.positions != PositionsMode::kNone),
       writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
                              "primary " + initial_.primary.Id()},
                             initial_.heartbeat,
@@ -71,7 +73,8 @@ Agent::Agent(Config config, const Clock& clock)
               &heartbeat_log_, &reporter_, clock_),
       sampler_(SamplerOptions{{initial_.primary, initial_.primary_defaults_file,
                                "primary " + initial_.primary.Id()},
-                              initial_.sampler_interval_ms},
+                              initial_.sampler_interval_ms,
+                              initial_.positions != PositionsMode::kNone},
                &positions_, &reporter_, clock_),
       router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
       config_(std::move(config)) {

@@ -252,6 +252,15 @@ Config Parse(const json& root) {
   } else if (v != "refuse") {
     Fail("insecure_files", "must be \"refuse\" or \"warn\"");
   }
+  if (std::string v = top.Str("positions", "auto"); v == "mariadb_gtid") {
+    c.positions = PositionsMode::kMariaDbGtid;
+  } else if (v == "none") {
+    c.positions = PositionsMode::kNone;
+  } else if (v == "mysql_gtid" || v == "binlog") {
+    Fail("positions", "\"" + v + "\" is not built yet: use \"auto\", \"mariadb_gtid\" or \"none\"");
+  } else if (v != "auto") {
+    Fail("positions", "must be \"auto\", \"mariadb_gtid\" or \"none\"");
+  }
   ReadPrimary(top, c);
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
   if (const json* j = top.Get("heartbeat")) ReadHeartbeat(*j, c.heartbeat);

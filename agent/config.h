@@ -49,8 +49,14 @@ struct HealthConfig {
   int recover_probes = 2;      // ... for this many probes in a row
 };
 
+// Which positions give the tight bounds (docs/measurement.md): kAuto uses what the servers have
+// (MariaDB GTID where both the primary and the replica have it), kMariaDbGtid insists on it (and
+// says so when a server lacks it), kNone is heartbeat bounds only.
+enum class PositionsMode { kAuto, kMariaDbGtid, kNone };
+
 struct Config {
   int64_t agent_id = 1;
+  PositionsMode positions = PositionsMode::kAuto;
   InsecureFiles insecure_files = InsecureFiles::kRefuse;
   Endpoint primary;
   std::string primary_defaults_file;  // MySQL option file with [client] user/password

@@ -46,7 +46,8 @@ void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
 }
 
 void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor) {
-  metrics_->SetServerInfo(primary_, "primary", flavor);
+  metrics_->SetServerInfo(primary_, "primary", flavor,
+                          positions_ && HasMariaDbGtid(flavor) ? "mariadb_gtid" : "none");
   std::lock_guard lock(mu_);
   primary_flavor_ = flavor;
 }

@@ -16,9 +16,14 @@ namespace lagwatch {
 class HeartbeatReporter final : public WriterSink, public SamplerSink {
  public:
   // Both must outlive the reporter.
-  // `primary` ("host:port") labels the primary's lagwatch_server_info series.
-  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary)
-      : metrics_(metrics), publisher_(publisher), primary_(std::move(primary)) {}
+  // `primary` ("host:port") labels the primary's lagwatch_server_info series; `positions`: its
+  // positions are sampled (where the server has them).
+  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary,
+                    bool positions)
+      : metrics_(metrics),
+        publisher_(publisher),
+        primary_(std::move(primary)),
+        positions_(positions) {}
 
   void HeartbeatWritten(uint64_t seq) override;
   void HeartbeatFailed(std::string_view reason) override;
@@ -36,6 +41,7 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   Metrics* const metrics_;
   RedisPublisher* const publisher_;
   const std::string primary_;
+  const bool positions_;
   mutable std::mutex mu_;
   std::optional<ServerFlavor> primary_flavor_;  // GUARDED_BY(mu_)
 };

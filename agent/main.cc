@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "agent/agent.h"
+#include "agent/check_cmd.h"
 #include "agent/config.h"
 #include "base/log.h"
 #include "cli/status_cmd.h"
@@ -54,6 +55,9 @@ void Usage(FILE* out) {
                "                                     a running agent's replicas; exit 1 if any\n"
                "                                     is unhealthy, 3 if the agent is unreachable\n"
                "                                     or refuses us\n"
+               "       lagwatch check --config FILE  connect to every configured server and print\n"
+               "                                     what lagwatch will use and any problem\n"
+               "                                     (0 all can be monitored, 1 some cannot)\n"
                "       lagwatch --version\n"
                "       lagwatch --help\n"
                "Signals: SIGTERM/SIGINT stop, SIGHUP reloads FILE.\n"
@@ -193,6 +197,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 3 && !std::strcmp(argv[1], "--config")) return Run(argv[2]);
+  if (argc >= 2 && !std::strcmp(argv[1], "check")) {
+    return lagwatch::RunCheckCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (argc >= 2 && !std::strcmp(argv[1], "status")) {
     return lagwatch::RunStatusCommand(
         std::vector<std::string>(argv + 2, argv + argc),

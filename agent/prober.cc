@@ -77,6 +77,8 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
 
 void ReplicaProber::Start(Millis phase) {
   loop_->RunSync([this, phase] {
+    use_gtid_ = config_.positions != PositionsMode::kNone;
+    PositionsChanged();
     next_tick_ = clock_.Now() + phase;
     next_status_ = next_tick_;
     planned_ = next_tick_;
@@ -193,17 +195,41 @@ void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
   }
-  if (!flavor_ || flavor_->version != flavor.version || flavor_->comment != flavor.comment) {
+  const bool flavor_changed =
+      !flavor_ || flavor_->version != flavor.version || flavor_->comment != flavor.comment;
+  if (flavor_changed) {
     status_statement_ = ReplicaStatusStatement(flavor);
     Log(LogLevel::kInfo, "replica " + id_ + " is " + flavor.Describe() +
                              "; replication status by " + status_statement_);
-    metrics_->SetServerInfo(id_, "replica", flavor);
     std::lock_guard lock(mu_);
     view_.server = flavor;
     view_.status_statement = status_statement_;
   }
   flavor_ = flavor;
+  if (flavor_changed) PositionsChanged();
   SendProbe();
+}
+
+void ReplicaProber::PositionsChanged() {
+  const std::string kind = use_gtid_ ? "mariadb_gtid" : "none";
+  if (flavor_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
+  {
+    std::lock_guard lock(mu_);
+    view_.positions = kind;
+  }
+  if (use_gtid_ || warned_band_ || !tier_.max_delay_ms ||
+      config_.heartbeat.interval_ms <= *tier_.max_delay_ms) {
+    return;
+  }
+  warned_band_ = true;
+  // Heartbeat bounds are a band one heartbeat interval wide: wider than the tier's limit, a
+  // replica with no lag can read as over it.
+  Log(LogLevel::kWarn,
+      "replica " + id_ + ": no positions, so its bounds are a band up to " +
+          "heartbeat.interval_ms = " + std::to_string(config_.heartbeat.interval_ms) +
+          " ms wide, above " + tier_.name + "'s limit of " + std::to_string(*tier_.max_delay_ms) +
+          " ms: it can read as over the limit at no lag; lower "
+          "heartbeat.interval_ms");
 }
 
 void ReplicaProber::SendProbe() {
@@ -215,9 +241,13 @@ void ReplicaProber::SendProbe() {
 
 void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
   if (!r.ok() && use_gtid_ && conn_.last_errno() == kErUnknownSystemVariable) {
-    Log(LogLevel::kWarn,
-        "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only");
+    Log(config_.positions == PositionsMode::kMariaDbGtid ? LogLevel::kError : LogLevel::kWarn,
+        "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only" +
+            (config_.positions == PositionsMode::kMariaDbGtid
+                 ? " although positions is \"mariadb_gtid\""
+                 : ""));
     use_gtid_ = false;
+    PositionsChanged();
     SendProbe();
     return;
   }

@@ -82,6 +82,9 @@ class ReplicaProber {
   // statement; logged, shown in the view and exported as lagwatch_server_info.
   void SendFlavorQuery();
   void OnFlavorReply(Result<QueryResult> r);
+  // use_gtid_ was decided (from the configuration, or a server without positions): the view, the
+  // info metric, and a warning when heartbeat bounds are wider than the tier's limit.
+  void PositionsChanged();
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
   void OnStatusReply(Result<QueryResult> s);
@@ -135,9 +138,11 @@ class ReplicaProber {
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
-  bool use_gtid_ = true;      // false once the server turned out to have no @@gtid_slave_pos
-  int connect_failures_ = 0;  // consecutive probes that ended without a connection
-  MonoTime reconnect_at_{};   // no new connection attempt before this
+  // False with positions "none", or once the server turned out to have no @@gtid_slave_pos.
+  bool use_gtid_ = true;
+  bool warned_band_ = false;          // the heartbeat-only cost was logged
+  int connect_failures_ = 0;          // consecutive probes that ended without a connection
+  MonoTime reconnect_at_{};           // no new connection attempt before this
   bool replication_stopped_ = false;  // the last status poll found a thread not running
   bool flavor_checked_ = false;       // the flavor was asked on the current connection
   std::optional<ServerFlavor> flavor_;

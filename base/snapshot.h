@@ -73,6 +73,8 @@ struct ReplicaView {
   // replication status is read with.
   std::optional<ServerFlavor> server;
   std::string status_statement;
+  // The positions kind the bounds use: "mariadb_gtid" or "none" (heartbeat bounds only).
+  std::string positions;
   std::string last_error;
   int64_t last_error_at_ms = 0;
   uint64_t probes = 0;

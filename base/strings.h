@@ -82,4 +82,15 @@ inline std::optional<ListenAddress> ParseListenAddress(std::string_view s) {
   return ListenAddress{std::string(host), static_cast<int>(*port)};
 }
 
+// `s` without leading and trailing spaces, tabs and newlines.
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
 }  // namespace lagwatch

@@ -90,8 +90,8 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
   *unhealthy = 0;
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %s\n", "REPLICA", "TIER",
-                "STATE", "HEALTHY", "DELAY ms", "P99 1m", "SLAR 5m", "SERVER");
+  std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %-12s %s\n", "REPLICA",
+                "TIER", "STATE", "HEALTHY", "DELAY ms", "P99 1m", "SLAR 5m", "POSITIONS", "SERVER");
   out += line;
   for (const auto& r : doc["replicas"]) {
     if (!r.is_object()) {
@@ -104,10 +104,11 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
     std::string delay = r.contains("delay_ms") && r["delay_ms"].is_number()
                             ? Field(r, "delay_lower_ms") + ".." + Field(r, "delay_ms")
                             : "-";
-    std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %s\n",
+    std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %-12s %s\n",
                   Field(r, "replica").c_str(), Field(r, "tier").c_str(), Field(r, "state").c_str(),
                   healthy ? "yes" : "NO", delay.c_str(), Window(r, "1m", "p99_ms", false).c_str(),
-                  Window(r, "5m", "slar", true).c_str(), ServerCell(r).c_str());
+                  Window(r, "5m", "slar", true).c_str(), Field(r, "positions").c_str(),
+                  ServerCell(r).c_str());
     out += line;
     if (r.contains("last_error") && r["last_error"].is_string() && !healthy) {
       out += "    last error: " + Field(r, "last_error") + "\n";

@@ -61,6 +61,7 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
   }
   j["windows"] = windows;
   j["server"] = view.server ? ServerJson(*view.server) : nlohmann::json(nullptr);
+  j["positions"] = view.positions;
   const ReplicationStatus& st = view.status;
   j["replication"] = {
       {"known", st.known},

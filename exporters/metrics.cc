@@ -387,7 +387,7 @@ Metrics::Metrics(const std::string& version)
       http_auth(*registry_),
       server_info(Gauges(*registry_, "lagwatch_server_info",
                          "Always 1; the labels say which server (flavor, version) each primary "
-                         "and replica is.")) {
+                         "and replica is, and which positions lagwatch uses with it.")) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -412,7 +412,7 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
 }
 
 void Metrics::SetServerInfo(const std::string& server, const std::string& role,
-                            const ServerFlavor& flavor) {
+                            const ServerFlavor& flavor, const std::string& positions) {
   std::string version = EscapeControl(flavor.version.substr(0, 64));
   std::lock_guard lock(mu_);
   auto& series = server_info_of_[server];
@@ -420,7 +420,8 @@ void Metrics::SetServerInfo(const std::string& server, const std::string& role,
   series = &server_info.Add({{"server", server},
                              {"role", role},
                              {"flavor", KindName(flavor.kind)},
-                             {"version", version}});
+                             {"version", version},
+                             {"positions", positions}});
   series->Set(1);
 }
 

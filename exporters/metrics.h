@@ -210,15 +210,16 @@ class Metrics {
   // then the router feedback reader's, then the HTTP server's.
   RouterFeedbackMetrics router_feedback;
   HttpAuthMetrics http_auth;
-  // lagwatch_server_info{server, role, flavor, version} = 1: which server each is (primary and
-  // replicas), as it answered SELECT VERSION(), @@version_comment. Set through SetServerInfo.
+  // lagwatch_server_info{server, role, flavor, version, positions} = 1: which server each is
+  // (primary and replicas), as it answered SELECT VERSION(), @@version_comment, and the positions
+  // kind lagwatch uses with it ("mariadb_gtid" or "none"). Set through SetServerInfo.
   prometheus::Family<prometheus::Gauge>& server_info;
 
   // Makes `flavor` the one series of lagwatch_server_info for `server` ("host:port"), replacing
   // an older one (an upgraded or replaced server). `role`: "primary" or "replica". The version
   // label is cut at 64 bytes and its control bytes escaped: it is text from the server.
-  void SetServerInfo(const std::string& server, const std::string& role,
-                     const ServerFlavor& flavor);
+  void SetServerInfo(const std::string& server, const std::string& role, const ServerFlavor& flavor,
+                     const std::string& positions);
 
  private:
   mutable std::mutex mu_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "base/strings.h"
+
 namespace lagwatch {
 namespace {
 
@@ -11,14 +13,6 @@ bool ParseNumber(std::string_view s, T* out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size();
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

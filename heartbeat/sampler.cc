@@ -112,7 +112,8 @@ void PositionSampler::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (!flavor_known) flavor_known = AskFlavor(*conn, clock_.Now() + patience);
     const MonoTime sent = clock_.Now();
-    const Status st = SampleOnce(*conn, sent, sent + patience);
+    const Status st =
+        options_.sample_positions ? SampleOnce(*conn, sent, sent + patience) : Status::Ok();
     const MonoTime received = clock_.Now();
     if (st.code() == Status::Code::kServerError && conn->last_errno() == kErUnknownSystemVariable) {
       Log(LogLevel::kWarn, "primary " + options_.primary.endpoint.Id() +
@@ -133,7 +134,7 @@ void PositionSampler::Run(std::stop_token stop) {
     }
     // On a dead or hung primary, back off (up to a second) instead of a connection every 50 ms.
     failures = st.ok() ? 0 : failures + 1;
-    next += Backoff(interval, failures);
+    next += options_.sample_positions ? Backoff(interval, failures) : kStatusInterval;
     const MonoTime now = clock_.Now();
     if (next < now) next = now;
     clock_.SleepUntil(stop, next);

@@ -21,6 +21,8 @@ namespace lagwatch {
 struct SamplerOptions {
   MysqlTarget primary;
   int interval_ms = 50;
+  // False (positions "none"): no position is sampled; the primary's flavor and load still are.
+  bool sample_positions = true;
 };
 
 // How much a server counter grew from `last` to `now_value` (a value that went down is a server

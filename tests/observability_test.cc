@@ -286,9 +286,10 @@ TEST_CASE(
                                      {E().sandbox.replica_id(2), "replica"},
                                      {E().sandbox.primary_id(), "primary"}}) {
     CAPTURE(server);
-    CHECK(MetricValue(scrape, "lagwatch_server_info{flavor=\"MariaDB\",role=\"" +
-                                  std::string(role) + "\",server=\"" + server + "\",version=\"" +
-                                  version + "\"}") == 1);
+    CHECK(MetricValue(scrape,
+                      "lagwatch_server_info{flavor=\"MariaDB\",positions=\"mariadb_gtid\",role=\"" +
+                          std::string(role) + "\",server=\"" + server + "\",version=\"" + version +
+                          "\"}") == 1);
   }
   // The log says it once per connection.
   CHECK(E().agent.Log().find("replica " + E().sandbox.replica_id(1) + " is MariaDB " + version) !=

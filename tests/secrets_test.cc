@@ -216,5 +216,65 @@ TEST_CASE("a missing grant is named, and the agent keeps measuring") {
   CHECK(agent.Stop() == 0);
 }
 
+TEST_CASE("lagwatch check: every server can be monitored, shown without a secret") {
+  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().config_path});
+  INFO(check.output);
+  CHECK(check.exit_code == 0);
+  const std::string& out = check.output;
+  CHECK(out.find("primary " + E().sandbox.primary_id()) != std::string::npos);
+  for (int r : {1, 2}) CHECK(out.find("replica " + E().sandbox.replica_id(r)) != std::string::npos);
+  CHECK(out.find("server:      MariaDB 10.") != std::string::npos);
+  CHECK(out.find("user:        lagwatch_writer@127.0.0.1") != std::string::npos);
+  CHECK(out.find("user:        lagwatch_probe@127.0.0.1") != std::string::npos);
+  CHECK(out.find("status:      SHOW REPLICA STATUS") != std::string::npos);
+  CHECK(out.find("Slave_*/Master_* names") != std::string::npos);
+  CHECK(out.find("threads:     IO Yes, SQL Yes") != std::string::npos);
+  CHECK(out.find("source:      " + E().sandbox.primary_id()) != std::string::npos);
+  CHECK(out.find("positions:   MariaDB GTID: @@gtid_slave_pos = 0-") != std::string::npos);
+  CHECK(out.find("row for agent 1, seq ") != std::string::npos);
+  CHECK(out.find("SELECT, INSERT, UPDATE, CREATE on `heartbeat`.`mysql_heartbeat`: granted") !=
+        std::string::npos);
+  CHECK(out.find("PROBLEM") == std::string::npos);
+  CHECK(out.find("3 servers: 3 can be monitored, 0 cannot") != std::string::npos);
+  // The grants are shown, their password hashes not; nor any password.
+  CHECK(out.find("IDENTIFIED BY <redacted>") != std::string::npos);
+  CHECK(out.find("PASSWORD '") == std::string::npos);
+  const auto passwords = OptionFilePasswords(E().sandbox.dir());
+  REQUIRE(passwords.size() == 2);
+  for (const auto& pw : passwords) CHECK(out.find(pw) == std::string::npos);
+  CHECK(out.find(E().redis_password) == std::string::npos);
+}
+
+TEST_CASE("lagwatch check names what stops a server being monitored and exits 1") {
+  const std::string primary = E().sandbox.socket("primary");
+  AdminQuery(primary, "REVOKE SLAVE MONITOR ON *.* FROM 'lagwatch_probe'@'127.0.0.1'");
+  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().config_path});
+  AdminQuery(primary, "GRANT SLAVE MONITOR ON *.* TO 'lagwatch_probe'@'127.0.0.1'");
+  INFO(check.output);
+  CHECK(check.exit_code == 1);
+  CHECK(check.output.find("PROBLEM: SHOW REPLICA STATUS failed") != std::string::npos);
+  CHECK(check.output.find("grant SLAVE MONITOR") != std::string::npos);
+  CHECK(check.output.find("3 servers: 1 can be monitored, 2 cannot") != std::string::npos);
+
+  // A replica nothing listens for.
+  std::ifstream in(E().config_path);
+  json j = json::parse(in, nullptr, true, true);
+  j["replicas"][1]["port"] = E().sandbox.primary_port() + 9;
+  const std::string gone = WriteTempFile(kDir, "gone.json", j.dump());
+  check = RunCommand({LAGWATCH_BINARY, "check", "--config", gone});
+  INFO(check.output);
+  CHECK(check.exit_code == 1);
+  CHECK(check.output.find("PROBLEM: cannot connect or query") != std::string::npos);
+  CHECK(check.output.find("3 servers: 2 can be monitored, 1 cannot") != std::string::npos);
+
+  // A bad configuration names the key and exits 2; no argument is a usage error.
+  j["probe"] = {{"interval_ms", "fast"}};
+  const std::string bad = WriteTempFile(kDir, "bad.json", j.dump());
+  check = RunCommand({LAGWATCH_BINARY, "check", "--config", bad});
+  CHECK(check.exit_code == 2);
+  CHECK(check.output.find("probe.interval_ms") != std::string::npos);
+  CHECK(RunCommand({LAGWATCH_BINARY, "check"}).exit_code == 2);
+}
+
 }  // namespace
 }  // namespace lagwatch::test

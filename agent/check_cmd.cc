@@ -1,0 +1,324 @@
+#include "agent/check_cmd.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <optional>
+
+#include "agent/config.h"
+#include "base/binlog_coords.h"
+#include "base/mysql_conn.h"
+#include "base/server_flavor.h"
+#include "base/slave_status.h"
+#include "base/strings.h"
+#include "heartbeat/heartbeat_sql.h"
+#include "version.h"
+
+namespace lagwatch {
+namespace {
+
+constexpr int kExitProblem = 1;
+constexpr int kExitUsage = 2;
+// Each statement's deadline: generous, this is a person's command, not a probe.
+constexpr Millis kQueryTimeout(3000);
+constexpr unsigned kErNoSuchTable = 1146;
+constexpr unsigned kErSpecificAccessDenied = 1227;
+
+// One server's section of the report.
+class Report {
+ public:
+  explicit Report(std::string title) : title_(std::move(title)) {}
+  // "  key:        value", the values aligned.
+  void Line(const std::string& key, const std::string& value) {
+    std::string k = key + ":";
+    k.resize(std::max<size_t>(13, k.size() + 1), ' ');
+    lines_.push_back("  " + k + EscapeControl(value));
+  }
+  void Problem(const std::string& what) {
+    lines_.push_back("  PROBLEM: " + EscapeControl(what));
+    ok_ = false;
+  }
+  void Warn(const std::string& what) { lines_.push_back("  WARN: " + EscapeControl(what)); }
+  bool ok() const { return ok_; }
+  void Print() const {
+    std::printf("%s\n", title_.c_str());
+    for (const auto& l : lines_) std::printf("%s\n", l.c_str());
+    std::printf("  => %s\n\n", ok_ ? "can be monitored" : "CANNOT be monitored as configured");
+  }
+
+ private:
+  std::string title_;
+  std::vector<std::string> lines_;
+  bool ok_ = true;
+};
+
+// A connection to one server and what the check learned of it.
+struct Server {
+  Server(const Endpoint& endpoint, const std::string& defaults_file, const std::string& label)
+      : conn(endpoint, defaults_file, label) {}
+  MysqlConn conn;
+  ServerFlavor flavor;
+  std::optional<int64_t> server_id;
+  std::vector<std::string> grants;
+
+  Result<QueryResult> Query(std::string_view sql) {
+    return conn.Query(sql, SystemClock::Get().Now() + kQueryTimeout);
+  }
+  // The first row's cell `i` as text ("" for NULL or missing); nullopt when the query failed.
+  std::optional<std::string> Scalar(std::string_view sql, size_t i = 0) {
+    auto r = Query(sql);
+    if (!r.ok()) return std::nullopt;
+    if (r->rows.empty() || r->rows[0].size() <= i) return std::string();
+    return r->rows[0][i].value_or("");
+  }
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Connects and asks which server it is; false (with the problem reported) when it cannot.
+bool Connect(Server& s, Report& r) {
+  auto flavor = s.Query(kServerFlavorQuery);
+  if (!flavor.ok()) {
+    r.Problem("cannot connect or query: " + flavor.status().ToString());
+    return false;
+  }
+  if (auto parsed = ParseServerFlavor(*flavor); parsed.ok()) s.flavor = parsed.value();
+  r.Line("server", s.flavor.Describe());
+  if (s.flavor.kind == ServerFlavor::kUnknown) {
+    r.Warn("the server's version is not one lagwatch knows; it is treated as an old MySQL");
+  }
+  if (auto who = s.Query("SELECT CURRENT_USER(), @@server_id, @@read_only"); who.ok()) {
+    auto cell = [&](size_t i) {
+      return !who->rows.empty() && who->rows[0].size() > i ? who->rows[0][i].value_or("NULL")
+                                                           : std::string("?");
+    };
+    r.Line("user", cell(0));
+    r.Line("server_id", cell(1));
+    r.Line("read_only", cell(2));
+    s.server_id = ParseInt<int64_t>(cell(1));
+  }
+  auto grants = s.Query("SHOW GRANTS");
+  if (grants.ok()) {
+    for (const auto& row : grants->rows) {
+      if (!row.empty() && row[0]) s.grants.push_back(*row[0]);
+    }
+    for (const auto& g : s.grants) r.Line("grant", RedactGrant(g));
+  } else {
+    r.Warn("SHOW GRANTS failed (" + grants.status().ToString() + "): privileges not checked");
+  }
+  return true;
+}
+
+// The heartbeat table and this agent's row in it.
+void CheckHeartbeat(Server& s, Report& r, const Config& c, bool primary) {
+  const HeartbeatSql sql(c.heartbeat, c.agent_id);
+  auto row = s.Query(sql.read_own_seq);
+  const std::string table = c.heartbeat.QualifiedName();
+  if (row.ok()) {
+    r.Line("heartbeat",
+           table + (row->rows.empty() ? ": exists, no row for agent " + std::to_string(c.agent_id) +
+                                            " yet (the writer adds it)"
+                                      : ": row for agent " + std::to_string(c.agent_id) + ", seq " +
+                                            row->rows[0][0].value_or("NULL")));
+  } else if (s.conn.last_errno() == kErNoSuchTable) {
+    if (primary && c.heartbeat.create_table) {
+      r.Line("heartbeat", table + ": missing; the writer creates it (heartbeat.create_table)");
+    } else if (primary) {
+      r.Problem(table + " does not exist and heartbeat.create_table is false");
+    } else {
+      r.Line("heartbeat", table + ": missing here; it replicates once the writer creates it");
+    }
+  } else {
+    r.Problem("cannot read " + table + ": " + row.status().ToString());
+  }
+  std::vector<std::string> needed = primary ? std::vector<std::string>{"SELECT", "INSERT", "UPDATE"}
+                                            : std::vector<std::string>{"SELECT"};
+  if (primary && c.heartbeat.create_table) needed.push_back("CREATE");
+  if (s.grants.empty()) return;
+  std::string list;
+  for (const auto& p : needed) list += (list.empty() ? "" : ", ") + p;
+  if (GrantsInclude(s.grants, needed, c.heartbeat.database, c.heartbeat.table)) {
+    r.Line("privileges", list + " on " + table + ": granted");
+  } else {
+    r.Warn(list + " on " + table + " not found in SHOW GRANTS (granted through a role?)");
+  }
+}
+
+// Returns whether the primary has MariaDB GTID positions.
+bool CheckPrimary(Server& s, Report& r, const Config& c) {
+  const char* statement = BinaryLogStatusStatement(s.flavor);
+  if (auto b = s.Query(statement); b.ok()) {
+    auto status = ParseBinaryLogStatus(*b);
+    r.Line("binary log",
+           std::string(statement) + ": " +
+               (status.ok() ? status->coords.base + "." + std::to_string(status->coords.seq) +
+                                  " at " + std::to_string(status->coords.pos)
+                            : status.status().message()));
+  } else {
+    r.Line("binary log", std::string(statement) + " not answered (" + b.status().message() +
+                             "); lagwatch does not need it yet");
+  }
+  auto pos = s.Scalar("SELECT @@gtid_binlog_pos");
+  if (pos) {
+    r.Line("positions", "MariaDB GTID: @@gtid_binlog_pos = " + *pos + " (sampled every " +
+                            std::to_string(c.sampler_interval_ms) + " ms)");
+  } else {
+    r.Line("positions", "none: no @@gtid_binlog_pos (not MariaDB); heartbeat bounds only");
+  }
+  CheckHeartbeat(s, r, c, /*primary=*/true);
+  return pos.has_value();
+}
+
+// Replication status, its source against the configured primary, and the positions kind.
+void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc,
+                  std::optional<int64_t> primary_server_id, bool primary_has_gtid) {
+  const char* statement = ReplicaStatusStatement(s.flavor);
+  auto reply = s.Query(statement);
+  if (!reply.ok()) {
+    r.Problem(std::string(statement) + " failed: " + reply.status().ToString() +
+              (s.conn.last_errno() == kErSpecificAccessDenied
+                   ? " (grant SLAVE MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL)"
+                   : ""));
+  } else if (auto st = ParseSlaveStatus(*reply); !st.ok()) {
+    r.Problem(std::string(statement) + ": " + st.status().message());
+  } else if (!st->configured) {
+    r.Problem("not a replica: " + std::string(statement) + " returned no row");
+  } else {
+    const bool replica_family = st->column_family == ColumnFamily::kReplica;
+    r.Line("status", std::string(statement) + ", " + std::to_string(reply->columns.size()) +
+                         " columns (" +
+                         (replica_family ? "Replica_*/Source_*" : "Slave_*/Master_*") + " names)");
+    r.Line("threads", "IO " + st->io_state + ", SQL " + (st->sql_running ? "Yes" : "No"));
+    const std::string source =
+        st->source_host + ":" + (st->source_port ? std::to_string(*st->source_port) : "?");
+    r.Line("source", source + " (server id " +
+                         (st->source_server_id ? std::to_string(*st->source_server_id) : "?") +
+                         ")");
+    r.Line("mode", !st->using_gtid.empty() ? "Using_Gtid " + st->using_gtid
+                   : st->auto_position     ? std::string(*st->auto_position ? "GTID auto-position"
+                                                                            : "file and position")
+                                           : "?");
+    if (!st->io_running || !st->sql_running) {
+      r.Warn("a replication thread is not running: the replica is reported stopped");
+    }
+    const bool same_server =
+        primary_server_id && st->source_server_id && *st->source_server_id == *primary_server_id;
+    const bool same_address =
+        st->source_host == c.primary.host && st->source_port && *st->source_port == c.primary.port;
+    if (!same_server && !same_address) {
+      r.Warn("its source " + source + " is not the configured primary " + c.primary.Id() +
+             " (a chained replica, or the primary's address differs): compared by heartbeat only");
+    }
+  }
+  const TierConfig& tier = c.Tier(rc.tier);
+  const auto slave_pos = s.Scalar("SELECT @@gtid_slave_pos");
+  if (slave_pos && primary_has_gtid) {
+    r.Line("positions", "MariaDB GTID: @@gtid_slave_pos = " + *slave_pos +
+                            " (bounds to about one sampling interval)");
+  } else {
+    r.Line("positions", std::string("none: ") +
+                            (slave_pos ? "the primary has no @@gtid_binlog_pos"
+                                       : "no @@gtid_slave_pos (not MariaDB)") +
+                            "; heartbeat bounds only, a band up to heartbeat.interval_ms wide");
+    if (tier.max_delay_ms && c.heartbeat.interval_ms > *tier.max_delay_ms) {
+      r.Warn("heartbeat.interval_ms (" + std::to_string(c.heartbeat.interval_ms) +
+             " ms) is above " + tier.name + "'s limit (" + std::to_string(*tier.max_delay_ms) +
+             " ms): a replica with no lag can read as over it; lower heartbeat.interval_ms");
+    }
+  }
+  CheckHeartbeat(s, r, c, /*primary=*/false);
+}
+
+}  // namespace
+
+bool GrantsInclude(const std::vector<std::string>& grant_lines,
+                   const std::vector<std::string>& privileges, std::string_view database,
+                   std::string_view table) {
+  const std::string db = Lower(database), tb = Lower(table);
+  auto scope_matches = [&](std::string scope) {
+    scope = Lower(scope);
+    std::string unquoted;
+    for (char ch : scope) {
+      if (ch != '`' && ch != '\'' && ch != '"') unquoted += ch;
+    }
+    return unquoted == "*.*" || unquoted == db + ".*" || unquoted == db + "." + tb;
+  };
+  std::vector<bool> found(privileges.size(), false);
+  for (const auto& line : grant_lines) {
+    const std::string l = Lower(line);
+    if (l.rfind("grant ", 0) != 0) continue;
+    const size_t on = l.find(" on ");
+    if (on == std::string::npos) continue;
+    const size_t to = l.find(" to ", on);
+    if (to == std::string::npos || !scope_matches(line.substr(on + 4, to - on - 4))) continue;
+    const std::string granted = l.substr(6, on - 6);
+    for (size_t i = 0; i < privileges.size(); ++i) {
+      const std::string want = Lower(privileges[i]);
+      // Whole names in the comma list: "select" must not match "select_priv" or a column list.
+      size_t start = 0;
+      while (start <= granted.size()) {
+        size_t comma = granted.find(',', start);
+        if (comma == std::string::npos) comma = granted.size();
+        std::string item(Trim(std::string_view(granted).substr(start, comma - start)));
+        if (item == want || item == "all privileges" || item == "all") found[i] = true;
+        start = comma + 1;
+      }
+    }
+  }
+  for (bool f : found) {
+    if (!f) return false;
+  }
+  return true;
+}
+
+std::string RedactGrant(std::string_view line) {
+  const std::string lower = Lower(line);
+  const size_t at = lower.find(" identified ");
+  if (at == std::string::npos) return std::string(line);
+  return std::string(line.substr(0, at)) + " IDENTIFIED BY <redacted>";
+}
+
+int RunCheckCommand(const std::vector<std::string>& args) {
+  if (args.size() != 2 || args[0] != "--config") {
+    std::fputs("usage: lagwatch check --config FILE\n", stderr);
+    return kExitUsage;
+  }
+  auto config = LoadConfig(args[1]);
+  if (!config.ok()) {
+    std::fprintf(stderr, "lagwatch check: invalid config %s: %s\n", args[1].c_str(),
+                 config.status().message().c_str());
+    return kExitUsage;
+  }
+  const Config& c = config.value();
+  std::printf("lagwatch check %s (lagwatch %s)\n", args[1].c_str(), LAGWATCH_VERSION);
+  std::printf("heartbeat %s every %d ms as agent %lld; probes every %d ms\n\n",
+              c.heartbeat.QualifiedName().c_str(), c.heartbeat.interval_ms,
+              static_cast<long long>(c.agent_id), c.probe.interval_ms);
+
+  int failed = 0;
+  Server primary(c.primary, c.primary_defaults_file, "primary " + c.primary.Id());
+  Report pr("primary " + c.primary.Id() + " (option file " + c.primary_defaults_file + ")");
+  bool primary_has_gtid = false;
+  if (Connect(primary, pr)) primary_has_gtid = CheckPrimary(primary, pr, c);
+  pr.Print();
+  failed += !pr.ok();
+
+  for (const auto& rc : c.replicas) {
+    Server s(rc.endpoint, c.replica_defaults_file, "replica " + rc.endpoint.Id());
+    Report r("replica " + rc.endpoint.Id() + ", " + rc.tier + " (option file " +
+             c.replica_defaults_file + ")");
+    if (Connect(s, r)) CheckReplica(s, r, c, rc, primary.server_id, primary_has_gtid);
+    r.Print();
+    failed += !r.ok();
+  }
+  const size_t servers = 1 + c.replicas.size();
+  std::printf("%zu servers: %zu can be monitored, %d cannot\n", servers,
+              servers - static_cast<size_t>(failed), failed);
+  return failed ? kExitProblem : 0;
+}
+
+}  // namespace lagwatch
