@@ -124,11 +124,9 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     std::optional<int64_t> sample_age;
     if (auto s = positions_.LastSample()) sample_age = ToMillis(clock_.Now() - *s);
     auto latest = heartbeat_log_.Latest();
-    nlohmann::json j = PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
-                                   latest ? static_cast<int64_t>(latest->seq) : 0, sample_age);
-    auto flavor = reporter_.primary_flavor();
-    j["server"] = flavor ? ServerJson(*flavor) : nlohmann::json(nullptr);
-    return json(j);
+    return json(PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
+                            latest ? static_cast<int64_t>(latest->seq) : 0, sample_age,
+                            reporter_.primary_flavor()));
   };
   routes["/api/v1/router"] = [this, json] { return json(RouterJson()); };
   routes["/readyz"] = [this] {

@@ -86,10 +86,8 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
     } else {
       a.status_error = in.status_reply->status();
       if (in.status_access_denied) {
-        a.status_error = Status::ServerError(
-            a.status_error->message() +
-            " (grant the probe user SLAVE MONITOR on MariaDB, REPLICATION CLIENT on MySQL: "
-            "docs/configuration.md \"Privileges\")");
+        a.status_error =
+            Status::ServerError(a.status_error->message() + " (" + kReplicaStatusGrantHint + ")");
       }
     }
   }

@@ -1,13 +1,13 @@
 #include "agent/check_cmd.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <optional>
 
 #include "agent/config.h"
 #include "base/binlog_coords.h"
 #include "base/mysql_conn.h"
+#include "base/mysql_errors.h"
 #include "base/server_flavor.h"
 #include "base/slave_status.h"
 #include "base/strings.h"
@@ -21,8 +21,6 @@ constexpr int kExitProblem = 1;
 constexpr int kExitUsage = 2;
 // Each statement's deadline: generous, this is a person's command, not a probe.
 constexpr Millis kQueryTimeout(3000);
-constexpr unsigned kErNoSuchTable = 1146;
-constexpr unsigned kErSpecificAccessDenied = 1227;
 
 // One server's section of the report.
 class Report {
@@ -64,20 +62,14 @@ struct Server {
   Result<QueryResult> Query(std::string_view sql) {
     return conn.Query(sql, SystemClock::Get().Now() + kQueryTimeout);
   }
-  // The first row's cell `i` as text ("" for NULL or missing); nullopt when the query failed.
-  std::optional<std::string> Scalar(std::string_view sql, size_t i = 0) {
+  // The column `v` of a one-value query ("SELECT ... AS v") as text ("" for NULL); nullopt when
+  // the query failed.
+  std::optional<std::string> Scalar(std::string_view sql) {
     auto r = Query(sql);
     if (!r.ok()) return std::nullopt;
-    if (r->rows.empty() || r->rows[0].size() <= i) return std::string();
-    return r->rows[0][i].value_or("");
+    return CellText(*r, "v");
   }
 };
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Connects and asks which server it is; false (with the problem reported) when it cannot.
 bool Connect(Server& s, Report& r) {
@@ -91,15 +83,12 @@ bool Connect(Server& s, Report& r) {
   if (s.flavor.kind == ServerFlavor::kUnknown) {
     r.Warn("the server's version is not one lagwatch knows; it is treated as an old MySQL");
   }
-  if (auto who = s.Query("SELECT CURRENT_USER(), @@server_id, @@read_only"); who.ok()) {
-    auto cell = [&](size_t i) {
-      return !who->rows.empty() && who->rows[0].size() > i ? who->rows[0][i].value_or("NULL")
-                                                           : std::string("?");
-    };
-    r.Line("user", cell(0));
-    r.Line("server_id", cell(1));
-    r.Line("read_only", cell(2));
-    s.server_id = ParseInt<int64_t>(cell(1));
+  auto who = s.Query("SELECT CURRENT_USER() AS user, @@server_id AS id, @@read_only AS ro");
+  if (who.ok()) {
+    r.Line("user", CellText(*who, "user"));
+    r.Line("server_id", CellText(*who, "id"));
+    r.Line("read_only", CellText(*who, "ro"));
+    s.server_id = ParseInt<int64_t>(CellText(*who, "id"));
   }
   auto grants = s.Query("SHOW GRANTS");
   if (grants.ok()) {
@@ -162,7 +151,7 @@ bool CheckPrimary(Server& s, Report& r, const Config& c) {
     r.Line("binary log", std::string(statement) + " not answered (" + b.status().message() +
                              "); lagwatch does not need it yet");
   }
-  auto pos = s.Scalar("SELECT @@gtid_binlog_pos");
+  auto pos = s.Scalar("SELECT @@gtid_binlog_pos AS v");
   if (pos) {
     r.Line("positions", "MariaDB GTID: @@gtid_binlog_pos = " + *pos + " (sampled every " +
                             std::to_string(c.sampler_interval_ms) + " ms)");
@@ -181,7 +170,7 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
   if (!reply.ok()) {
     r.Problem(std::string(statement) + " failed: " + reply.status().ToString() +
               (s.conn.last_errno() == kErSpecificAccessDenied
-                   ? " (grant SLAVE MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL)"
+                   ? std::string(" (") + kReplicaStatusGrantHint + ")"
                    : ""));
   } else if (auto st = ParseSlaveStatus(*reply); !st.ok()) {
     r.Problem(std::string(statement) + ": " + st.status().message());
@@ -215,7 +204,7 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
     }
   }
   const TierConfig& tier = c.Tier(rc.tier);
-  const auto slave_pos = s.Scalar("SELECT @@gtid_slave_pos");
+  const auto slave_pos = s.Scalar("SELECT @@gtid_slave_pos AS v");
   if (slave_pos && primary_has_gtid) {
     r.Line("positions", "MariaDB GTID: @@gtid_slave_pos = " + *slave_pos +
                             " (bounds to about one sampling interval)");
@@ -238,9 +227,9 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
 bool GrantsInclude(const std::vector<std::string>& grant_lines,
                    const std::vector<std::string>& privileges, std::string_view database,
                    std::string_view table) {
-  const std::string db = Lower(database), tb = Lower(table);
+  const std::string db = AsciiLower(database), tb = AsciiLower(table);
   auto scope_matches = [&](std::string scope) {
-    scope = Lower(scope);
+    scope = AsciiLower(scope);
     std::string unquoted;
     for (char ch : scope) {
       if (ch != '`' && ch != '\'' && ch != '"') unquoted += ch;
@@ -249,7 +238,7 @@ bool GrantsInclude(const std::vector<std::string>& grant_lines,
   };
   std::vector<bool> found(privileges.size(), false);
   for (const auto& line : grant_lines) {
-    const std::string l = Lower(line);
+    const std::string l = AsciiLower(line);
     if (l.rfind("grant ", 0) != 0) continue;
     const size_t on = l.find(" on ");
     if (on == std::string::npos) continue;
@@ -257,7 +246,7 @@ bool GrantsInclude(const std::vector<std::string>& grant_lines,
     if (to == std::string::npos || !scope_matches(line.substr(on + 4, to - on - 4))) continue;
     const std::string granted = l.substr(6, on - 6);
     for (size_t i = 0; i < privileges.size(); ++i) {
-      const std::string want = Lower(privileges[i]);
+      const std::string want = AsciiLower(privileges[i]);
       // Whole names in the comma list: "select" must not match "select_priv" or a column list.
       size_t start = 0;
       while (start <= granted.size()) {
@@ -276,7 +265,7 @@ bool GrantsInclude(const std::vector<std::string>& grant_lines,
 }
 
 std::string RedactGrant(std::string_view line) {
-  const std::string lower = Lower(line);
+  const std::string lower = AsciiLower(line);
   const size_t at = lower.find(" identified ");
   if (at == std::string::npos) return std::string(line);
   return std::string(line.substr(0, at)) + " IDENTIFIED BY <redacted>";

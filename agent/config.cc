@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/strings.h"
+#include "heartbeat/gtid.h"
 
 namespace lagwatch {
 namespace {
@@ -252,9 +253,9 @@ Config Parse(const json& root) {
   } else if (v != "refuse") {
     Fail("insecure_files", "must be \"refuse\" or \"warn\"");
   }
-  if (std::string v = top.Str("positions", "auto"); v == "mariadb_gtid") {
+  if (std::string v = top.Str("positions", "auto"); v == kPositionsMariaDbGtid) {
     c.positions = PositionsMode::kMariaDbGtid;
-  } else if (v == "none") {
+  } else if (v == kPositionsNone) {
     c.positions = PositionsMode::kNone;
   } else if (v == "mysql_gtid" || v == "binlog") {
     Fail("positions", "\"" + v + "\" is not built yet: use \"auto\", \"mariadb_gtid\" or \"none\"");

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "heartbeat/gtid.h"
+
 namespace lagwatch {
 
 void HeartbeatReporter::HeartbeatWritten(uint64_t seq) {
@@ -46,8 +48,9 @@ void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
 }
 
 void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor) {
-  metrics_->SetServerInfo(primary_, "primary", flavor,
-                          positions_ && HasMariaDbGtid(flavor) ? "mariadb_gtid" : "none");
+  metrics_->SetServerInfo(
+      primary_, "primary", flavor,
+      positions_ && HasMariaDbGtid(flavor) ? kPositionsMariaDbGtid : kPositionsNone);
   std::lock_guard lock(mu_);
   primary_flavor_ = flavor;
 }

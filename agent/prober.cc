@@ -8,6 +8,7 @@
 #include "agent/schedule.h"
 #include "base/log.h"
 #include "base/mysql_conn.h"
+#include "base/mysql_errors.h"
 #include "base/strings.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
@@ -15,11 +16,7 @@
 namespace lagwatch {
 namespace {
 
-// ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)".
-constexpr unsigned kErSpecificAccessDenied = 1227;
 constexpr Millis kMaxReconnectBackoff(500);
-// ER_PARSE_ERROR: what MySQL 8.4+ answers to SHOW SLAVE STATUS.
-constexpr unsigned kErParseError = 1064;
 constexpr char kShowReplicaStatus[] = "SHOW REPLICA STATUS";
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
@@ -195,28 +192,27 @@ void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
   }
-  const bool flavor_changed =
-      !flavor_ || flavor_->version != flavor.version || flavor_->comment != flavor.comment;
-  if (flavor_changed) {
+  if (flavor_ != flavor) {
+    flavor_ = flavor;
     status_statement_ = ReplicaStatusStatement(flavor);
     Log(LogLevel::kInfo, "replica " + id_ + " is " + flavor.Describe() +
                              "; replication status by " + status_statement_);
-    std::lock_guard lock(mu_);
-    view_.server = flavor;
-    view_.status_statement = status_statement_;
+    ShowServer();
   }
-  flavor_ = flavor;
-  if (flavor_changed) PositionsChanged();
   SendProbe();
 }
 
-void ReplicaProber::PositionsChanged() {
-  const std::string kind = use_gtid_ ? "mariadb_gtid" : "none";
+void ReplicaProber::ShowServer() {
+  const char* kind = use_gtid_ ? kPositionsMariaDbGtid : kPositionsNone;
   if (flavor_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
-  {
-    std::lock_guard lock(mu_);
-    view_.positions = kind;
-  }
+  std::lock_guard lock(mu_);
+  view_.server = flavor_;
+  view_.status_statement = status_statement_;
+  view_.positions = kind;
+}
+
+void ReplicaProber::PositionsChanged() {
+  ShowServer();
   if (use_gtid_ || warned_band_ || !tier_.max_delay_ms ||
       config_.heartbeat.interval_ms <= *tier_.max_delay_ms) {
     return;
@@ -273,10 +269,7 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
     status_statement_ = kShowReplicaStatus;
     Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
                              status_statement_ + " from now on");
-    {
-      std::lock_guard lock(mu_);
-      view_.status_statement = status_statement_;
-    }
+    ShowServer();
     conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
                 [this](Result<QueryResult> again) { Evaluate(*probe_.reply, again); });
     return;

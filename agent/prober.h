@@ -82,6 +82,8 @@ class ReplicaProber {
   // statement; logged, shown in the view and exported as lagwatch_server_info.
   void SendFlavorQuery();
   void OnFlavorReply(Result<QueryResult> r);
+  // Puts flavor_, status_statement_ and the positions kind into the view and lagwatch_server_info.
+  void ShowServer();
   // use_gtid_ was decided (from the configuration, or a server without positions): the view, the
   // info metric, and a warning when heartbeat bounds are wider than the tier's limit.
   void PositionsChanged();

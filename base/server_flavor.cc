@@ -1,7 +1,6 @@
 #include "base/server_flavor.h"
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <tuple>
 
@@ -11,9 +10,9 @@ namespace lagwatch {
 namespace {
 
 bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
-  auto lower = [](char c) { return std::tolower(static_cast<unsigned char>(c)); };
   return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
-                     [&](char a, char b) { return lower(a) == lower(b); }) != haystack.end();
+                     [](char a, char b) { return AsciiLower(a) == AsciiLower(b); }) !=
+         haystack.end();
 }
 
 // A run of 1 to 4 digits at the front of `s`, consumed; nullopt otherwise.

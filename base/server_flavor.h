@@ -28,6 +28,7 @@ struct ServerFlavor {
   std::string comment;  // @@version_comment, e.g. "MySQL Community Server - GPL", "Debian 12"
 
   bool VersionKnown() const { return major > 0; }
+  bool operator==(const ServerFlavor&) const = default;
   // major.minor.patch >= the one given; false when the version is not known.
   bool AtLeast(int major_at_least, int minor_at_least, int patch_at_least) const;
   // For logs and status: "MySQL 8.4.3 (MySQL Community Server - GPL)",

@@ -64,6 +64,11 @@ struct ReplicationStatus {
   bool operator==(const ReplicationStatus&) const = default;
 };
 
+// What a refused status poll is missing, for messages: the privilege each server needs.
+inline constexpr char kReplicaStatusGrantHint[] =
+    "grant SLAVE MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL: docs/configuration.md "
+    "\"Privileges\"";
+
 // Parses a SHOW SLAVE STATUS or SHOW REPLICA STATUS result of either column family.
 //  - No row: not a replica (configured false), not an error.
 //  - A row without both Replica_IO_Running and Replica_SQL_Running, and without both

@@ -93,4 +93,15 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// ASCII lower case (identifiers, keywords, hex digits; other bytes are left as they are, unlike
+// std::tolower, which depends on the locale).
+inline char AsciiLower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+inline std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = AsciiLower(c);
+  return out;
+}
+
 }  // namespace lagwatch

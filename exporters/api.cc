@@ -80,7 +80,8 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
 
 nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
                            int64_t heartbeat_interval_ms, int64_t last_seq,
-                           std::optional<int64_t> last_sample_age_ms) {
+                           std::optional<int64_t> last_sample_age_ms,
+                           const std::optional<ServerFlavor>& server) {
   return {
       {"primary", primary.Id()},
       {"state", view.state},
@@ -94,6 +95,7 @@ nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
        view.last_error_at_ms ? nlohmann::json(view.last_error_at_ms) : nlohmann::json(nullptr)},
       {"heartbeat", {{"interval_ms", heartbeat_interval_ms}, {"last_seq", last_seq}}},
       {"positions", {{"last_sample_age_ms", OrNull(last_sample_age_ms)}}},
+      {"server", server ? ServerJson(*server) : nlohmann::json(nullptr)},
   };
 }
 

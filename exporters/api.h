@@ -19,9 +19,10 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view);
 // Which server it is: {"flavor", "version", "comment", "description"}.
 nlohmann::json ServerJson(const ServerFlavor& flavor);
 
-// GET /api/v1/primary.
+// GET /api/v1/primary; `server`: the primary's flavor, nullopt until the sampler asked.
 nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
                            int64_t heartbeat_interval_ms, int64_t last_seq,
-                           std::optional<int64_t> last_sample_age_ms);
+                           std::optional<int64_t> last_sample_age_ms,
+                           const std::optional<ServerFlavor>& server);
 
 }  // namespace lagwatch

@@ -414,7 +414,7 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
 void Metrics::SetServerInfo(const std::string& server, const std::string& role,
                             const ServerFlavor& flavor, const std::string& positions) {
   std::string version = EscapeControl(flavor.version.substr(0, 64));
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(server_info_mu_);
   auto& series = server_info_of_[server];
   if (series) server_info.Remove(series);
   series = &server_info.Add({{"server", server},
@@ -426,11 +426,14 @@ void Metrics::SetServerInfo(const std::string& server, const std::string& role,
 }
 
 void Metrics::RemoveReplica(const std::string& replica) {
-  std::lock_guard lock(mu_);
-  if (auto s = server_info_of_.find(replica); s != server_info_of_.end()) {
-    server_info.Remove(s->second);
-    server_info_of_.erase(s);
+  {
+    std::lock_guard lock(server_info_mu_);
+    if (auto s = server_info_of_.find(replica); s != server_info_of_.end()) {
+      server_info.Remove(s->second);
+      server_info_of_.erase(s);
+    }
   }
+  std::lock_guard lock(mu_);
   auto it = replicas_.lower_bound({replica, std::string()});
   while (it != replicas_.end() && it->first.first == replica) it = replicas_.erase(it);
 }

@@ -225,8 +225,11 @@ class Metrics {
   mutable std::mutex mu_;
   // By (replica, tier), which is also the order of a scrape.
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ReplicaMetrics>>
-      replicas_;                                              // GUARDED_BY(mu_)
-  std::map<std::string, prometheus::Gauge*> server_info_of_;  // GUARDED_BY(mu_), by server
+      replicas_;  // GUARDED_BY(mu_)
+  // Its own mutex, not mu_: a prober sets its series on the probe loop, which must not wait for a
+  // scrape that holds mu_ while it writes every replica's series.
+  std::mutex server_info_mu_;
+  std::map<std::string, prometheus::Gauge*> server_info_of_;  // GUARDED_BY(server_info_mu_)
 };
 
 }  // namespace lagwatch

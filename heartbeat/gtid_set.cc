@@ -14,11 +14,10 @@ constexpr size_t kUuidTextLength = 36;  // 8-4-4-4-12
 bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char ToLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 int HexValue(char c) {
   if (IsDigit(c)) return c - '0';
-  c = ToLower(c);
+  c = AsciiLower(c);
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
@@ -116,7 +115,7 @@ class GtidSet::Parser {
     size_t n = 0;
     for (char c = Peek(); IsLetter(c) || IsDigit(c) || c == '_'; c = Peek()) {
       if (n == kMaxTagLength) return Bad("a tag longer than 32 characters");
-      source->tag[n++] = ToLower(c);
+      source->tag[n++] = AsciiLower(c);
       ++pos_;
     }
     source->tag_length = static_cast<uint8_t>(n);

@@ -31,11 +31,4 @@ struct HeartbeatSql {
   std::string probe_heartbeat_only;
 };
 
-// ER_UNKNOWN_SYSTEM_VARIABLE: the server has no @@gtid_slave_pos / @@gtid_binlog_pos (MySQL);
-// lagwatch then falls back to heartbeat bounds.
-inline constexpr unsigned kErUnknownSystemVariable = 1193;
-// Writes refused because the server is read-only (--read-only; MySQL's super_read_only).
-inline constexpr unsigned kErOptionPreventsStatement = 1290;
-inline constexpr unsigned kErReadOnlyMode = 1836;
-
 }  // namespace lagwatch

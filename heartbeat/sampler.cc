@@ -1,9 +1,9 @@
 #include "heartbeat/sampler.h"
 
 #include "base/log.h"
+#include "base/mysql_errors.h"
 #include "base/strings.h"
 #include "heartbeat/gtid.h"
-#include "heartbeat/heartbeat_sql.h"
 
 namespace lagwatch {
 namespace {
@@ -75,7 +75,11 @@ bool PositionSampler::AskFlavor(SqlConnection& conn, MonoTime deadline) {
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
   }
-  Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor.Describe());
+  if (flavor != last_flavor_) {
+    // Logged when it changes, not on every reconnect of a flapping primary.
+    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor.Describe());
+    last_flavor_ = flavor;
+  }
   sink_->PrimaryFlavorRead(flavor);
   return true;
 }

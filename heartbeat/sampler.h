@@ -63,6 +63,7 @@ class PositionSampler {
   // Used only by the sampler thread: the server counters' last values.
   std::optional<uint64_t> last_read_requests_;
   std::optional<uint64_t> last_reads_;
+  std::optional<ServerFlavor> last_flavor_;
   Worker worker_;  // last: stopped before the members it uses go away
 };
 

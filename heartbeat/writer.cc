@@ -1,6 +1,7 @@
 #include "heartbeat/writer.h"
 
 #include "base/log.h"
+#include "base/mysql_errors.h"
 #include "base/strings.h"
 
 namespace lagwatch {

@@ -1,0 +1,21 @@
+// The server error numbers lagwatch acts on (MysqlConn::last_errno()), in one place. MySQL and
+// MariaDB share these numbers.
+#pragma once
+
+namespace lagwatch {
+
+// ER_PARSE_ERROR: a statement the server does not know (MySQL 8.4+ answers SHOW SLAVE STATUS
+// with it).
+inline constexpr unsigned kErParseError = 1064;
+// ER_NO_SUCH_TABLE: e.g. the heartbeat table before the writer created it.
+inline constexpr unsigned kErNoSuchTable = 1146;
+// ER_UNKNOWN_SYSTEM_VARIABLE: the server has no @@gtid_slave_pos / @@gtid_binlog_pos (MySQL);
+// lagwatch then falls back to heartbeat bounds.
+inline constexpr unsigned kErUnknownSystemVariable = 1193;
+// ER_SPECIFIC_ACCESS_DENIED_ERROR: "you need (at least one of) the ... privilege(s)".
+inline constexpr unsigned kErSpecificAccessDenied = 1227;
+// Writes refused because the server is read-only (--read-only; MySQL's super_read_only).
+inline constexpr unsigned kErOptionPreventsStatement = 1290;
+inline constexpr unsigned kErReadOnlyMode = 1836;
+
+}  // namespace lagwatch
