@@ -206,8 +206,8 @@ class Metrics {
   // Router golden ratios over the agent's rolling windows; labels app, window.
   prometheus::Family<prometheus::Gauge>& router_rwsr;
   prometheus::Family<prometheus::Gauge>& router_dsr;
-  // Registered last, so the counters keep the order a scrape has always shown: the agent's own,
-  // then the router feedback reader's, then the HTTP server's.
+  // Registered after the agent's own families, so the counters keep the order a scrape has always
+  // shown: the agent's own, then the router feedback reader's, then the HTTP server's.
   RouterFeedbackMetrics router_feedback;
   HttpAuthMetrics http_auth;
   // lagwatch_server_info{server, role, flavor, version, positions} = 1: which server each is

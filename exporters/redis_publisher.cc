@@ -1,7 +1,5 @@
 #include "exporters/redis_publisher.h"
 
-#include <sys/time.h>
-
 #include <hiredis/hiredis.h>
 
 #include "base/event_loop.h"
@@ -25,7 +23,10 @@ constexpr Micros kGather(1000);
 }  // namespace
 
 RedisPublisher::RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock)
-    : config_(config), metrics_(metrics), clock_(clock) {}
+    : config_(config),
+      ttl_ms_text_(std::to_string(config.ttl_ms)),
+      metrics_(metrics),
+      clock_(clock) {}
 
 void RedisPublisher::Start(bool realtime) {
   worker_.Start([this, realtime](std::stop_token st) {
@@ -170,12 +171,12 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing) {
   return replies;
 }
 
-size_t RedisPublisher::AppendExpiringHset(const std::vector<std::string>& hset,
-                                          const std::string& key) {
-  AppendCommand(ctx_, {"MULTI"});
+size_t RedisPublisher::AppendExpiringHset(const std::vector<std::string>& hset) {
+  static const std::vector<std::string> kMulti = {"MULTI"}, kExec = {"EXEC"};
+  AppendCommand(ctx_, kMulti);
   AppendCommand(ctx_, hset);
-  AppendCommand(ctx_, {"PEXPIRE", key, std::to_string(config_.ttl_ms)});
-  AppendCommand(ctx_, {"EXEC"});
+  AppendCommand(ctx_, {"PEXPIRE", hset[1], ttl_ms_text_});  // hset[1] is the key
+  AppendCommand(ctx_, kExec);
   return 4;
 }
 
@@ -184,8 +185,7 @@ size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot
   size_t replies = 0;
   for (const auto& [id, snap] : records) {
     if (now - snap.measured_mono > Millis(config_.ttl_ms)) continue;  // too old to publish
-    replies +=
-        AppendExpiringHset(HsetArgs(config_.key_prefix, snap), config_.key_prefix + ":" + id);
+    replies += AppendExpiringHset(HsetArgs(config_.key_prefix, snap));
     ++*written;
   }
   return replies;
@@ -193,7 +193,7 @@ size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot
 
 size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now) {
   if (!primary || now - primary->measured_mono > Millis(config_.ttl_ms)) return 0;
-  return AppendExpiringHset(HsetArgs(*primary), "lagwatch:primary:" + primary->id);
+  return AppendExpiringHset(HsetArgs(*primary));
 }
 
 size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {

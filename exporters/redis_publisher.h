@@ -70,7 +70,8 @@ class RedisPublisher {
   // removed_ into `removing`.
   size_t AppendMembership(std::set<std::string>& removing);
   // MULTI, `hset`, PEXPIRE `key` by the TTL, EXEC.
-  size_t AppendExpiringHset(const std::vector<std::string>& hset, const std::string& key);
+  // REQUIRES: hset is HsetArgs(...): its [1] is the key.
+  size_t AppendExpiringHset(const std::vector<std::string>& hset);
   // The records measured within the TTL before `now`; counts them in `written`.
   size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
                        size_t* written);
@@ -87,6 +88,7 @@ class RedisPublisher {
                const std::set<std::string>& removing);
 
   const RedisConfig config_;
+  const std::string ttl_ms_text_;  // config_.ttl_ms as PEXPIRE takes it
   Metrics* const metrics_;
   const Clock& clock_;
 

@@ -269,8 +269,10 @@ bool DecodeBase64(std::string_view in, std::string* out) {
   // EVP_DecodeBlock wants whole quads and decodes each '=' as a zero byte (it would also take
   // '=' or white space anywhere, hence the check above): pad, decode, and drop the pad's bytes.
   const size_t pad = (4 - in.size() % 4) % 4;
-  std::string quads(in);
-  quads.append(pad, '=');
+  // Reserved first: a reallocation would leave an unwiped copy of the credentials behind.
+  std::string quads;
+  quads.reserve(in.size() + pad);
+  quads.append(in).append(pad, '=');
   const size_t start = out->size();
   const size_t decoded = quads.size() / 4 * 3;
   out->resize(start + decoded);
