@@ -76,7 +76,7 @@ TEST_CASE("positions none: heartbeat bounds only, the cost named, the kind shown
   CHECK(agent.Stop() == 0);
 }
 
-TEST_CASE("positions auto on MariaDB: GTID bounds, about one sampling interval wide") {
+TEST_CASE("positions auto on MariaDB: mariadb_gtid everywhere, no band warning") {
   Agent agent(ConfigWith("auto"), kDir + "/auto.log");
   Redis redis(E().sandbox.redis_port());
   REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
