@@ -64,8 +64,7 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION),
       initial_(config),
       publisher_(initial_.redis, &metrics_, clock_),
-      reporter_(&metrics_, &publisher_, initial_.primary.Id(),
-                initial_.positions != PositionsMode::kNone),
+      reporter_(&metrics_, &publisher_, initial_.primary.Id()),
       writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
                              "primary " + initial_.primary.Id()},
                             initial_.heartbeat,
@@ -74,7 +73,7 @@ Agent::Agent(Config config, const Clock& clock)
       sampler_(SamplerOptions{{initial_.primary, initial_.primary_defaults_file,
                                "primary " + initial_.primary.Id()},
                               initial_.sampler_interval_ms,
-                              initial_.positions != PositionsMode::kNone},
+                              initial_.positions},
                &positions_, &reporter_, clock_),
       router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
       config_(std::move(config)) {

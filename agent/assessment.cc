@@ -2,31 +2,60 @@
 
 #include <algorithm>
 
+#include "base/binlog_coords.h"
 #include "base/strings.h"
 #include "heartbeat/gtid.h"
+#include "heartbeat/gtid_set.h"
 
 namespace lagwatch {
 namespace {
 
-// Reads our heartbeat row's seq and the replica's applied position from the probe's reply.
-Status ReadProbeRow(const QueryResult& r, bool use_gtid, ProbeObservation* obs) {
+// Reads our heartbeat row's seq from the probe's reply, and the text of the replica's applied
+// position when `want_pos`.
+Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
+                    std::optional<std::string>* pos_text) {
   auto seq_cell = Cell(r, "seq");
   auto pos_cell = Cell(r, "pos");
-  if (!seq_cell || (use_gtid && !pos_cell)) return Status::DataError("probe returned no row");
+  if (!seq_cell || (want_pos && !pos_cell)) return Status::DataError("probe returned no row");
   Status st = Status::Ok();
   if (*seq_cell) {
     obs->seq = ParseInt<uint64_t>(**seq_cell);
     if (!obs->seq) st = Status::DataError("heartbeat seq is not a number");
   }
-  if (pos_cell && *pos_cell) {
-    auto pos = GtidPos::Parse(**pos_cell);
-    if (pos.ok()) {
-      obs->applied_pos = pos.value();
-    } else {
-      st = pos.status();
-    }
-  }
+  if (want_pos && *pos_cell) *pos_text = **pos_cell;
   return st;
+}
+
+// The replica's applied position of `kind`: from the probe's `pos` text (GTID kinds) or the
+// status's executed source coordinates (binlog). nullopt with no error: nothing to read.
+Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
+                                                const std::optional<std::string>& pos_text,
+                                                const ReplicationStatus* status) {
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid:
+    case PositionsKind::kMysqlGtid: {
+      if (!pos_text) return std::optional<Position>();
+      if (kind == PositionsKind::kMariaDbGtid) {
+        auto p = GtidPos::Parse(*pos_text);
+        if (!p.ok()) return p.status();
+        return std::optional<Position>(std::move(p).value());
+      }
+      auto set = GtidSet::Parse(*pos_text);
+      if (!set.ok()) return set.status();
+      return std::optional<Position>(std::move(set).value());
+    }
+    case PositionsKind::kBinlog: {
+      if (!status || !status->configured || !status->exec_source_log_pos) {
+        return std::optional<Position>();
+      }
+      auto c = ParseBinlogCoords(status->exec_source_log_file, *status->exec_source_log_pos);
+      if (!c.ok()) return c.status();
+      return std::optional<Position>(std::move(c).value());
+    }
+    case PositionsKind::kNone:
+      break;
+  }
+  return std::optional<Position>();
 }
 
 }  // namespace
@@ -63,23 +92,15 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   a.obs = in.obs;
   a.bounds = in.bounds;
   a.status = in.status;
-  a.probe_status = in.reply.status();
-  if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, in.use_gtid, &a.obs);
-  if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
-    // Whatever parsed is still usable; bounds from a partial observation stay sound.
-    a.measured = true;
-    LagBounds est = Estimate(a.obs, log, history);
-    // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
-    if (est.fresh_at) a.bounds = est;
-    a.inconsistent = est.inconsistent;
-  }
 
+  const ReplicationStatus* polled = nullptr;  // this probe's status, when it parsed
   if (in.status_reply) {
     if (in.status_reply->ok()) {
       auto parsed = ParseSlaveStatus(**in.status_reply);
       if (parsed.ok()) {
         a.status = parsed.value();
         a.status_polled = true;
+        polled = &a.status;
       } else {
         a.status_error = parsed.status();
       }
@@ -90,6 +111,46 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
             Status::ServerError(a.status_error->message() + " (" + kReplicaStatusGrantHint + ")");
       }
     }
+  }
+
+  const bool gtid_kind =
+      in.positions == PositionsKind::kMariaDbGtid || in.positions == PositionsKind::kMysqlGtid;
+  std::optional<std::string> pos_text;
+  a.probe_status = in.reply.status();
+  if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text);
+  if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
+    // Whatever parsed is still usable; bounds from a partial observation stay sound.
+    a.measured = true;
+    // Coordinates are the source's: they say nothing about the primary unless it is the source.
+    if (in.positions == PositionsKind::kBinlog && polled && polled->configured) {
+      a.chained = !in.primary_server_id || !polled->source_server_id ||
+                  *polled->source_server_id != static_cast<int64_t>(*in.primary_server_id);
+    }
+    if (!a.chained) {
+      auto applied = AppliedPosition(in.positions, pos_text, polled);
+      if (!applied.ok()) {
+        a.position_error = applied.status();
+      } else if (*applied) {
+        a.applied = **applied;
+        // A replica never un-applies: a position behind the last one is a restored or replaced
+        // server (or another source), and proves nothing against the primary's samples.
+        if (in.previous_applied && !a.applied->Includes(*in.previous_applied)) {
+          a.position_error = Status::DataError("applied position " + a.applied->ToString() +
+                                               " does not include the previous probe's " +
+                                               in.previous_applied->ToString());
+        } else {
+          a.obs.applied_pos = a.applied;
+        }
+      }
+    }
+    LagBounds est = Estimate(a.obs, log, history);
+    if (est.incomparable && !a.position_error) {
+      a.position_error = Status::DataError("applied position " + a.applied->ToString() +
+                                           " cannot be compared with the primary's positions");
+    }
+    // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
+    if (est.fresh_at) a.bounds = est;
+    a.inconsistent = est.inconsistent;
   }
 
   HealthInput& h = a.health;

@@ -38,16 +38,21 @@ bool CaughtUpWithPrimary(const std::optional<LagBounds>& bounds, const Heartbeat
 
 // One probe's replies and what the prober knew before it.
 struct ProbeInput {
-  // The heartbeat query's reply (columns `seq`, and `pos` when `use_gtid`).
+  // The heartbeat query's reply (columns `seq`, and `pos` for the GTID kinds).
   Result<QueryResult> reply = Status::Unavailable("no reply");
   // SHOW SLAVE STATUS's reply, when this probe polled it.
   std::optional<Result<QueryResult>> status_reply;
   // The status poll was refused for a missing privilege (ER_SPECIFIC_ACCESS_DENIED_ERROR).
   bool status_access_denied = false;
-  bool use_gtid = true;
+  // The positions kind compared: `pos` of the reply (MariaDB, MySQL GTIDs) or the executed source
+  // coordinates of the status reply (binlog; a probe of that kind always polls the status).
+  PositionsKind positions = PositionsKind::kMariaDbGtid;
+  // The primary's @@server_id: coordinates are compared only for a replica of that server.
+  std::optional<uint32_t> primary_server_id;
   ProbeObservation obs;  // sent and received set; seq and position are filled in by Assess
   // What the prober knew before this probe.
   std::optional<LagBounds> bounds;
+  std::optional<Position> previous_applied;  // the position the last probe read
   ReplicationStatus status;
   // The primary's state and the replica's tier, as of the reply.
   bool primary_known = true;
@@ -67,8 +72,15 @@ struct Assessment {
   std::optional<LagBounds> bounds;
   // The reply was read (fully, or partly: a DataError), so its seq and bounds count.
   bool measured = false;
-  bool inconsistent = false;  // GTID and heartbeat bounds disagreed; heartbeat bounds were used
-  ReplicationStatus status;   // the latest known replication status
+  bool inconsistent = false;  // position and heartbeat bounds disagreed; heartbeat bounds were used
+  // Why this probe's position was not used (malformed, went backwards, not comparable with the
+  // primary's): heartbeat bounds only for this probe.
+  std::optional<Status> position_error;
+  // Binlog: the replica's source is not the primary (a chained replica, or not yet connected),
+  // so its coordinates are not the primary's: heartbeat bounds.
+  bool chained = false;
+  std::optional<Position> applied;  // the position read, to compare the next probe's with
+  ReplicationStatus status;         // the latest known replication status
   HealthInput health;
 };
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/vertical_result.h"
+
 namespace lagwatch {
 namespace {
 
@@ -153,6 +155,137 @@ TEST_CASE("primary known: without positions, three heartbeat intervals without a
   CHECK_FALSE(PrimaryKnown(T(2003), log, none, Millis(500), Millis(50)));
   log.RecordFailure(T(600));
   CHECK_FALSE(PrimaryKnown(T(700), log, none, Millis(500), Millis(50)));
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+// The MySQL 8.0/8.4/9.x manuals' SHOW REPLICA STATUS example (base/testdata): its SQL thread has
+// executed master-bin.000001 up to 927, from the source with server id 1.
+QueryResult ManualReplicaStatus() {
+  return LoadVerticalResult(std::string(LAGWATCH_TESTDATA_DIR) +
+                            "/mysql-8.x-9.x-show-replica-status.txt");
+}
+
+// A primary whose binary log is master-bin.000001 at 900 until the heartbeat at 500 ms, at 927
+// until the one at 1000 ms, then at 954: sampled every 50 ms.
+struct CoordsPrimary {
+  HeartbeatLog log;
+  PositionHistory history;
+  CoordsPrimary() {
+    history.SetSource(PositionsKind::kBinlog, 1);
+    for (int k = 1; k <= 2; ++k) {
+      log.RecordSent(static_cast<uint64_t>(k), T(500 * k));
+      log.RecordAcked(static_cast<uint64_t>(k), T(500 * k + 2));
+    }
+    for (int t = 0; t <= 1000; t += 50) {
+      const uint64_t pos = 900 + 27 * static_cast<uint64_t>(t / 500);
+      history.Add(ParseBinlogCoords("master-bin.000001", pos).value(), T(t), T(t + 1));
+    }
+  }
+};
+
+ProbeInput CoordsProbe() {
+  QueryResult seq;
+  seq.columns = {"seq"};
+  seq.rows.push_back({std::string("1")});
+  ProbeInput in = Probe(1020, 1022, seq);
+  in.positions = PositionsKind::kBinlog;
+  in.primary_server_id = 1;
+  in.status_reply = ManualReplicaStatus();
+  return in;
+}
+
+TEST_CASE(
+    "assessment, binlog: executed source coordinates from SHOW REPLICA STATUS bound the lag") {
+  CoordsPrimary primary;
+  const Assessment a = Assess(CoordsProbe(), primary.log, primary.history);
+  CHECK(a.probe_status.ok());
+  CHECK_FALSE(a.position_error);
+  CHECK_FALSE(a.chained);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kPosition);
+  // At 927, the position of the samples sent 500-950; 954 was seen at 1001.
+  CHECK(a.health.delay_ms == 72);
+  CHECK(a.bounds->lower == Millis(19));
+  REQUIRE(a.applied);
+  CHECK(a.applied->ToString() == "master-bin.000001:927");
+}
+
+TEST_CASE("assessment, binlog: a replica of another source is compared by heartbeat only") {
+  CoordsPrimary primary;
+  ProbeInput in = CoordsProbe();
+  in.primary_server_id = 2;  // the manual's replica reads from server id 1
+  const Assessment a = Assess(in, primary.log, primary.history);
+  CHECK(a.chained);
+  CHECK_FALSE(a.position_error);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kHeartbeat);
+  CHECK(a.health.delay_ms == 522);  // seq 1, sent at 500
+  // The primary's server id unknown: not compared either.
+  in.primary_server_id.reset();
+  CHECK(Assess(in, primary.log, primary.history).chained);
+}
+
+TEST_CASE("assessment, binlog: coordinates that go backwards or cannot be read are not used") {
+  CoordsPrimary primary;
+  ProbeInput in = CoordsProbe();
+  in.previous_applied = Position(ParseBinlogCoords("master-bin.000001", 2000).value());
+  Assessment a = Assess(in, primary.log, primary.history);
+  REQUIRE(a.position_error);
+  CHECK(a.position_error->message().find("does not include the previous") != std::string::npos);
+  CHECK(a.bounds->upper_source == BoundSource::kHeartbeat);
+  CHECK(a.applied->ToString() == "master-bin.000001:927");  // compared with from now on
+
+  // MySQL's GTID_ONLY channels show "INVALID" after a restart; another base name cannot be
+  // compared with the primary's coordinates.
+  for (const char* file : {"INVALID", "relay-bin.000001"}) {
+    in = CoordsProbe();
+    QueryResult status = ManualReplicaStatus();
+    for (size_t i = 0; i < status.columns.size(); ++i) {
+      if (status.columns[i] == "Relay_Source_Log_File") status.rows[0][i] = std::string(file);
+    }
+    in.status_reply = status;
+    a = Assess(in, primary.log, primary.history);
+    CAPTURE(file);
+    REQUIRE(a.position_error);
+    CHECK(a.bounds->upper_source == BoundSource::kHeartbeat);
+    CHECK(a.probe_status.ok());
+  }
+}
+
+TEST_CASE("assessment, mysql_gtid: the replica's gtid_executed set against the primary's sets") {
+  const std::string uuid = "73f86016-978b-11ee-ade5-8d2a2a562feb";
+  const std::string other = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+  Primary primary(0);
+  PositionHistory history;
+  history.SetSource(PositionsKind::kMysqlGtid, 1);
+  for (int t = 0; t <= 1000; t += 50) {
+    const std::string set = other + ":1-9,\n" + uuid + ":1-" + std::to_string(3 + t / 500);
+    history.Add(GtidSet::Parse(set).value(), T(t), T(t + 1));
+  }
+  ProbeInput in = Probe(1020, 1022, ProbeRow(std::nullopt, other + ":1-9,\n" + uuid + ":1-4"));
+  in.positions = PositionsKind::kMysqlGtid;
+  Assessment a = Assess(in, primary.log, history);
+  CHECK_FALSE(a.position_error);
+  CHECK(a.health.delay_ms == 72);  // has :1-4, the samples sent 500-950
+
+  // A gap (transaction 5 of the other uuid missing) is behind every sample.
+  in.reply = ProbeRow(std::nullopt, other + ":1-4:6-9,\n" + uuid + ":1-5");
+  a = Assess(in, primary.log, history);
+  CHECK_FALSE(a.bounds);
+  CHECK_FALSE(a.position_error);
+
+  // A malformed set is counted; the probe is still measured (here: no heartbeat row, no bounds).
+  in.reply = ProbeRow(std::string("1"), uuid + ":1-x");
+  a = Assess(in, primary.log, history);
+  REQUIRE(a.position_error);
+  CHECK(a.position_error->code() == Status::Code::kDataError);
+  CHECK(a.probe_status.ok());
+  CHECK(a.measured);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include "base/slave_status.h"
 #include "base/strings.h"
 #include "heartbeat/heartbeat_sql.h"
+#include "heartbeat/position.h"
+#include "heartbeat/sampler.h"
 #include "version.h"
 
 namespace lagwatch {
@@ -137,34 +139,70 @@ void CheckHeartbeat(Server& s, Report& r, const Config& c, bool primary) {
   }
 }
 
-// Returns whether the primary has MariaDB GTID positions.
-bool CheckPrimary(Server& s, Report& r, const Config& c) {
+// Why auto chose `kind` for a primary of `flavor`.
+std::string AutoReason(PositionsKind kind, const ServerFlavor& flavor) {
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid:
+      return HasMariaDbGtid(flavor) ? "auto: MariaDB" : "auto: the server does not say what it is";
+    case PositionsKind::kMysqlGtid:
+      return "auto: MySQL with gtid_mode ON";
+    case PositionsKind::kBinlog:
+      return "auto: MySQL with gtid_mode not ON";
+    case PositionsKind::kNone:
+      break;
+  }
+  return "auto";
+}
+
+// The primary's binary log and its positions; returns the positions kind lagwatch will compare
+// (kNone when it cannot sample the chosen one).
+PositionsKind CheckPrimary(Server& s, Report& r, const Config& c) {
   const char* statement = BinaryLogStatusStatement(s.flavor);
   if (auto b = s.Query(statement); b.ok()) {
     auto status = ParseBinaryLogStatus(*b);
     r.Line("binary log",
            std::string(statement) + ": " +
-               (status.ok() ? status->coords.base + "." + std::to_string(status->coords.seq) +
-                                  " at " + std::to_string(status->coords.pos)
-                            : status.status().message()));
+               (status.ok() ? Position(status->coords).ToString() : status.status().message()));
   } else {
-    r.Line("binary log", std::string(statement) + " not answered (" + b.status().message() +
-                             "); lagwatch does not need it yet");
+    r.Line("binary log", std::string(statement) + " not answered (" + b.status().message() + ")");
   }
-  auto pos = s.Scalar("SELECT @@gtid_binlog_pos AS v");
-  if (pos) {
-    r.Line("positions", "MariaDB GTID: @@gtid_binlog_pos = " + *pos + " (sampled every " +
-                            std::to_string(c.sampler_interval_ms) + " ms)");
+  auto kind =
+      ChoosePositionsKind(s.conn, s.flavor, c.positions, SystemClock::Get().Now() + kQueryTimeout);
+  if (!kind) {
+    r.Problem("the connection failed while choosing the positions kind");
+    return PositionsKind::kNone;
+  }
+  const std::string why = c.positions ? "set in the configuration" : AutoReason(*kind, s.flavor);
+  if (*kind != PositionsKind::kNone) {
+    bool binlog_off = false;
+    auto pos = ReadPrimaryPosition(s.conn, *kind, s.flavor,
+                                   SystemClock::Get().Now() + kQueryTimeout, &binlog_off);
+    if (!pos.ok()) {
+      const bool denied = s.conn.last_errno() == kErSpecificAccessDenied;
+      r.Warn(
+          std::string("cannot sample ") + PositionsKindName(*kind) + " positions (" + why +
+          "): " + pos.status().message() +
+          (denied ? " (grant BINLOG MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL)" : "") +
+          "; the agent falls back to " +
+          (!c.positions && *kind != PositionsKind::kBinlog ? "binlog, then " : "") +
+          "heartbeat bounds");
+      CheckHeartbeat(s, r, c, /*primary=*/true);
+      return PositionsKind::kNone;
+    }
+    r.Line("positions", std::string(PositionsKindName(*kind)) + " (" + why +
+                            "): " + pos->ToString() + ", sampled every " +
+                            std::to_string(c.sampler_interval_ms) + " ms");
   } else {
-    r.Line("positions", "none: no @@gtid_binlog_pos (not MariaDB); heartbeat bounds only");
+    r.Line("positions", "none (" + why + "): heartbeat bounds only");
   }
   CheckHeartbeat(s, r, c, /*primary=*/true);
-  return pos.has_value();
+  return *kind;
 }
 
 // Replication status, its source against the configured primary, and the positions kind.
 void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc,
-                  std::optional<int64_t> primary_server_id, bool primary_has_gtid) {
+                  std::optional<int64_t> primary_server_id, PositionsKind kind) {
+  std::optional<ReplicationStatus> status;
   const char* statement = ReplicaStatusStatement(s.flavor);
   auto reply = s.Query(statement);
   if (!reply.ok()) {
@@ -177,6 +215,7 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
   } else if (!st->configured) {
     r.Problem("not a replica: " + std::string(statement) + " returned no row");
   } else {
+    status = st.value();
     const bool replica_family = st->column_family == ColumnFamily::kReplica;
     r.Line("status", std::string(statement) + ", " + std::to_string(reply->columns.size()) +
                          " columns (" +
@@ -200,19 +239,46 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
         st->source_host == c.primary.host && st->source_port && *st->source_port == c.primary.port;
     if (!same_server && !same_address) {
       r.Warn("its source " + source + " is not the configured primary " + c.primary.Id() +
-             " (a chained replica, or the primary's address differs): compared by heartbeat only");
+             " (a chained replica, or the primary's address differs)" +
+             (kind == PositionsKind::kBinlog
+                  ? ": its coordinates are its source's, so it is compared by heartbeat only"
+                  : ": GTIDs are compared across the chain"));
+      if (kind == PositionsKind::kBinlog && !same_server) kind = PositionsKind::kNone;
     }
   }
   const TierConfig& tier = c.Tier(rc.tier);
-  const auto slave_pos = s.Scalar("SELECT @@gtid_slave_pos AS v");
-  if (slave_pos && primary_has_gtid) {
-    r.Line("positions", "MariaDB GTID: @@gtid_slave_pos = " + *slave_pos +
+  std::string applied, from;
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid:
+      from = "@@gtid_slave_pos";
+      if (auto v = s.Scalar("SELECT @@gtid_slave_pos AS v")) applied = *v;
+      break;
+    case PositionsKind::kMysqlGtid:
+      from = "@@GLOBAL.gtid_executed";
+      if (auto v = s.Scalar("SELECT @@GLOBAL.gtid_executed AS v")) applied = *v;
+      break;
+    case PositionsKind::kBinlog:
+      from = "the executed source coordinates";
+      if (status && status->exec_source_log_pos) {
+        auto coords = ParseBinlogCoords(status->exec_source_log_file, *status->exec_source_log_pos);
+        if (coords.ok()) {
+          applied = Position(coords.value()).ToString();
+        } else {
+          r.Warn("executed source coordinates not usable: " + coords.status().message());
+        }
+      }
+      break;
+    case PositionsKind::kNone:
+      break;
+  }
+  if (!applied.empty()) {
+    r.Line("positions", std::string(PositionsKindName(kind)) + ": " + from + " = " + applied +
                             " (bounds to about one sampling interval)");
   } else {
-    r.Line("positions", std::string("none: ") +
-                            (slave_pos ? "the primary has no @@gtid_binlog_pos"
-                                       : "no @@gtid_slave_pos (not MariaDB)") +
-                            "; heartbeat bounds only, a band up to heartbeat.interval_ms wide");
+    if (kind != PositionsKind::kNone) {
+      r.Warn(std::string("cannot read ") + from + " here: heartbeat bounds for this replica");
+    }
+    r.Line("positions", "none: heartbeat bounds only, a band up to heartbeat.interval_ms wide");
     if (tier.max_delay_ms && c.heartbeat.interval_ms > *tier.max_delay_ms) {
       r.Warn("heartbeat.interval_ms (" + std::to_string(c.heartbeat.interval_ms) +
              " ms) is above " + tier.name + "'s limit (" + std::to_string(*tier.max_delay_ms) +
@@ -291,8 +357,8 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   int failed = 0;
   Server primary(c.primary, c.primary_defaults_file, "primary " + c.primary.Id());
   Report pr("primary " + c.primary.Id() + " (option file " + c.primary_defaults_file + ")");
-  bool primary_has_gtid = false;
-  if (Connect(primary, pr)) primary_has_gtid = CheckPrimary(primary, pr, c);
+  PositionsKind kind = PositionsKind::kNone;
+  if (Connect(primary, pr)) kind = CheckPrimary(primary, pr, c);
   pr.Print();
   failed += !pr.ok();
 
@@ -300,7 +366,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
     Server s(rc.endpoint, c.replica_defaults_file, "replica " + rc.endpoint.Id());
     Report r("replica " + rc.endpoint.Id() + ", " + rc.tier + " (option file " +
              c.replica_defaults_file + ")");
-    if (Connect(s, r)) CheckReplica(s, r, c, rc, primary.server_id, primary_has_gtid);
+    if (Connect(s, r)) CheckReplica(s, r, c, rc, primary.server_id, kind);
     r.Print();
     failed += !r.ok();
   }

@@ -253,14 +253,12 @@ Config Parse(const json& root) {
   } else if (v != "refuse") {
     Fail("insecure_files", "must be \"refuse\" or \"warn\"");
   }
-  if (std::string v = top.Str("positions", "auto"); v == kPositionsMariaDbGtid) {
-    c.positions = PositionsMode::kMariaDbGtid;
-  } else if (v == kPositionsNone) {
-    c.positions = PositionsMode::kNone;
-  } else if (v == "mysql_gtid" || v == "binlog") {
-    Fail("positions", "\"" + v + "\" is not built yet: use \"auto\", \"mariadb_gtid\" or \"none\"");
-  } else if (v != "auto") {
-    Fail("positions", "must be \"auto\", \"mariadb_gtid\" or \"none\"");
+  if (std::string v = top.Str("positions", "auto"); v != "auto") {
+    c.positions = ParsePositionsKind(v);
+    if (!c.positions) {
+      Fail("positions",
+           "must be \"auto\", \"mariadb_gtid\", \"mysql_gtid\", \"binlog\" or \"none\"");
+    }
   }
   ReadPrimary(top, c);
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "exporters/web_config.h"
 #include "heartbeat/heartbeat_sql.h"
+#include "heartbeat/position.h"
 
 namespace lagwatch {
 
@@ -49,14 +50,13 @@ struct HealthConfig {
   int recover_probes = 2;      // ... for this many probes in a row
 };
 
-// Which positions give the tight bounds (docs/measurement.md): kAuto uses what the servers have
-// (MariaDB GTID where both the primary and the replica have it), kMariaDbGtid insists on it (and
-// says so when a server lacks it), kNone is heartbeat bounds only.
-enum class PositionsMode { kAuto, kMariaDbGtid, kNone };
-
 struct Config {
   int64_t agent_id = 1;
-  PositionsMode positions = PositionsMode::kAuto;
+  // Which positions give the tight bounds (docs/measurement.md, "Position bounds"): nullopt is
+  // "auto" (the tightest the servers have: MariaDB GTID on MariaDB; on MySQL its GTID sets with
+  // gtid_mode ON, else binary log coordinates); a kind insists on it (and says so when a server
+  // lacks it); kNone is heartbeat bounds only.
+  std::optional<PositionsKind> positions;
   InsecureFiles insecure_files = InsecureFiles::kRefuse;
   Endpoint primary;
   std::string primary_defaults_file;  // MySQL option file with [client] user/password

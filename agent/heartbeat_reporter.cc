@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include "heartbeat/gtid.h"
-
 namespace lagwatch {
 
 void HeartbeatReporter::HeartbeatWritten(uint64_t seq) {
@@ -47,10 +45,8 @@ void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
   add(metrics_->primary_bp_reads, load.buffer_pool_reads_growth);
 }
 
-void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor) {
-  metrics_->SetServerInfo(
-      primary_, "primary", flavor,
-      positions_ && HasMariaDbGtid(flavor) ? kPositionsMariaDbGtid : kPositionsNone);
+void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) {
+  metrics_->SetServerInfo(primary_, "primary", flavor, PositionsKindName(positions));
   std::lock_guard lock(mu_);
   primary_flavor_ = flavor;
 }

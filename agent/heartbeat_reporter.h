@@ -16,14 +16,9 @@ namespace lagwatch {
 class HeartbeatReporter final : public WriterSink, public SamplerSink {
  public:
   // Both must outlive the reporter.
-  // `primary` ("host:port") labels the primary's lagwatch_server_info series; `positions`: its
-  // positions are sampled (where the server has them).
-  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary,
-                    bool positions)
-      : metrics_(metrics),
-        publisher_(publisher),
-        primary_(std::move(primary)),
-        positions_(positions) {}
+  // `primary` ("host:port") labels the primary's lagwatch_server_info series.
+  HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary)
+      : metrics_(metrics), publisher_(publisher), primary_(std::move(primary)) {}
 
   void HeartbeatWritten(uint64_t seq) override;
   void HeartbeatFailed(std::string_view reason) override;
@@ -32,7 +27,7 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   void PositionSampled() override;
   void SampleFailed(std::string_view reason) override;
   void PrimaryLoadRead(const PrimaryLoad& load) override;
-  void PrimaryFlavorRead(const ServerFlavor& flavor) override;
+  void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) override;
 
   // The primary's flavor as last read; nullopt before the sampler asked.
   std::optional<ServerFlavor> primary_flavor() const;
@@ -41,7 +36,6 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   Metrics* const metrics_;
   RedisPublisher* const publisher_;
   const std::string primary_;
-  const bool positions_;
   mutable std::mutex mu_;
   std::optional<ServerFlavor> primary_flavor_;  // GUARDED_BY(mu_)
 };

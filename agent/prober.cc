@@ -74,8 +74,7 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
 
 void ReplicaProber::Start(Millis phase) {
   loop_->RunSync([this, phase] {
-    use_gtid_ = config_.positions != PositionsMode::kNone;
-    PositionsChanged();
+    UpdatePositions();
     next_tick_ = clock_.Now() + phase;
     next_status_ = next_tick_;
     planned_ = next_tick_;
@@ -151,14 +150,21 @@ void ReplicaProber::OnTick() {
   probe_.started = clock_.Now();
   m_.probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
       std::max(probe_.started - planned_, MonoTime::duration::zero()))));
-  // While replication is reported stopped, poll every probe so a restart is seen at once.
-  probe_.poll_status = probe_.started >= next_status_ || replication_stopped_;
+  // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
+  // asked again before the probe, and what the old one had applied says nothing about it.
+  if (!conn_.connected()) {
+    flavor_checked_ = false;
+    refused_.reset();
+    applied_.reset();
+  }
+  UpdatePositions();
+  // While replication is reported stopped, poll every probe so a restart is seen at once; with
+  // binary log coordinates every probe reads them from the status.
+  probe_.poll_status = probe_.started >= next_status_ || replication_stopped_ ||
+                       positions_ == PositionsKind::kBinlog;
   if (probe_.started >= next_status_) {
     next_status_ = probe_.started + Millis(config_.probe.status_interval_ms);
   }
-  // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
-  // asked again before the probe.
-  if (!conn_.connected()) flavor_checked_ = false;
   probe_.backing_off = !conn_.connected() && probe_.started < reconnect_at_;
   if (probe_.backing_off) {
     probe_.obs.sent = probe_.obs.received = probe_.started;
@@ -203,7 +209,7 @@ void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
 }
 
 void ReplicaProber::ShowServer() {
-  const char* kind = use_gtid_ ? kPositionsMariaDbGtid : kPositionsNone;
+  const char* kind = PositionsKindName(positions_);
   if (flavor_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
   std::lock_guard lock(mu_);
   view_.server = flavor_;
@@ -211,9 +217,18 @@ void ReplicaProber::ShowServer() {
   view_.positions = kind;
 }
 
-void ReplicaProber::PositionsChanged() {
+void ReplicaProber::UpdatePositions() {
+  std::optional<PositionsKind> kind =
+      config_.positions == PositionsKind::kNone ? PositionsKind::kNone : history_->kind();
+  const bool decided = kind.has_value();
+  if (kind && kind == refused_) kind = PositionsKind::kNone;
+  const PositionsKind next = kind.value_or(PositionsKind::kNone);
+  if (next == positions_ && positions_shown_) return;
+  if (next != positions_) applied_.reset();  // positions of another kind are not comparable
+  positions_ = next;
+  positions_shown_ = true;
   ShowServer();
-  if (use_gtid_ || warned_band_ || !tier_.max_delay_ms ||
+  if (!decided || positions_ != PositionsKind::kNone || warned_band_ || !tier_.max_delay_ms ||
       config_.heartbeat.interval_ms <= *tier_.max_delay_ms) {
     return;
   }
@@ -230,20 +245,26 @@ void ReplicaProber::PositionsChanged() {
 
 void ReplicaProber::SendProbe() {
   probe_.obs.sent = clock_.Now();
-  conn_.Query(use_gtid_ ? sql_.probe : sql_.probe_heartbeat_only,
-              probe_.obs.sent + Millis(config_.probe.timeout_ms),
+  const std::string& sql = positions_ == PositionsKind::kMariaDbGtid ? sql_.probe
+                           : positions_ == PositionsKind::kMysqlGtid ? sql_.probe_mysql_gtid
+                                                                     : sql_.probe_heartbeat_only;
+  conn_.Query(sql, probe_.obs.sent + Millis(config_.probe.timeout_ms),
               [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
 }
 
 void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
-  if (!r.ok() && use_gtid_ && conn_.last_errno() == kErUnknownSystemVariable) {
-    Log(config_.positions == PositionsMode::kMariaDbGtid ? LogLevel::kError : LogLevel::kWarn,
-        "replica " + id_ + " has no @@gtid_slave_pos (not MariaDB?): using heartbeat bounds only" +
-            (config_.positions == PositionsMode::kMariaDbGtid
-                 ? " although positions is \"mariadb_gtid\""
+  if (!r.ok() && conn_.last_errno() == kErUnknownSystemVariable &&
+      (positions_ == PositionsKind::kMariaDbGtid || positions_ == PositionsKind::kMysqlGtid)) {
+    const bool set = config_.positions == positions_;
+    Log(set ? LogLevel::kError : LogLevel::kWarn,
+        "replica " + id_ + " has no " +
+            (positions_ == PositionsKind::kMariaDbGtid ? "@@gtid_slave_pos (not MariaDB?)"
+                                                       : "@@GLOBAL.gtid_executed (not MySQL?)") +
+            ": using heartbeat bounds only" +
+            (set ? std::string(" although positions is \"") + PositionsKindName(positions_) + "\""
                  : ""));
-    use_gtid_ = false;
-    PositionsChanged();
+    refused_ = positions_;
+    UpdatePositions();
     SendProbe();
     return;
   }
@@ -264,6 +285,11 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
 }
 
 void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
+  if (positions_ == PositionsKind::kBinlog) {
+    // The coordinates were read by this reply: the observation ends here.
+    probe_.obs.received = clock_.Now();
+    probe_.received_wall = clock_.WallNow();
+  }
   // MySQL 8.4 removed SHOW SLAVE STATUS; a server whose version said nothing useful gets it first.
   if (!s.ok() && conn_.last_errno() == kErParseError && status_statement_ != kShowReplicaStatus) {
     status_statement_ = kShowReplicaStatus;
@@ -271,7 +297,13 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
                              status_statement_ + " from now on");
     ShowServer();
     conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
-                [this](Result<QueryResult> again) { Evaluate(*probe_.reply, again); });
+                [this](Result<QueryResult> again) {
+                  if (positions_ == PositionsKind::kBinlog) {
+                    probe_.obs.received = clock_.Now();
+                    probe_.received_wall = clock_.WallNow();
+                  }
+                  Evaluate(*probe_.reply, again);
+                });
     return;
   }
   Evaluate(*probe_.reply, s);
@@ -303,9 +335,11 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
   in.status_reply = status_reply;
   in.status_access_denied =
       status_reply && !status_reply->ok() && conn_.last_errno() == kErSpecificAccessDenied;
-  in.use_gtid = use_gtid_;
+  in.positions = positions_;
+  in.primary_server_id = history_->primary_server_id();
   in.obs = probe_.obs;
   in.bounds = bounds_;
+  in.previous_applied = applied_;
   {
     std::lock_guard lock(mu_);
     in.status = view_.status;
@@ -319,9 +353,34 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
 
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
+  if (a.applied) applied_ = a.applied;
   if (a.inconsistent) {
     LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
-               "replica " + id_ + ": GTID and heartbeat bounds disagree; using heartbeat only");
+               "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
+  }
+  if (a.position_error) {
+    m_.ProbeError("bad_position").Increment();
+    LogLimited(LogLevel::kWarn, "position:" + id_,
+               "replica " + id_ + ": " + a.position_error->ToString() +
+                   "; heartbeat bounds for this probe");
+  }
+  if (a.status_polled && a.chained != chained_) {
+    chained_ = a.chained;
+    const auto& st = a.status;
+    const auto primary_id = history_->primary_server_id();
+    if (chained_) {
+      Log(LogLevel::kWarn,
+          "replica " + id_ + " replicates from " + st.source_host + ":" +
+              (st.source_port ? std::to_string(*st.source_port) : "?") + " (server_id " +
+              (st.source_server_id ? std::to_string(*st.source_server_id) : "?") +
+              "), not from the primary (server_id " +
+              (primary_id ? std::to_string(*primary_id) : "unknown") +
+              "): its binary log coordinates are not the primary's; heartbeat bounds only");
+    } else {
+      Log(LogLevel::kInfo, "replica " + id_ +
+                               " replicates from the primary again: coordinates "
+                               "compared");
+    }
   }
   if (r.ok()) {
     m_.probe_duration_seconds.Observe(

@@ -84,9 +84,10 @@ class ReplicaProber {
   void OnFlavorReply(Result<QueryResult> r);
   // Puts flavor_, status_statement_ and the positions kind into the view and lagwatch_server_info.
   void ShowServer();
-  // use_gtid_ was decided (from the configuration, or a server without positions): the view, the
-  // info metric, and a warning when heartbeat bounds are wider than the tier's limit.
-  void PositionsChanged();
+  // The positions kind to compare for the next probe: the sampler's (none until it decided, and
+  // with positions "none"), unless this replica refused it. On a change: the view, the info
+  // metric, and a warning when heartbeat bounds are wider than the tier's limit.
+  void UpdatePositions();
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
   void OnStatusReply(Result<QueryResult> s);
@@ -140,8 +141,12 @@ class ReplicaProber {
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
-  // False with positions "none", or once the server turned out to have no @@gtid_slave_pos.
-  bool use_gtid_ = true;
+  PositionsKind positions_ = PositionsKind::kNone;  // what this prober compares
+  bool positions_shown_ = false;                    // positions_ is in the view and the metric
+  // The GTID kind this server turned out not to have (no such variable), on this connection.
+  std::optional<PositionsKind> refused_;
+  std::optional<Position> applied_;   // the replica's position as the last probe read it
+  bool chained_ = false;              // binlog: the replica's source is not the primary
   bool warned_band_ = false;          // the heartbeat-only cost was logged
   int connect_failures_ = 0;          // consecutive probes that ended without a connection
   MonoTime reconnect_at_{};           // no new connection attempt before this

@@ -51,10 +51,12 @@ inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
 
 // Every reason label of lagwatch_probe_errors_total: first kErrorReasons, whose series exist from
 // the start, then the other reasons Status::reason() can give (for statuses a probe should not
-// fail with), whose series appear at their first error. The last, "unknown", also counts any
-// reason not listed, so the number of series per replica stays bounded.
-inline constexpr const char* kProbeErrorReasons[] = {
-    "timeout", "unavailable", "server_error", "bad_data", "invalid", "cancelled", "unknown"};
+// fail with, and "bad_position": a replica position that was malformed, went backwards or could
+// not be compared with the primary's), whose series appear at their first error. The last,
+// "unknown", also counts any reason not listed, so the number of series per replica stays bounded.
+inline constexpr const char* kProbeErrorReasons[] = {"timeout",   "unavailable", "server_error",
+                                                     "bad_data",  "invalid",     "bad_position",
+                                                     "cancelled", "unknown"};
 
 // Histogram bucket upper bounds, in seconds (+Inf is implicit).
 // Sub-second resolution around the 200 ms SLO (docs/metrics.md).

@@ -30,6 +30,7 @@ LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& his
   LagBounds b;
   if (!obs.applied_pos) return b;
   PositionHistory::Bounds pb = history.Locate(*obs.applied_pos);
+  b.incomparable = pb.incomparable;
   if (pb.fresh_at) {
     b.fresh_at = pb.fresh_at;
     b.upper_source = BoundSource::kPosition;
@@ -52,11 +53,13 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
     out.upper_source = BoundSource::kPosition;
   }
   out.lower = std::max(hb.lower, pos.lower);
+  out.incomparable = pos.incomparable;
   if (out.fresh_at && out.lower > out.UpperAt(obs.received)) {
     // Both bound families are sound on their own, so a contradiction means their premises broke
     // (e.g. positions compared across a primary change). Fall back to the heartbeat alone,
     // which depends on nothing but our own row.
     hb.inconsistent = true;
+    hb.incomparable = pos.incomparable;
     return hb;
   }
   return out;

@@ -10,17 +10,18 @@
 #include <optional>
 
 #include "base/clock.h"
-#include "heartbeat/gtid.h"
 #include "heartbeat/history.h"
 
 namespace lagwatch {
 
 // What one probe of a replica read, and when.
 struct ProbeObservation {
-  MonoTime sent;                       // the probe query left the agent
-  MonoTime received;                   // its answer arrived
-  std::optional<uint64_t> seq;         // heartbeat seq in our row; nullopt: no row yet
-  std::optional<GtidPos> applied_pos;  // @@gtid_slave_pos; nullopt: unknown or unusable
+  MonoTime sent;                // the probe query left the agent
+  MonoTime received;            // its answer arrived
+  std::optional<uint64_t> seq;  // heartbeat seq in our row; nullopt: no row yet
+  // What the replica had applied (@@gtid_slave_pos, @@GLOBAL.gtid_executed, or its executed source
+  // coordinates); nullopt: unknown or unusable.
+  std::optional<Position> applied_pos;
 };
 
 enum class BoundSource { kNone, kHeartbeat, kPosition };
@@ -35,6 +36,9 @@ struct LagBounds {
   // Heartbeat and position bounds contradicted each other (lower > upper); the heartbeat bounds
   // were used alone. Indicates a primary change or a GTID oddity worth logging.
   bool inconsistent = false;
+  // The replica's position could not be compared with the primary's samples (another kind, or
+  // coordinates in another binary log): no position bounds.
+  bool incomparable = false;
 
   // Upper bound on staleness at time `at`. REQUIRES: fresh_at.
   Micros UpperAt(MonoTime at) const {
@@ -46,7 +50,7 @@ struct LagBounds {
 // applied (missing since acked(k+1), if k+1 was acknowledged before the probe was sent).
 LagBounds HeartbeatBounds(const ProbeObservation& obs, const HeartbeatLog& log);
 
-// Position bounds alone, from the primary's sampled GTID positions.
+// Position bounds alone, from the primary's sampled positions.
 LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& history);
 
 // The tightest consistent combination of both (the published estimate).

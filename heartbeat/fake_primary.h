@@ -49,12 +49,16 @@ class RecordingSamplerSink final : public SamplerSink {
   void PositionSampled() override { sampled.Add(true); }
   void SampleFailed(std::string_view reason) override { failed.Add(std::string(reason)); }
   void PrimaryLoadRead(const PrimaryLoad& load) override { loads.Add(load); }
-  void PrimaryFlavorRead(const ServerFlavor& flavor) override { flavors.Add(flavor); }
+  void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) override {
+    flavors.Add(flavor);
+    kinds.Add(positions);
+  }
 
   Recorded<bool> sampled;
   Recorded<std::string> failed;
   Recorded<PrimaryLoad> loads;
   Recorded<ServerFlavor> flavors;
+  Recorded<PositionsKind> kinds;
 };
 
 // A worker (HeartbeatWriter or PositionSampler) with its record (HeartbeatLog or PositionHistory)

@@ -11,11 +11,6 @@
 
 namespace lagwatch {
 
-// The names of the positions kinds, as the `positions` setting, the API and lagwatch_server_info
-// spell them (docs/configuration.md).
-inline constexpr char kPositionsMariaDbGtid[] = "mariadb_gtid";
-inline constexpr char kPositionsNone[] = "none";
-
 class GtidPos {
  public:
   // Parses @@gtid_binlog_pos / @@gtid_slave_pos text. Empty text is the empty position.

@@ -91,8 +91,8 @@ class GtidSet {
   class Parser;  // heartbeat/gtid_set.cc
 
   // Sorted by (uuid, tag), each with at least one interval. Two flat vectors rather than a vector
-  // per source: once the mysql_gtid positions kind is built (not yet: nothing outside the tests
-  // uses this class), sets are sampled every 50 ms and kept by the thousand in a history.
+  // per source: with the mysql_gtid positions kind, sets are sampled every 50 ms and kept by the
+  // thousand in a history.
   std::vector<Source> sources_;
   // Per source sorted, disjoint and not adjacent (n-m and m+1-k are merged).
   std::vector<Interval> intervals_;

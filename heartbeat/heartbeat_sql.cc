@@ -18,6 +18,7 @@ HeartbeatSql::HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id) {
       "INSERT INTO " + t + " (id, updated_at, seq, server_id) VALUES (" + id + ", NOW(6), ";
   const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq";
   probe = "SELECT " + seq + ", @@gtid_slave_pos AS pos";
+  probe_mysql_gtid = "SELECT " + seq + ", @@GLOBAL.gtid_executed AS pos";
   probe_heartbeat_only = "SELECT " + seq;
 }
 

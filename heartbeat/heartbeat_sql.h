@@ -26,8 +26,11 @@ struct HeartbeatSql {
   std::string read_own_seq;   // SELECT seq ... WHERE id = agent_id
   std::string upsert_prefix;  // completed by Upsert()
   std::string Upsert(uint64_t seq) const;
-  std::string probe;  // one autocommit round trip: our seq and @@gtid_slave_pos
-  // For servers without MariaDB's GTID variables (MySQL): heartbeat bounds only.
+  // One autocommit round trip: our seq, and the replica's applied GTIDs as `pos`: MariaDB's
+  // @@gtid_slave_pos, or MySQL's @@GLOBAL.gtid_executed.
+  std::string probe;
+  std::string probe_mysql_gtid;
+  // Our seq alone: positions "none", or "binlog" (whose coordinates the status poll reads).
   std::string probe_heartbeat_only;
 };
 

@@ -66,31 +66,52 @@ std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
 
 std::optional<MonoTime> HeartbeatLog::LastAck() const { return Guarded(mu_, last_ack_); }
 
-void PositionHistory::Add(const GtidPos& pos, MonoTime sent, MonoTime received) {
+bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received) {
   std::lock_guard lock(mu_);
   outstanding_since_.reset();
   if (!runs_.empty() && runs_.back().pos == pos) {
     runs_.back().last_sent = sent;
-    return;
+    return true;
   }
-  // A position that does not include the previous one (RESET MASTER, a different primary) makes
-  // the old samples incomparable with it.
-  if (!runs_.empty() && !pos.Reaches(runs_.back().pos)) runs_.clear();
+  const bool forward = runs_.empty() || pos.Includes(runs_.back().pos);
+  if (!forward) runs_.clear();
   runs_.push_back({pos, sent, received, sent});
   while (runs_.size() > capacity_) runs_.pop_front();
+  return forward;
 }
 
-PositionHistory::Bounds PositionHistory::Locate(const GtidPos& replica_pos) const {
+void PositionHistory::SetSource(PositionsKind kind, std::optional<uint32_t> server_id) {
+  std::lock_guard lock(mu_);
+  if (kind != kind_ || server_id != server_id_) runs_.clear();
+  kind_ = kind;
+  server_id_ = server_id;
+}
+
+std::optional<PositionsKind> PositionHistory::kind() const { return Guarded(mu_, kind_); }
+
+std::optional<uint32_t> PositionHistory::primary_server_id() const {
+  return Guarded(mu_, server_id_);
+}
+
+PositionHistory::Bounds PositionHistory::Locate(const Position& replica_pos) const {
   std::lock_guard lock(mu_);
   Bounds b;
   // Positions only grow, so the runs the replica has reached form a prefix: walk back from the
   // newest to the first one reached.
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
-    if (replica_pos.Reaches(it->pos)) {
-      b.fresh_at = it->last_sent;
-      return b;
+    switch (replica_pos.Compare(it->pos)) {
+      case Inclusion::kIncludes:
+        b.fresh_at = it->last_sent;
+        return b;
+      case Inclusion::kLacks:
+        if (replica_pos.BehindProvesMissing(it->pos)) b.missing_since = it->first_received;
+        break;
+      case Inclusion::kIncomparable: {
+        Bounds none;
+        none.incomparable = true;
+        return none;
+      }
     }
-    b.missing_since = it->first_received;
   }
   return b;
 }

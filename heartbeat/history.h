@@ -1,7 +1,7 @@
 // What the agent remembers about the primary, on its own monotonic clock: when each heartbeat was
-// sent and acknowledged (HeartbeatLog) and the primary's GTID position over time
-// (PositionHistory). Both are bounded rings, written by one thread and read by every prober.
-// Thread-safe.
+// sent and acknowledged (HeartbeatLog) and the primary's replication position over time
+// (PositionHistory, of one positions kind: heartbeat/position.h). Both are bounded rings, written
+// by one thread and read by every prober. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "base/clock.h"
-#include "heartbeat/gtid.h"
+#include "heartbeat/position.h"
 
 namespace lagwatch {
 
@@ -51,7 +51,7 @@ class HeartbeatLog {
 
 // A run of consecutive samples that all read the same primary position.
 struct PositionRun {
-  GtidPos pos;
+  Position pos;
   MonoTime first_sent;      // request sent for the first sample of the run
   MonoTime first_received;  // its answer arrived
   MonoTime last_sent;       // request sent for the latest sample of the run
@@ -61,8 +61,19 @@ class PositionHistory {
  public:
   explicit PositionHistory(size_t capacity = 4096) : capacity_(capacity) {}
 
-  // Adds a sample read between `sent` and `received`. REQUIRES: calls in time order.
-  void Add(const GtidPos& pos, MonoTime sent, MonoTime received);
+  // Adds a sample read between `sent` and `received`. REQUIRES: calls in time order. Returns
+  // false when the sample does not include the previous one (it went backwards: RESET MASTER, a
+  // restored or replaced primary; or another kind or binary log): the older samples cannot be
+  // compared with it and are dropped.
+  bool Add(const Position& pos, MonoTime sent, MonoTime received);
+
+  // What is sampled: the positions kind (kNone until the sampler has decided, and when it samples
+  // none) and the primary's @@server_id (binary log coordinates only mean something for replicas
+  // of that server). A new kind drops the samples of the old one.
+  void SetSource(PositionsKind kind, std::optional<uint32_t> server_id);
+  // nullopt until the first SetSource.
+  std::optional<PositionsKind> kind() const;
+  std::optional<uint32_t> primary_server_id() const;
 
   struct Bounds {
     // Latest sample time at which the primary had nothing the replica lacks: the replica's
@@ -71,9 +82,12 @@ class PositionHistory {
     // Earliest moment by which the primary had something the replica still lacks: staleness at
     // the probe is at least r - missing_since.
     std::optional<MonoTime> missing_since;
+    // The replica's position cannot be compared with the samples (another kind, or coordinates
+    // in another binary log): no bounds.
+    bool incomparable = false;
   };
   // Bounds for a replica whose applied position is `replica_pos`.
-  Bounds Locate(const GtidPos& replica_pos) const;
+  Bounds Locate(const Position& replica_pos) const;
 
   std::optional<MonoTime> LastSample() const;
   // A sample that failed at `at`.
@@ -88,6 +102,8 @@ class PositionHistory {
   const size_t capacity_;
   mutable std::mutex mu_;
   std::deque<PositionRun> runs_;               // GUARDED_BY(mu_), oldest first
+  std::optional<PositionsKind> kind_;          // GUARDED_BY(mu_)
+  std::optional<uint32_t> server_id_;          // GUARDED_BY(mu_)
   std::optional<MonoTime> last_failure_;       // GUARDED_BY(mu_)
   std::optional<MonoTime> outstanding_since_;  // GUARDED_BY(mu_)
 };

@@ -4,6 +4,7 @@
 #include "base/mysql_errors.h"
 #include "base/strings.h"
 #include "heartbeat/gtid.h"
+#include "heartbeat/gtid_set.h"
 
 namespace lagwatch {
 namespace {
@@ -68,35 +69,149 @@ void PositionSampler::Start() {
 
 void PositionSampler::Stop() { worker_.Stop(); }
 
-bool PositionSampler::AskFlavor(SqlConnection& conn, MonoTime deadline) {
+bool PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query(kServerFlavorQuery, deadline);
   if (!r.ok() && r.status().code() != Status::Code::kServerError) return false;
-  ServerFlavor flavor;
+  flavor_ = ServerFlavor{};
   if (r.ok()) {
-    if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
+    if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor_ = parsed.value();
   }
-  if (flavor != last_flavor_) {
+  if (flavor_ != last_flavor_) {
     // Logged when it changes, not on every reconnect of a flapping primary.
-    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor.Describe());
-    last_flavor_ = flavor;
+    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor_.Describe());
+    last_flavor_ = flavor_;
   }
-  sink_->PrimaryFlavorRead(flavor);
+  auto id = conn.Query("SELECT @@server_id", deadline);
+  if (!id.ok() && id.status().code() != Status::Code::kServerError) return false;
+  server_id_.reset();
+  if (id.ok() && id->rows.size() == 1 && id->rows[0].size() == 1 && id->rows[0][0]) {
+    server_id_ = ParseInt<uint32_t>(*id->rows[0][0]);
+  }
+  std::optional<PositionsKind> kind =
+      ChoosePositionsKind(conn, flavor_, options_.positions, deadline);
+  if (!kind) return false;
+  kind_ = *kind;
+  history_->SetSource(kind_, server_id_);
+  if (kind_ != last_kind_) {
+    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + ": positions " +
+                             PositionsKindName(kind_) +
+                             (options_.positions ? " (set)" : " (auto)"));
+    last_kind_ = kind_;
+  }
+  sink_->PrimaryFlavorRead(flavor_, kind_);
   return true;
+}
+
+std::optional<PositionsKind> ChoosePositionsKind(SqlConnection& conn, const ServerFlavor& flavor,
+                                                 std::optional<PositionsKind> setting,
+                                                 MonoTime deadline) {
+  if (setting) return setting;
+  if (HasMariaDbGtid(flavor)) return PositionsKind::kMariaDbGtid;
+  if (flavor.kind != ServerFlavor::kMySQL && flavor.kind != ServerFlavor::kPercona) {
+    // Unknown: try what lagwatch always tried; a server without it falls back (GiveUpKind).
+    return PositionsKind::kMariaDbGtid;
+  }
+  // MySQL's GTID sets cover every transaction only with gtid_mode ON (ON_PERMISSIVE still lets
+  // anonymous ones through); otherwise, and on servers without GTIDs, binary log coordinates.
+  auto r = conn.Query("SELECT @@GLOBAL.gtid_mode", deadline);
+  if (!r.ok() && r.status().code() != Status::Code::kServerError) return std::nullopt;
+  const bool gtid_on = r.ok() && r->rows.size() == 1 && r->rows[0].size() == 1 && r->rows[0][0] &&
+                       AsciiLower(Trim(*r->rows[0][0])) == "on";
+  return gtid_on ? PositionsKind::kMysqlGtid : PositionsKind::kBinlog;
+}
+
+Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
+                                     const ServerFlavor& flavor, MonoTime deadline,
+                                     bool* binlog_off) {
+  *binlog_off = false;
+  auto single = [&](const char* sql) -> Result<std::string> {
+    auto r = conn.Query(sql, deadline);
+    if (!r.ok()) return r.status();
+    if (r->rows.size() != 1 || r->rows[0].size() != 1) {
+      return Status::DataError(std::string("unexpected result shape for ") + sql);
+    }
+    return r->rows[0][0].value_or("");
+  };
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid: {
+      auto text = single("SELECT @@gtid_binlog_pos");
+      if (!text.ok()) return text.status();
+      auto pos = GtidPos::Parse(*text);
+      if (!pos.ok()) return pos.status();
+      return Position(std::move(pos).value());
+    }
+    case PositionsKind::kMysqlGtid: {
+      auto text = single("SELECT @@GLOBAL.gtid_executed");
+      if (!text.ok()) return text.status();
+      auto set = GtidSet::Parse(*text);
+      if (!set.ok()) return set.status();
+      return Position(std::move(set).value());
+    }
+    case PositionsKind::kBinlog: {
+      auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
+      if (!r.ok()) return r.status();
+      if (r->rows.empty()) {
+        *binlog_off = true;
+        return Status::DataError("binary logging is off (no binary log status)");
+      }
+      auto st = ParseBinaryLogStatus(*r);
+      if (!st.ok()) return st.status();
+      return Position(std::move(st).value().coords);
+    }
+    case PositionsKind::kNone:
+      break;
+  }
+  return Status::InvalidArgument("no positions kind");
 }
 
 Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
   history_->BeginSample(sent);
-  auto r = conn.Query("SELECT @@gtid_binlog_pos", deadline);
+  Result<Position> pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
   const MonoTime received = clock_.Now();
-  if (!r.ok()) return r.status();
-  if (r->rows.size() != 1 || r->rows[0].size() != 1) {
-    return Status::DataError("unexpected result shape for @@gtid_binlog_pos");
-  }
-  auto pos = GtidPos::Parse(r->rows[0][0].value_or(""));
   if (!pos.ok()) return pos.status();
-  history_->Add(pos.value(), sent, received);
+  if (!history_->Add(pos.value(), sent, received)) {
+    // Counted and logged; the new position starts a fresh history, so bounds stay sound.
+    sink_->SampleFailed("position_backwards");
+    LogLimited(LogLevel::kWarn, "sampler-backwards",
+               "primary " + options_.primary.endpoint.Id() + ": position " +
+                   pos.value().ToString() +
+                   " does not include the previous sample (went backwards: RESET MASTER, a "
+                   "restored or replaced primary?); earlier samples dropped");
+  }
   sink_->PositionSampled();
   return Status::Ok();
+}
+
+void PositionSampler::GiveUpKind(const Status& why, unsigned server_errno) {
+  const PositionsKind failed = kind_;
+  // Auto tries coordinates where GTIDs failed: every server with a binary log has them.
+  kind_ = !options_.positions && failed != PositionsKind::kBinlog ? PositionsKind::kBinlog
+                                                                  : PositionsKind::kNone;
+  std::string hint;
+  if (server_errno == kErSpecificAccessDenied) {
+    hint =
+        " (grant BINLOG MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL: "
+        "docs/configuration.md \"Privileges\")";
+  }
+  Log(options_.positions ? LogLevel::kError : LogLevel::kWarn,
+      "primary " + options_.primary.endpoint.Id() + ": cannot sample " + PositionsKindName(failed) +
+          " positions: " + why.ToString() + hint + "; " +
+          (kind_ == PositionsKind::kNone ? std::string("heartbeat bounds only")
+                                         : std::string("trying ") + PositionsKindName(kind_)) +
+          (options_.positions
+               ? std::string(" although positions is \"") + PositionsKindName(failed) + "\""
+               : "") +
+          " until the sampler reconnects");
+  history_->SetSource(kind_, server_id_);
+  last_kind_ = kind_;
+  sink_->PrimaryFlavorRead(flavor_, kind_);
+}
+
+bool PositionSampler::Permanent(const Status& st, unsigned server_errno) const {
+  if (binlog_off_) return true;
+  return st.code() == Status::Code::kServerError &&
+         (server_errno == kErUnknownSystemVariable || server_errno == kErSpecificAccessDenied ||
+          server_errno == kErParseError);
 }
 
 void PositionSampler::Run(std::stop_token stop) {
@@ -112,22 +227,22 @@ void PositionSampler::Run(std::stop_token stop) {
   MonoTime next = clock_.Now();
   int failures = 0;
   MonoTime next_status = next;
-  bool flavor_known = false;
+  bool source_known = false;
   while (!stop.stop_requested()) {
-    if (!flavor_known) flavor_known = AskFlavor(*conn, clock_.Now() + patience);
+    if (!source_known) source_known = AskSource(*conn, clock_.Now() + patience);
+    const bool sampling = source_known && kind_ != PositionsKind::kNone;
     const MonoTime sent = clock_.Now();
-    const Status st =
-        options_.sample_positions ? SampleOnce(*conn, sent, sent + patience) : Status::Ok();
-    const MonoTime received = clock_.Now();
-    if (st.code() == Status::Code::kServerError && conn->last_errno() == kErUnknownSystemVariable) {
-      Log(LogLevel::kWarn, "primary " + options_.primary.endpoint.Id() +
-                               " has no @@gtid_binlog_pos (not MariaDB?): position sampling off, "
-                               "heartbeat bounds only");
-      return;
+    Status st = sampling       ? SampleOnce(*conn, sent, sent + patience)
+                : source_known ? Status::Ok()
+                               : Status::Unavailable("cannot ask the primary which it is");
+    if (sampling && !st.ok() && Permanent(st, conn->last_errno())) {
+      GiveUpKind(st, conn->last_errno());
+      st = Status::Ok();
     }
+    const MonoTime received = clock_.Now();
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
       // The connection may have been reset, and the next one may reach another server.
-      flavor_known = false;
+      source_known = false;
       history_->RecordFailure(received);
       sink_->SampleFailed(st.reason());
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
@@ -138,7 +253,7 @@ void PositionSampler::Run(std::stop_token stop) {
     }
     // On a dead or hung primary, back off (up to a second) instead of a connection every 50 ms.
     failures = st.ok() ? 0 : failures + 1;
-    next += options_.sample_positions ? Backoff(interval, failures) : kStatusInterval;
+    next += st.ok() && !sampling ? kStatusInterval : Backoff(interval, failures);
     const MonoTime now = clock_.Now();
     if (next < now) next = now;
     clock_.SleepUntil(stop, next);

@@ -1,7 +1,10 @@
-// The position sampler (docs/measurement.md, "Position bounds"): reads the primary's
-// @@gtid_binlog_pos every sampler.interval_ms on its own connection and appends it to a
-// PositionHistory. Every 5 s it also reads the primary's connection and buffer pool figures for
-// the alerts and reports them to a SamplerSink.
+// The position sampler (docs/measurement.md, "Position bounds"): reads the primary's position
+// every sampler.interval_ms on its own connection and appends it to a PositionHistory: MariaDB's
+// @@gtid_binlog_pos, MySQL's @@GLOBAL.gtid_executed, or the binary log coordinates of SHOW BINLOG
+// STATUS / SHOW BINARY LOG STATUS / SHOW MASTER STATUS. On every new connection it asks which
+// server the primary is, its @@server_id, and so which positions kind to sample (the `positions`
+// setting, or for "auto" the tightest the server has). Every 5 s it also reads the primary's
+// connection and buffer pool figures for the alerts and reports them to a SamplerSink.
 //
 // Owns one thread (Start/Stop; the destructor stops). Each read has a deadline of one interval.
 // Thread-safe.
@@ -21,13 +24,29 @@ namespace lagwatch {
 struct SamplerOptions {
   MysqlTarget primary;
   int interval_ms = 50;
-  // False (positions "none"): no position is sampled; the primary's flavor and load still are.
-  bool sample_positions = true;
+  // The positions kind to sample; nullopt: "auto". kNone: no position is sampled; the primary's
+  // flavor and load still are.
+  std::optional<PositionsKind> positions;
 };
 
 // How much a server counter grew from `last` to `now_value` (a value that went down is a server
 // restart: it counts from zero); nullopt for the first reading. Updates `last`.
 std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t now_value);
+
+// The kind to sample on a primary of `flavor`: `setting`, or for auto (nullopt) MariaDB GTID on
+// MariaDB (and on a server that does not say what it is); on MySQL and Percona its GTID sets when
+// @@GLOBAL.gtid_mode is ON, else binary log coordinates. nullopt: the connection failed while
+// asking.
+std::optional<PositionsKind> ChoosePositionsKind(SqlConnection& conn, const ServerFlavor& flavor,
+                                                 std::optional<PositionsKind> setting,
+                                                 MonoTime deadline);
+
+// Reads the primary's position of `kind`: @@gtid_binlog_pos, @@GLOBAL.gtid_executed, or the
+// coordinates of BinaryLogStatusStatement(flavor). `*binlog_off` is set when the server answered
+// that statement with no row (binary logging is off). REQUIRES: kind is not kNone.
+Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
+                                     const ServerFlavor& flavor, MonoTime deadline,
+                                     bool* binlog_off);
 
 class PositionSampler {
  public:
@@ -46,11 +65,19 @@ class PositionSampler {
 
  private:
   void Run(std::stop_token stop);
-  // Asks which server the primary is and reports it; false when the connection failed (asked
-  // again next round). A server that answers but not usefully is reported as an unknown flavor.
-  bool AskFlavor(SqlConnection& conn, MonoTime deadline);
-  // One sample of @@gtid_binlog_pos sent at `sent`; Ok, or why no position was added.
+  // Asks which server the primary is, its @@server_id and the positions kind to sample, sets
+  // them in the history and reports them; false when the connection failed (asked again next
+  // round). A server that answers but not usefully is reported as an unknown flavor.
+  bool AskSource(SqlConnection& conn, MonoTime deadline);
+  // One sample sent at `sent`; Ok, or why no position was added.
   Status SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline);
+  // A sample failed for a reason that will not go away on this connection (the server lacks the
+  // variable or statement, the account the privilege, or binary logging is off): gives up this
+  // kind for the next one auto would try (binlog, then none), or none when the kind was set.
+  void GiveUpKind(const Status& why, unsigned server_errno);
+  // Whether a failed sample is of that kind: this server or account cannot give this kind of
+  // position at all.
+  bool Permanent(const Status& st, unsigned server_errno) const;
   // Reads the primary's max_connections, Threads_connected and buffer pool counters into the
   // sink (every few seconds, on the sampler's connection).
   void PollPrimaryStatus(SqlConnection& conn, MonoTime deadline);
@@ -64,7 +91,12 @@ class PositionSampler {
   std::optional<uint64_t> last_read_requests_;
   std::optional<uint64_t> last_reads_;
   std::optional<ServerFlavor> last_flavor_;
-  Worker worker_;  // last: stopped before the members it uses go away
+  ServerFlavor flavor_;                // on the current connection
+  std::optional<uint32_t> server_id_;  // the primary's @@server_id, on the current connection
+  PositionsKind kind_ = PositionsKind::kNone;  // what is sampled on the current connection
+  std::optional<PositionsKind> last_kind_;     // the kind last logged
+  bool binlog_off_ = false;                    // the last sample found no binary log status
+  Worker worker_;                              // last: stopped before the members it uses go away
 };
 
 }  // namespace lagwatch

@@ -13,6 +13,8 @@ namespace {
 
 bool IsSample(const std::string& sql) { return sql == "SELECT @@gtid_binlog_pos"; }
 bool IsLoad(const std::string& sql) { return sql.rfind("SELECT @@max_connections", 0) == 0; }
+// What the sampler asks on every new connection besides the flavor.
+bool IsServerId(const std::string& sql) { return sql == "SELECT @@server_id"; }
 
 SamplerOptions Options() {
   SamplerOptions options;
@@ -30,13 +32,14 @@ struct Fixture : FakePrimaryFixture<PositionSampler, PositionHistory, RecordingS
   PositionHistory& history = record;
 };
 
-FakeSqlConnection::Answer Position(const std::string& gtid, Millis latency = Millis(1)) {
+FakeSqlConnection::Answer GtidSample(const std::string& gtid, Millis latency = Millis(1)) {
   return {Row({"@@gtid_binlog_pos"}, {gtid}), latency};
 }
 
 TEST_CASE("sampler reads the primary's position every 50 ms on a fake clock") {
   Fixture f([](const std::string& sql, size_t i) {
-    return IsSample(sql) ? Position("0-1-" + std::to_string(100 + i)) : FakeSqlConnection::Answer{};
+    return IsSample(sql) ? GtidSample("0-1-" + std::to_string(100 + i))
+                         : FakeSqlConnection::Answer{};
   });
   auto times = f.RunFor(220);
   CHECK(times == std::vector<int64_t>{0, 50, 100, 150, 200});
@@ -53,7 +56,7 @@ TEST_CASE("sampler backs off after failures, doubling up to a second, and recove
     if (!IsSample(sql)) return {Row({"a", "b", "c", "d"}, {"151", "12", "0", "0"}), Millis(0)};
     const int i = (*n)++;
     if (i >= 4 && i <= 9) return {Status::Unavailable("connection refused"), Millis(0)};
-    return Position("0-1-" + std::to_string(i));
+    return GtidSample("0-1-" + std::to_string(i));
   });
   auto times = f.RunFor(3760);
   // 0, 50, 100, 150 fine; the failure at 200 waits 100, then 200, 400, 800, 1000, 1000 ms;
@@ -69,10 +72,11 @@ TEST_CASE("sampler backs off after failures, doubling up to a second, and recove
 TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth") {
   auto n = std::make_shared<int>(0);
   Fixture f([n](const std::string& sql, size_t i) -> FakeSqlConnection::Answer {
-    if (IsSample(sql)) return Position("0-1-" + std::to_string(i));
+    if (IsSample(sql)) return GtidSample("0-1-" + std::to_string(i));
     if (sql == kServerFlavorQuery) {
       return {Row({"VERSION()", "@@version_comment"}, {"10.11.19-MariaDB-log", "Debian 12"})};
     }
+    if (IsServerId(sql)) return {Row({"@@server_id"}, {"1"})};
     // Buffer pool counters: 1000, 1600, then 200 (the server restarted).
     static const char* const reads[] = {"1000", "1600", "200"};
     const int k = std::min((*n)++, 2);
@@ -81,7 +85,7 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
   auto times = f.RunFor(10'100, IsLoad);
   // The first sample is at 0; loads follow a successful sample once 5 s have passed.
   REQUIRE(times.size() == 3);
-  CHECK(times[0] == 1);  // after the first sample, which took 1 ms
+  CHECK(times[0] == 1);  // after the first sample, which took 1 ms (asking took none)
   CHECK(times[1] >= 5001);
   CHECK(times[1] <= 5052);
   const auto loads = f.sink.loads.Get();
@@ -99,20 +103,28 @@ TEST_CASE("sampler reads the primary's load every 5 s and reports counter growth
   CHECK(flavors[0].Describe() == "MariaDB 10.11.19-MariaDB-log (Debian 12)");
 }
 
-TEST_CASE("sampler stops for good on a server without @@gtid_binlog_pos") {
-  Fixture f([](const std::string&, size_t) -> FakeSqlConnection::Answer {
-    return {Status::ServerError("Unknown system variable 'gtid_binlog_pos'"), Millis(1), 1193};
+TEST_CASE("auto on a server with neither GTIDs nor a binary log status: coordinates, then none") {
+  // Every statement is refused as unknown (error 1193 stands in for "the server lacks it").
+  Fixture f([](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (IsLoad(sql)) return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+    return {Status::ServerError("Unknown system variable"), Millis(1), 1193};
   });
-  f.clock.HoldAfter(Millis(1000));
-  f.worker->Start();
-  REQUIRE(f.conn->WaitFor([](const auto& sent) { return !sent.empty(); }));
-  // A sampler that went on would send 20 more statements in this time (its waits are free).
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  f.worker->Stop();
-  size_t samples = 0;
-  for (const auto& s : f.conn->sent()) samples += IsSample(s.sql);
-  CHECK(samples == 1);
+  f.RunFor(12'000);
+  size_t gtid = 0, coords = 0;
+  for (const auto& s : f.conn->sent()) {
+    gtid += IsSample(s.sql);
+    coords += s.sql == "SHOW MASTER STATUS";  // an unknown server gets the oldest statement
+  }
+  // Each kind is tried once on the connection, then given up: no sample every 50 ms.
+  CHECK(gtid == 1);
+  CHECK(coords == 1);
   CHECK(f.sink.failed.Get().empty());
+  CHECK(f.sink.kinds.Get() == std::vector<PositionsKind>{PositionsKind::kMariaDbGtid,
+                                                         PositionsKind::kBinlog,
+                                                         PositionsKind::kNone});
+  CHECK(f.history.kind() == PositionsKind::kNone);
+  // The primary's load is still read, every 5 s.
+  CHECK(f.TimesOf(IsLoad).size() >= 2);
 }
 
 }  // namespace
@@ -126,18 +138,125 @@ TEST_CASE(
   auto n = std::make_shared<int>(0);
   Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
     if (sql == kServerFlavorQuery) {
-      return {Row({"VERSION()", "@@version_comment"}, {"8.4.3", "MySQL Community Server - GPL"})};
+      return {Row({"VERSION()", "@@version_comment"}, {"10.6.16-MariaDB", "MariaDB Server"})};
     }
     if (!IsSample(sql)) return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
     // The third sample fails: the connection is gone.
     return (*n)++ == 2 ? FakeSqlConnection::Answer{Status::Unavailable("gone"), Millis(0)}
-                       : Position("0-1-1");
+                       : GtidSample("0-1-1");
   });
   auto asked = f.RunFor(1000, [](const std::string& s) { return s == kServerFlavorQuery; });
   // At the start, and after the failed sample at 100 (the next round, at 200).
   CHECK(asked == std::vector<int64_t>{0, 200});
   CHECK(f.sink.flavors.Get().size() == 2);
-  CHECK(f.sink.flavors.Get()[0].kind == ServerFlavor::kMySQL);
+  CHECK(f.sink.flavors.Get()[0].kind == ServerFlavor::kMariaDB);
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+constexpr char kUuid[] = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+
+FakeSqlConnection::Answer MySql84() {
+  return {Row({"VERSION()", "@@version_comment"}, {"8.4.3", "MySQL Community Server - GPL"})};
+}
+
+// SHOW BINARY LOG STATUS as MySQL 8.4 prints it (columns from
+// https://dev.mysql.com/doc/refman/8.4/en/show-binary-log-status.html).
+FakeSqlConnection::Answer BinaryLogStatus(const std::string& file, uint64_t pos) {
+  return {Row({"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"},
+              {file, std::to_string(pos), "", "", ""})};
+}
+
+TEST_CASE("auto on MySQL with gtid_mode ON samples @@GLOBAL.gtid_executed as GTID sets") {
+  auto n = std::make_shared<int>(0);
+  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (sql == kServerFlavorQuery) return MySql84();
+    if (IsServerId(sql)) return {Row({"@@server_id"}, {"7"})};
+    if (sql == "SELECT @@GLOBAL.gtid_mode") return {Row({"@@GLOBAL.gtid_mode"}, {"ON"})};
+    if (sql == "SELECT @@GLOBAL.gtid_executed") {
+      return {Row({"@@GLOBAL.gtid_executed"},
+                  {std::string(kUuid) + ":1-" + std::to_string(100 + (*n)++)})};
+    }
+    return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+  });
+  f.RunFor(120);
+  CHECK(f.history.kind() == PositionsKind::kMysqlGtid);
+  CHECK(f.history.primary_server_id() == 7u);
+  CHECK(f.sink.kinds.Get() == std::vector<PositionsKind>{PositionsKind::kMysqlGtid});
+  // Samples 100, 101 and 102 were taken at 0, 50 and 100 ms.
+  const Position caught_up = GtidSet::Parse(std::string(kUuid) + ":1-102").value();
+  CHECK(f.clock.ElapsedMs(*f.history.Locate(caught_up).fresh_at) == 100);
+  const Position behind = GtidSet::Parse(std::string(kUuid) + ":1-100").value();
+  auto b = f.history.Locate(behind);
+  CHECK(f.clock.ElapsedMs(*b.fresh_at) == 0);
+  REQUIRE(b.missing_since);
+  CHECK(f.clock.ElapsedMs(*b.missing_since) == 50);
+}
+
+TEST_CASE("auto on MySQL with gtid_mode OFF samples SHOW BINARY LOG STATUS coordinates") {
+  auto n = std::make_shared<int>(0);
+  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (sql == kServerFlavorQuery) return MySql84();
+    if (IsServerId(sql)) return {Row({"@@server_id"}, {"7"})};
+    if (sql == "SELECT @@GLOBAL.gtid_mode") return {Row({"@@GLOBAL.gtid_mode"}, {"OFF"})};
+    if (sql == "SHOW BINARY LOG STATUS") return BinaryLogStatus("binlog.000003", 1000 + (*n)++);
+    return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+  });
+  f.RunFor(120);
+  CHECK(f.history.kind() == PositionsKind::kBinlog);
+  CHECK(f.sink.failed.Get().empty());
+  const Position at_1001 = ParseBinlogCoords("binlog.000003", 1001).value();
+  CHECK(f.clock.ElapsedMs(*f.history.Locate(at_1001).fresh_at) == 50);
+  // Coordinates of another binary log say nothing.
+  const Position other = ParseBinlogCoords("relay.000001", 99999).value();
+  CHECK(f.history.Locate(other).incomparable);
+}
+
+TEST_CASE("positions binlog without the privilege: an error naming the grant, then none") {
+  SamplerOptions options = Options();
+  options.positions = PositionsKind::kBinlog;
+  FakePrimaryFixture<PositionSampler, PositionHistory, RecordingSamplerSink> f(
+      [](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+        if (sql == kServerFlavorQuery) {
+          return {Row({"VERSION()", "@@version_comment"}, {"10.11.6-MariaDB", "Debian 12"})};
+        }
+        if (sql == "SHOW BINLOG STATUS") {
+          return {Status::ServerError("Access denied; you need the BINLOG MONITOR privilege"),
+                  Millis(1), 1227};
+        }
+        return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+      },
+      options);
+  f.RunFor(500);
+  size_t asked = 0;
+  for (const auto& s : f.conn->sent()) asked += s.sql == "SHOW BINLOG STATUS";
+  CHECK(asked == 1);
+  CHECK(f.record.kind() == PositionsKind::kNone);
+  CHECK(f.sink.kinds.Get() ==
+        std::vector<PositionsKind>{PositionsKind::kBinlog, PositionsKind::kNone});
+}
+
+TEST_CASE("a primary position that goes backwards is counted and starts a new history") {
+  // 0-1-50, 0-1-51, then 0-1-3 (the primary was restored), then 0-1-4.
+  const char* const seqs[] = {"0-1-50", "0-1-51", "0-1-3", "0-1-4"};
+  auto n = std::make_shared<int>(0);
+  Fixture f([&seqs, n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+    if (IsSample(sql)) return GtidSample(seqs[std::min((*n)++, 3)]);
+    if (IsLoad(sql)) return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+    return {};
+  });
+  f.RunFor(170);
+  CHECK(f.sink.failed.Get() == std::vector<std::string>{"position_backwards"});
+  // Only the samples since the restore (0-1-3 at 100 ms, 0-1-4 at 150 ms) are compared.
+  auto b = f.history.Locate(GtidPos::Parse("0-1-51").value());
+  CHECK(f.clock.ElapsedMs(*b.fresh_at) == 150);
+  auto behind = f.history.Locate(GtidPos::Parse("0-1-2").value());
+  CHECK_FALSE(behind.fresh_at);
+  CHECK(f.clock.ElapsedMs(*behind.missing_since) == 101);  // 0-1-3's answer came at 101 ms
 }
 
 }  // namespace

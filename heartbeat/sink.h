@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/server_flavor.h"
 #include "base/snapshot.h"
+#include "heartbeat/position.h"
 
 namespace lagwatch {
 
@@ -45,8 +46,9 @@ class SamplerSink {
   // A sample (or a load reading) failed; `reason` is Status::reason(), or "bad_data".
   virtual void SampleFailed(std::string_view reason) = 0;
   virtual void PrimaryLoadRead(const PrimaryLoad& load) = 0;
-  // Which server the primary is, asked on every new connection.
-  virtual void PrimaryFlavorRead(const ServerFlavor& flavor) = 0;
+  // Which server the primary is and the positions kind sampled from it: on every new connection,
+  // and when the sampler gives up a kind the server cannot give.
+  virtual void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) = 0;
 };
 
 }  // namespace lagwatch

@@ -1,6 +1,8 @@
 // Positions kinds against a real sandbox: `positions: "none"` measures with heartbeat bounds
 // only, says what that costs when the band is wider than the tier's limit, and shows the kind in
-// the API, lagwatch status and lagwatch_server_info; `auto` on MariaDB uses MariaDB GTID.
+// the API, lagwatch status and lagwatch_server_info; `auto` on MariaDB uses MariaDB GTID;
+// `binlog` compares binary log coordinates (through a rotation, a stopped SQL thread, and a
+// missing privilege); `mysql_gtid` on MariaDB says it cannot and falls back to heartbeat bounds.
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -87,13 +89,129 @@ TEST_CASE("positions auto on MariaDB: mariadb_gtid everywhere, no band warning")
   CHECK(agent.Stop() == 0);
 }
 
-TEST_CASE("positions kinds not built yet are refused, naming the key") {
-  for (const char* kind : {"binlog", "mysql_gtid", "gtid"}) {
+TEST_CASE("positions other than the five kinds are refused, naming the key") {
+  for (const char* kind : {"gtid", "MARIADB_GTID", "file"}) {
     RunResult check = RunCommand({LAGWATCH_BINARY, "--check-config", ConfigWith(kind)});
     CAPTURE(kind);
     CHECK(check.exit_code == 2);
     CHECK(check.output.find("positions: ") != std::string::npos);
   }
+}
+
+// Whether the agent's API answers and shows every replica with positions `kind`.
+bool AllReplicasUse(const std::string& kind) {
+  auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
+  if (code != 200) return false;
+  json replicas = json::parse(body)["replicas"];
+  if (replicas.size() != 2) return false;
+  for (const auto& r : replicas) {
+    if (r["positions"] != kind) return false;
+  }
+  return true;
+}
+
+// Fails the test if the statement fails.
+void Primary(const std::string& sql) { AdminQuery(E().sandbox.socket("primary"), sql); }
+
+// The widest and narrowest delay_ms of both replicas over `span`.
+std::pair<int64_t, int64_t> DelayRange(Redis& redis, std::chrono::milliseconds span) {
+  int64_t widest = 0, narrowest = INT64_MAX;
+  const auto until = std::chrono::steady_clock::now() + span;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int r : {1, 2}) {
+      auto h = redis.HGetAll(E().sandbox.replica_key(r));
+      if (!h.count("delay_ms")) continue;
+      widest = std::max<int64_t>(widest, std::stoll(h["delay_ms"]));
+      narrowest = std::min<int64_t>(narrowest, std::stoll(h["delay_ms"]));
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return {narrowest, widest};
+}
+
+TEST_CASE("positions binlog: coordinates bound the lag tightly, through a rotation and a stop") {
+  // The writer's account reads the primary's coordinates (SHOW BINLOG STATUS) with BINLOG MONITOR.
+  Primary(
+      "GRANT BINLOG MONITOR ON *.* TO "
+      "'lagwatch_writer'@'127.0.0.1'");
+  Agent agent(ConfigWith("binlog"), kDir + "/binlog.log");
+  Redis redis(E().sandbox.redis_port());
+  // Published by this agent (the previous test's keys live on for up to a second).
+  REQUIRE_MESSAGE(WaitFor([&] { return AllReplicasUse("binlog"); }, 10s), agent.Log());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  // lagwatch_server_info once each server's flavor has been asked.
+  CHECK(WaitFor(
+      [&] {
+        const std::string metrics = HttpGet(E().sandbox.http_port(), "/metrics").second;
+        return metrics.find("positions=\"binlog\",role=\"primary\"") != std::string::npos &&
+               metrics.find("positions=\"binlog\",role=\"replica\",server=\"" +
+                            E().sandbox.replica_id(1)) != std::string::npos &&
+               metrics.find("positions=\"binlog\",role=\"replica\",server=\"" +
+                            E().sandbox.replica_id(2)) != std::string::npos;
+      },
+      5s));
+  // Position bounds at no lag stay near a sampling interval plus a probe, far under the
+  // heartbeat band (up to 500 ms) and tier1's 200 ms.
+  auto [narrowest, widest] = DelayRange(redis, 3s);
+  CHECK(widest < 150);
+  // Through a rotation the replicas stay healthy and measured by coordinates (the new file's
+  // first events are no transactions: no false lag).
+  Primary("FLUSH BINARY LOGS");
+  std::tie(narrowest, widest) = DelayRange(redis, 2s);
+  CHECK(widest < 200);
+  CHECK(BothReplicasOk(redis, E().sandbox));
+
+  // A stopped SQL thread: the replica falls behind as the heartbeats go on.
+  AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
+  CHECK_MESSAGE(
+      WaitFor([&] { return redis.HGetAll(E().sandbox.replica_key(1))["healthy"] == "0"; }, 5s),
+      agent.Log());
+  AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
+  CHECK_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  CHECK(agent.Log().find("cannot sample") == std::string::npos);
+  CHECK(agent.Log().find("bad_position") == std::string::npos);
+  CHECK(agent.Stop() == 0);
+
+  // The preflight says the same: coordinates on the primary and on each replica.
+  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", ConfigWith("binlog")});
+  INFO(check.output);
+  CHECK(check.exit_code == 0);
+  CHECK(check.output.find("positions:   binlog (set in the configuration): ") != std::string::npos);
+  CHECK(check.output.find("positions:   binlog: the executed source coordinates = ") !=
+        std::string::npos);
+}
+
+TEST_CASE("positions binlog without BINLOG MONITOR: an error naming the grant, heartbeat bounds") {
+  Primary(
+      "REVOKE BINLOG MONITOR ON *.* FROM "
+      "'lagwatch_writer'@'127.0.0.1'");
+  Agent agent(ConfigWith("binlog"), kDir + "/binlog-denied.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  CHECK_MESSAGE(
+      WaitFor(
+          [&] { return agent.Log().find("cannot sample binlog positions") != std::string::npos; },
+          5s),
+      agent.Log());
+  CHECK(agent.Log().find("grant BINLOG MONITOR") != std::string::npos);
+  CHECK(agent.Log().find("although positions is \"binlog\"") != std::string::npos);
+  CHECK(WaitFor([&] { return AllReplicasUse("none"); }, 5s));
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("positions mysql_gtid on MariaDB: it says it cannot, and measures by heartbeats") {
+  Agent agent(ConfigWith("mysql_gtid"), kDir + "/mysql-gtid.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  CHECK_MESSAGE(WaitFor(
+                    [&] {
+                      return agent.Log().find("cannot sample mysql_gtid positions") !=
+                             std::string::npos;
+                    },
+                    5s),
+                agent.Log());
+  CHECK(WaitFor([&] { return AllReplicasUse("none"); }, 5s));
+  CHECK(agent.Stop() == 0);
 }
 
 }  // namespace

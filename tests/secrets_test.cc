@@ -230,7 +230,8 @@ TEST_CASE("lagwatch check: every server can be monitored, shown without a secret
   CHECK(out.find("Slave_*/Master_* names") != std::string::npos);
   CHECK(out.find("threads:     IO Yes, SQL Yes") != std::string::npos);
   CHECK(out.find("source:      " + E().sandbox.primary_id()) != std::string::npos);
-  CHECK(out.find("positions:   MariaDB GTID: @@gtid_slave_pos = 0-") != std::string::npos);
+  CHECK(out.find("positions:   mariadb_gtid (auto: MariaDB): 0-") != std::string::npos);
+  CHECK(out.find("positions:   mariadb_gtid: @@gtid_slave_pos = 0-") != std::string::npos);
   CHECK(out.find("row for agent 1, seq ") != std::string::npos);
   CHECK(out.find("SELECT, INSERT, UPDATE, CREATE on `heartbeat`.`mysql_heartbeat`: granted") !=
         std::string::npos);
