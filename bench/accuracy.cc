@@ -4,8 +4,15 @@
 // READ LOCK, and sysbench write load. Run it through bench/accuracy, which builds, brings the
 // sandbox up and takes it down. See bench/analysis.h for the ground truth and the measures.
 //
+// With --positions binlog the sandbox replicates by file and position, and a second lagwatch
+// agent ("lagwatch (binlog)": agent_id 2, "positions": "binlog", its own Redis key prefix and
+// HTTP port) runs next to the usual one and is measured as a system of its own.
+//
 // Its flags are kUsage below.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -43,15 +50,30 @@ constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
 constexpr int kReplicas = 2;
 
+// The second agent of a --positions binlog run: what its config changes in the sandbox's.
+constexpr const char* kBinlogSystem = "lagwatch (binlog)";
+constexpr const char* kBinlogPositions = "binlog";
+constexpr const char* kBinlogKeyPrefix = "slave_delay_binlog";
+constexpr int kBinlogAgentId = 2;
+constexpr int kBinlogHttpOffset = 5;  // base port + 5: the sandbox uses P..P+4
+
 // What -h and --help print.
 constexpr const char* kUsage =
     "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
+    "                      [--positions binlog]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+    "--positions binlog: the sandbox must replicate by file and position (scripts/sandbox up\n"
+    "  ... --replication binlog); a second lagwatch agent, \"lagwatch (binlog)\", runs next to\n"
+    "  the usual one from a copy of DIR/lagwatch.json with agent_id 2, \"positions\": \"binlog\",\n"
+    "  redis.key_prefix slave_delay_binlog and http.listen 127.0.0.1:P+5 (written to the log\n"
+    "  dir), and is measured as a system of its own; results go to\n"
+    "  accuracy-<quick|full>-binlog.{json,md}.\n"
     "Normally started by bench/accuracy.\n";
 
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
+  std::string positions;    // "" (one agent, positions auto) or "binlog" (a second agent)
 };
 
 // A disturbance repeated: `count` times held `hold_s` seconds, `gap_s` seconds between.
@@ -80,16 +102,32 @@ Plan PlanFor(bool quick) {
 struct Paths {
   std::string dir;
   int base_port;
+  bool binlog_replication = false;  // the replicas replicate by file and position
   std::string Sock(const std::string& server) const { return dir + "/" + server + "/mysqld.sock"; }
   std::string Primary() const { return Sock("primary"); }
   std::string Replica(int i) const { return Sock("replica" + std::to_string(i + 1)); }
   int ReplicaPort(int i) const { return base_port + 1 + i; }
   int RedisPort() const { return base_port + 3; }
   std::string Config() const { return dir + "/lagwatch.json"; }
-  std::string RedisKey(int i) const {
-    return "slave_delay:127.0.0.1:" + std::to_string(ReplicaPort(i));
+  std::string RedisKey(int i, const std::string& prefix = "slave_delay") const {
+    return prefix + ":127.0.0.1:" + std::to_string(ReplicaPort(i));
   }
 };
+
+// True if 127.0.0.1:port can be bound now (nothing listens there).
+bool PortFree(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
 
 // Polls `cond` every 50 ms for up to `timeout`; throws on interrupt.
 template <class F>
@@ -133,13 +171,28 @@ json PercentilesJson(const Percentiles& p) {
 // ---------------------------------------------------------------------------------------------
 // Sandbox preparation and the heartbeat-cost windows
 
+// Waits for both replicas to apply everything the primary has binlogged: by GTID, or by binary
+// log file and position when the sandbox replicates that way.
 void WaitReplicasCaughtUp(const Paths& p, int timeout_s) {
-  auto pos = AdminQuery(p.Primary(), "SELECT @@gtid_binlog_pos").First().value_or("");
+  std::string pos, wait;
+  if (p.binlog_replication) {
+    const SqlResult st = AdminQuery(p.Primary(), "SHOW MASTER STATUS");
+    const std::string file = st.Get("File").value_or("");
+    const std::string offset = st.Get("Position").value_or("");
+    if (file.empty() || offset.empty()) throw std::runtime_error("primary: no SHOW MASTER STATUS");
+    pos = file + ":" + offset;
+    wait = "MASTER_POS_WAIT('" + file + "', " + offset + ", " + std::to_string(timeout_s) + ")";
+  } else {
+    pos = AdminQuery(p.Primary(), "SELECT @@gtid_binlog_pos").First().value_or("");
+    wait = "MASTER_GTID_WAIT('" + pos + "', " + std::to_string(timeout_s) + ")";
+  }
   for (int i = 0; i < kReplicas; ++i) {
-    auto r = AdminQuery(p.Replica(i),
-                        "SELECT MASTER_GTID_WAIT('" + pos + "', " + std::to_string(timeout_s) + ")")
-                 .First();
-    if (r.value_or("-1") != "0") {
+    auto r = AdminQuery(p.Replica(i), "SELECT " + wait).First();
+    // MASTER_GTID_WAIT: 0 once reached, -1 on timeout. MASTER_POS_WAIT: the number of events
+    // waited for, -1 on timeout, NULL if the SQL thread is not running.
+    const bool reached =
+        p.binlog_replication ? r && !r->empty() && r->front() != '-' : r.value_or("-1") == "0";
+    if (!reached) {
       throw std::runtime_error("replica" + std::to_string(i + 1) + " did not reach " + pos);
     }
   }
@@ -264,10 +317,76 @@ bool PtRowExists(const Paths& p) {
   return r && r->First().value_or("0") != "0";
 }
 
-bool LagwatchPublishing(const Paths& p) {
+// A lagwatch agent under test: the usual one (the sandbox's config) or the binlog one.
+struct Agent {
+  std::string name;  // the system's name in the results
+  std::string config;
+  std::string key_prefix;
+  std::string log;
+  std::unique_ptr<Child> child;
+  std::vector<std::string> Args(const std::string& bin) const { return {bin, "--config", config}; }
+};
+
+// True once both replicas' keys under `prefix` hold a record measured at or after `since_us`.
+bool LagwatchPublishing(const Paths& p, const std::string& prefix, int64_t since_us) {
   Redis redis(p.RedisPort());
-  auto r = redis.HGetAll({p.RedisKey(0), p.RedisKey(1)});
-  return r && !(*r)[0].empty() && !(*r)[1].empty();
+  auto r = redis.HGetAll({p.RedisKey(0, prefix), p.RedisKey(1, prefix)});
+  if (!r) return false;
+  for (const auto& h : *r) {
+    auto it = h.find("measured_at_ms");
+    if (it == h.end() || std::strtoll(it->second.c_str(), nullptr, 10) < since_us / 1000) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The last non-empty line of a log, for an error message.
+std::string LastLine(const std::string& text) {
+  std::string t = Trim(text);
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// Starts `agent` and waits until it publishes both replicas; throws, naming the agent, if it
+// exits first or does not publish within 30 s. `how` is for the progress line.
+void StartAgent(const Paths& p, const std::string& bin, Agent& agent, const std::string& how) {
+  Progress("starting " + agent.name + " " + how);
+  const int64_t since = NowUs();
+  agent.child = Child::Spawn(agent.Args(bin), agent.log);
+  const bool published = WaitUntil(
+      [&] { return LagwatchPublishing(p, agent.key_prefix, since) || !agent.child->Running(); },
+      milliseconds(30'000));
+  if (!agent.child->Running()) {
+    const int code = agent.child->Stop();
+    throw std::runtime_error(agent.name + " did not publish both replicas: it exited with code " +
+                             std::to_string(code) +
+                             " at startup; its log ends with: " + LastLine(ReadFile(agent.log)) +
+                             " (config " + agent.config + ", log " + agent.log + ")");
+  }
+  if (!published) {
+    throw std::runtime_error(agent.name + " did not publish both replicas (" + agent.key_prefix +
+                             ":127.0.0.1:<port>) within 30 s; see " + agent.log);
+  }
+}
+
+// The binlog agent's config: the sandbox's with its own agent id (its own heartbeat row in the
+// same table), positions, Redis key prefix and HTTP port; written to `path`.
+json WriteBinlogConfig(const Paths& p, const std::string& path) {
+  json c = json::parse(ReadFile(p.Config()), nullptr, true, true);
+  const int http = p.base_port + kBinlogHttpOffset;
+  if (!PortFree(http)) {
+    throw std::runtime_error("port " + std::to_string(http) + " (the http listener of " +
+                             kBinlogSystem + ") on 127.0.0.1 is in use");
+  }
+  c["agent_id"] = kBinlogAgentId;
+  c["positions"] = kBinlogPositions;
+  c["redis"]["key_prefix"] = kBinlogKeyPrefix;
+  c["http"]["listen"] = "127.0.0.1:" + std::to_string(http);
+  std::ofstream out(path, std::ios::trunc);
+  out << c.dump(2) << "\n";
+  if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -439,7 +558,6 @@ Scenario RunSysbench(const Paths& p, const Plan& plan, int rate, const std::stri
 struct Recordings {
   const OracleWriter* writer;
   std::array<const OracleReader*, kReplicas> readers;
-  const RedisPoller* redis;
   const PtHeartbeatReader* pt;
   std::array<const ValuePoller*, kReplicas> sbm;
   std::array<const ValuePoller*, kReplicas> naive;
@@ -448,6 +566,9 @@ struct Recordings {
 struct System {
   std::string name;
   std::array<std::vector<Report>, kReplicas> reports;
+  // A lagwatch agent's Redis records per replica (its key states and bound checks); null for
+  // the other systems.
+  std::array<const std::vector<LagwatchRecord>*, kReplicas> lagwatch{};
 };
 
 std::vector<Report> LagwatchReports(const std::vector<LagwatchRecord>& records) {
@@ -496,8 +617,7 @@ json DetectionJson(const EpisodeMeasures& m) {
 }
 
 json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
-                  const std::array<Truth, kReplicas>& truth, const Recordings& rec,
-                  int64_t data_end_us) {
+                  const std::array<Truth, kReplicas>& truth, int64_t data_end_us) {
   json j = {{"name", s.name},
             {"description", s.description},
             {"affected_replica", s.affected.empty() ? json(nullptr) : json(s.affected)},
@@ -559,12 +679,12 @@ json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
                  m200.fine_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
                                           static_cast<double>(m200.fine_samples))
                                    : json(nullptr)}};
-      if (sys.name == "lagwatch") {
+      if (const auto* records = sys.lagwatch[static_cast<size_t>(i)]) {
         r["lower_bound_above_truth_by_10ms"] = es.lower_above;
         r["lower_bound_checked"] = es.lower_checked;
         json states = json::object();
         size_t missing = 0;
-        for (const auto& lr : rec.redis->records(static_cast<size_t>(i))) {
+        for (const auto& lr : *records) {
           const int64_t at = lr.missing ? lr.seen_us : lr.measured_at_ms * 1000;
           if (at < s.from_us || at >= s.to_us) continue;
           if (lr.missing) {
@@ -624,14 +744,27 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
 
 int RunBenchmark(const Options& opt) {
   const Plan plan = PlanFor(opt.quick);
-  const Paths p{opt.dir, opt.base_port};
+  const bool binlog = opt.positions == kBinlogPositions;
+  // "REPLICATION=binlog" in DIR/env: scripts/sandbox up --replication binlog.
+  const bool binlog_replication =
+      ReadFile(opt.dir + "/env").find("\nREPLICATION=binlog\n") != std::string::npos;
+  if (binlog && !binlog_replication) {
+    throw std::runtime_error(
+        "--positions binlog needs a sandbox that replicates by file and "
+        "position (scripts/sandbox up --replication binlog); " +
+        opt.dir + "/env does not say REPLICATION=binlog");
+  }
+  const Paths p{opt.dir, opt.base_port, binlog_replication};
   const std::string mode = opt.quick ? "quick" : "full";
-  const std::string logs = opt.out_dir + "/logs-" + mode;
+  // A --positions binlog run keeps its logs and results apart from the default run's.
+  const std::string suffix = binlog ? "-binlog" : "";
+  const std::string logs = opt.out_dir + "/logs-" + mode + suffix;
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
 
   json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(StartUs())},
                   {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
+  if (binlog) results["positions"] = opt.positions;
   utsname u{};
   uname(&u);
   results["host"] = {{"cpus", sysconf(_SC_NPROCESSORS_ONLN)},
@@ -642,6 +775,16 @@ int RunBenchmark(const Options& opt) {
       {"pt-heartbeat", CommandVersion({"pt-heartbeat", "--version"})},
       {"sysbench", CommandVersion({"sysbench", "--version"})}};
   results["lagwatch_config"] = json::parse(ReadFile(p.Config()), nullptr, true, true);
+  // The agents under test: the usual one, and with --positions binlog the binlog one.
+  std::vector<Agent> agents;
+  agents.push_back({"lagwatch", p.Config(), "slave_delay", logs + "/lagwatch.log", nullptr});
+  if (binlog) {
+    const std::string config = logs + "/lagwatch-binlog.json";
+    results["lagwatch_binlog_config"] = WriteBinlogConfig(p, config);
+    results["lagwatch_binlog_config_file"] = config;
+    agents.push_back(
+        {kBinlogSystem, config, kBinlogKeyPrefix, logs + "/lagwatch-binlog.log", nullptr});
+  }
   results["sandbox"] = {{"primary", "127.0.0.1:" + std::to_string(p.base_port)},
                         {"replica1", "127.0.0.1:" + std::to_string(p.ReplicaPort(0))},
                         {"replica2", "127.0.0.1:" + std::to_string(p.ReplicaPort(1))}};
@@ -664,14 +807,24 @@ int RunBenchmark(const Options& opt) {
                                "--update --interval 0.5 (UPDATE + SHOW MASTER/SLAVE STATUS)"));
     pt->Stop();
   }
-  Progress("starting lagwatch alone");
-  auto lagwatch = Child::Spawn({opt.lagwatch, "--config", p.Config()}, logs + "/lagwatch.log");
-  if (!WaitUntil([&] { return LagwatchPublishing(p) || !lagwatch->Running(); },
-                 milliseconds(30'000)) ||
-      !lagwatch->Running()) {
-    throw std::runtime_error("lagwatch did not publish both replicas; see " + logs +
-                             "/lagwatch.log");
+  // The binlog agent's cost is measured alone before the usual agent starts (it stops, and
+  // starts again for the side-by-side part); its row goes after lagwatch's.
+  json binlog_cost;
+  if (binlog) {
+    Agent& a = agents[1];
+    StartAgent(p, opt.lagwatch, a, "alone");
+    Pause(milliseconds(1500));
+    const json& c = results["lagwatch_binlog_config"];
+    const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
+    const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
+    binlog_cost = MeasureCost(p, a.name, plan.cost_s,
+                              "heartbeat " + std::to_string(hb) + " ms, positions " +
+                                  c.value("positions", std::string("?")) + " sampler " +
+                                  std::to_string(sampler) + " ms (agent_id " +
+                                  std::to_string(c.value("agent_id", 0)) + ")");
+    a.child->Stop();
   }
+  StartAgent(p, opt.lagwatch, agents[0], "alone");
   Pause(milliseconds(1500));
   {
     const json& c = results["lagwatch_config"];
@@ -680,6 +833,10 @@ int RunBenchmark(const Options& opt) {
     cost.push_back(MeasureCost(p, "lagwatch", plan.cost_s,
                                "heartbeat " + std::to_string(hb) + " ms, GTID sampler " +
                                    std::to_string(sampler) + " ms"));
+  }
+  if (binlog) {
+    cost.push_back(binlog_cost);
+    StartAgent(p, opt.lagwatch, agents[1], "again, next to lagwatch");
   }
   results["heartbeat_cost"] = cost;
 
@@ -691,9 +848,9 @@ int RunBenchmark(const Options& opt) {
   for (int i = 0; i < kReplicas; ++i) {
     pt_monitor[static_cast<size_t>(i)] = Child::SpawnOnPty(PtMonitorArgs(p, i));
   }
-  results["commands"] = {{"lagwatch", Join({opt.lagwatch, "--config", p.Config()})},
-                         {"pt-heartbeat --update", Join(PtUpdateArgs(p))},
+  results["commands"] = {{"pt-heartbeat --update", Join(PtUpdateArgs(p))},
                          {"pt-heartbeat --monitor", Join(PtMonitorArgs(p, 0))}};
+  for (const Agent& a : agents) results["commands"][a.name] = Join(a.Args(opt.lagwatch));
 
   OracleWriter writer(p.Primary());
   std::array<std::unique_ptr<OracleReader>, kReplicas> readers;
@@ -713,7 +870,12 @@ int RunBenchmark(const Options& opt) {
   Sql naive_sql(p.Primary());
   size_t naive_writes = 0, naive_write_errors = 0;
   Worker naive_writer;
-  RedisPoller redis(p.RedisPort(), {p.RedisKey(0), p.RedisKey(1)});
+  // Every agent's two keys in one pipelined HGETALL: agent a's replica i is key 2a + i.
+  std::vector<std::string> keys;
+  for (const Agent& a : agents) {
+    for (int i = 0; i < kReplicas; ++i) keys.push_back(p.RedisKey(i, a.key_prefix));
+  }
+  RedisPoller redis(p.RedisPort(), keys);
   PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
                               logs + "/pt-heartbeat-monitor.log");
 
@@ -737,8 +899,11 @@ int RunBenchmark(const Options& opt) {
   Progress("warming up");
   if (!WaitUntil(
           [&] {
-            return readers[0]->count() > 10 && readers[1]->count() > 10 && redis.count(0) > 2 &&
-                   redis.count(1) > 2 && pt_reader.count(0) > 2 && pt_reader.count(1) > 2;
+            for (size_t k = 0; k < keys.size(); ++k) {
+              if (redis.count(k) <= 2) return false;
+            }
+            return readers[0]->count() > 10 && readers[1]->count() > 10 && pt_reader.count(0) > 2 &&
+                   pt_reader.count(1) > 2;
           },
           milliseconds(20'000))) {
     throw std::runtime_error("not every system reported within 20 s of starting (see " + logs +
@@ -770,20 +935,26 @@ int RunBenchmark(const Options& opt) {
   }
   writer.Stop();
   json processes = json::object();
-  processes["lagwatch_still_running"] = lagwatch->Running();
-  processes["usage"] = {{"lagwatch", ProcUsage(lagwatch->pid())},
-                        {"pt-heartbeat --update", ProcUsage(pt_update->pid())},
+  // Keys: lagwatch_still_running, ...; the binlog agent's: lagwatch_binlog_still_running, ...
+  auto key = [](const Agent& a, const std::string& what) {
+    return (a.name == "lagwatch" ? "lagwatch_" : "lagwatch_binlog_") + what;
+  };
+  for (Agent& a : agents) processes[key(a, "still_running")] = a.child->Running();
+  processes["usage"] = {{"pt-heartbeat --update", ProcUsage(pt_update->pid())},
                         {"pt-heartbeat --monitor r1", ProcUsage(pt_monitor[0]->pid())},
                         {"pt-heartbeat --monitor r2", ProcUsage(pt_monitor[1]->pid())},
                         {"bench_accuracy", ProcUsage(getpid())}};
+  for (Agent& a : agents) processes["usage"][a.name] = ProcUsage(a.child->pid());
   processes["pt_heartbeat_still_running"] =
       pt_update->Running() && pt_monitor[0]->Running() && pt_monitor[1]->Running();
-  processes["lagwatch_exit_code"] = lagwatch->Stop();
+  for (Agent& a : agents) processes[key(a, "exit_code")] = a.child->Stop();
   for (auto& m : pt_monitor) m->Stop();
   pt_update->Stop();
-  const std::string lw_log = ReadFile(logs + "/lagwatch.log");
-  processes["lagwatch_log_warn_lines"] = CountSubstr(lw_log, " WARN ");
-  processes["lagwatch_log_error_lines"] = CountSubstr(lw_log, " ERROR ");
+  for (const Agent& a : agents) {
+    const std::string lw_log = ReadFile(a.log);
+    processes[key(a, "log_warn_lines")] = CountSubstr(lw_log, " WARN ");
+    processes[key(a, "log_error_lines")] = CountSubstr(lw_log, " ERROR ");
+  }
   processes["redis_poll_errors"] = redis.errors();
   processes["redis_polls"] = redis.polls();
   processes["pt_heartbeat_unparsed_lines"] = pt_reader.unparsed();
@@ -799,30 +970,42 @@ int RunBenchmark(const Options& opt) {
 
   // --- Analysis.
   Progress("analysing");
-  Recordings rec{
-      &writer,    {readers[0].get(), readers[1].get()}, &redis,
-      &pt_reader, {sbm[0].get(), sbm[1].get()},         {naive[0].get(), naive[1].get()}};
+  Recordings rec{&writer,
+                 {readers[0].get(), readers[1].get()},
+                 &pt_reader,
+                 {sbm[0].get(), sbm[1].get()},
+                 {naive[0].get(), naive[1].get()}};
   std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples()),
                                         Truth(&writer.log(), readers[1]->samples())};
-  std::vector<System> systems(4);
-  systems[0].name = "lagwatch";
-  systems[1].name = "pt-heartbeat";
-  systems[2].name = "SBM";
-  systems[3].name = "naive";
+  // lagwatch (and lagwatch (binlog) right after it), pt-heartbeat, SBM, naive.
+  std::vector<System> systems(agents.size() + 3);
+  for (size_t a = 0; a < agents.size(); ++a) {
+    systems[a].name = agents[a].name;
+    for (size_t k = 0; k < static_cast<size_t>(kReplicas); ++k) {
+      const auto& records = redis.records(a * static_cast<size_t>(kReplicas) + k);
+      systems[a].reports[k] = LagwatchReports(records);
+      systems[a].lagwatch[k] = &records;
+    }
+  }
+  System& pt_sys = systems[agents.size()];
+  System& sbm_sys = systems[agents.size() + 1];
+  System& naive_sys = systems[agents.size() + 2];
+  pt_sys.name = "pt-heartbeat";
+  sbm_sys.name = "SBM";
+  naive_sys.name = "naive";
   for (int i = 0; i < kReplicas; ++i) {
     auto k = static_cast<size_t>(i);
-    systems[0].reports[k] = LagwatchReports(redis.records(k));
-    systems[1].reports[k] = ToolReports(pt_reader.readings(k));
-    systems[2].reports[k] = ToolReports(sbm[k]->readings());
-    systems[3].reports[k] = ToolReports(naive[k]->readings());
+    pt_sys.reports[k] = ToolReports(pt_reader.readings(k));
+    sbm_sys.reports[k] = ToolReports(sbm[k]->readings());
+    naive_sys.reports[k] = ToolReports(naive[k]->readings());
   }
   results["oracle"] = OracleJson(rec, truth);
   results["scenarios"] = json::array();
   for (const Scenario& s : scenarios) {
-    results["scenarios"].push_back(ScenarioJson(s, systems, truth, rec, data_end_us));
+    results["scenarios"].push_back(ScenarioJson(s, systems, truth, data_end_us));
   }
 
-  const std::string base = opt.out_dir + "/accuracy-" + mode;
+  const std::string base = opt.out_dir + "/accuracy-" + mode + suffix;
   WriteResults(base, results, RenderMarkdown, RenderText);
   return 0;
 }
@@ -838,10 +1021,20 @@ int main(int argc, char** argv) {
                         .usage = kUsage,
                         .flag =
                             [&](FlagReader& flags) {
-                              if (flags.flag() != "--sysbench-rate") return false;
-                              opt.sysbench_rate = flags.Int();
-                              return true;
+                              if (flags.flag() == "--sysbench-rate") {
+                                opt.sysbench_rate = flags.Int();
+                                return true;
+                              }
+                              if (flags.flag() == "--positions") {
+                                opt.positions = flags.Value();
+                                return true;
+                              }
+                              return false;
                             },
-                        .valid = [&] { return opt.sysbench_rate > 0; },
+                        .valid =
+                            [&] {
+                              return opt.sysbench_rate > 0 &&
+                                     (opt.positions.empty() || opt.positions == kBinlogPositions);
+                            },
                         .run = [&] { return RunBenchmark(opt); }});
 }

@@ -23,6 +23,18 @@ std::string Share(const json& v) {
 
 std::string ShortReplica(const std::string& name) { return "r" + name.substr(name.size() - 1); }
 
+// "lagwatch", or "lagwatch (binlog)" in a --positions binlog run: the systems read from Redis.
+bool IsLagwatch(const std::string& system) { return system.rfind("lagwatch", 0) == 0; }
+
+// The positions kind of a --positions binlog run ("binlog"), or "" for the default run.
+std::string Positions(const json& res) { return res.value("positions", std::string()); }
+
+// "quick", or "quick, positions binlog".
+std::string ModeLabel(const json& res) {
+  const std::string positions = Positions(res);
+  return res["mode"].get<std::string>() + (positions.empty() ? "" : ", positions " + positions);
+}
+
 Table ScenarioTable(const json& sc) {
   Table t;
   t.rows.push_back({"system", "rep", "n", "err p50", "p95", "p99", "max", "< -10ms", "det200 p50",
@@ -92,12 +104,12 @@ std::vector<std::string> ScenarioNotes(const json& sc) {
                         Num(r["false_exclusion_peak_truth_ms"].get<double>(), 1) +
                         " ms during them");
       }
-      if (r["unknown"].get<size_t>() > 0 && name != "lagwatch") {
+      if (r["unknown"].get<size_t>() > 0 && !IsLagwatch(name)) {
         notes.push_back(who + ": " + std::to_string(r["unknown"].get<size_t>()) + " of " +
                         std::to_string(r["reports"].get<size_t>()) +
                         " readings unknown (NULL / no value; counted as over every threshold)");
       }
-      if (name != "lagwatch") continue;
+      if (!IsLagwatch(name)) continue;
       if (r["key_missing"].get<size_t>() > 0) {
         notes.push_back(who + ": Redis key missing " +
                         std::to_string(r["key_missing"].get<size_t>()) +
@@ -169,7 +181,7 @@ std::string OracleLine(const json& o) {
 
 std::string RenderText(const json& res) {
   std::ostringstream out;
-  out << "\nlagwatch accuracy benchmark (" << res["mode"].get<std::string>() << ", "
+  out << "\nlagwatch accuracy benchmark (" << ModeLabel(res) << ", "
       << res["date"].get<std::string>() << ", " << res["versions"]["lagwatch"].get<std::string>()
       << ")\n";
   out << "all values in ms; err = reported − truth at the moment of measurement; det = first "
@@ -196,7 +208,8 @@ std::string RenderText(const json& res) {
 std::string RenderMarkdown(const json& res) {
   std::ostringstream md;
   const std::string mode = res["mode"];
-  md << "# lagwatch accuracy benchmark (" << mode << ")\n\n";
+  const std::string positions = Positions(res);
+  md << "# lagwatch accuracy benchmark (" << ModeLabel(res) << ")\n\n";
   md << "- date: " << res["date"].get<std::string>() << "\n";
   md << "- command: `" << res["command"].get<std::string>() << "`\n";
   if (!res["git_rev"].get<std::string>().empty()) {
@@ -210,7 +223,11 @@ std::string RenderMarkdown(const json& res) {
   md << "\n- sandbox: primary " << res["sandbox"]["primary"].get<std::string>()
      << ", r1 = " << res["sandbox"]["replica1"].get<std::string>()
      << ", r2 = " << res["sandbox"]["replica2"].get<std::string>()
-     << " (scripts/sandbox: MariaDB GTID replication, Redis)\n\n";
+     << (positions == "binlog"
+             ? " (scripts/sandbox --replication binlog: MariaDB replication by binary log file "
+               "and position, MASTER_USE_GTID=no; MariaDB still keeps @@gtid_slave_pos, which "
+               "the lagwatch row's positions auto reads; Redis)\n\n"
+             : " (scripts/sandbox: MariaDB GTID replication, Redis)\n\n");
 
   md << "## Method\n\n";
   md << "**Ground truth (oracle).** A writer commits a row into `lwtest.oracle` on the primary "
@@ -235,6 +252,20 @@ std::string RenderMarkdown(const json& res) {
         "`measured_at_ms` and seen when the poll returned. Over 200 ms = `healthy=0` (or key "
         "missing); over 1000 ms = `delay_ms > 1000` (or key missing). Error uses `delay_ms` (the "
         "upper bound). `measured_at_ms` has 1 ms resolution.\n";
+  if (res["commands"].contains("lagwatch (binlog)")) {
+    const json& c = res["lagwatch_binlog_config"];
+    md << "- **lagwatch (binlog)** `" << res["commands"]["lagwatch (binlog)"].get<std::string>()
+       << "`: a second agent next to lagwatch, from a copy of its config with `agent_id` "
+       << c["agent_id"].dump() << " (its own row in the same heartbeat table), `positions` "
+       << c["positions"].dump()
+       << (c["positions"] == "binlog"
+               ? " (the primary's File/Position from `SHOW BINLOG STATUS`, each replica's "
+                 "`Relay_Master_Log_File`/`Exec_Master_Log_Pos` from `SHOW REPLICA STATUS`)"
+               : "")
+       << ", Redis prefix `" << c["redis"]["key_prefix"].get<std::string>() << "` and HTTP "
+       << c["http"]["listen"].get<std::string>()
+       << "; polled in the same HGETALL pipeline and measured the same way as lagwatch.\n";
+  }
   md << "- **pt-heartbeat** `" << res["commands"]["pt-heartbeat --update"].get<std::string>()
      << "` and per replica `" << res["commands"]["pt-heartbeat --monitor"].get<std::string>()
      << "` on a pseudo-terminal (line-buffered output; the bench is its parent and stops it by "
@@ -288,7 +319,8 @@ std::string RenderMarkdown(const json& res) {
   }
 
   md << "## Run details\n\n";
-  md << "Process usage over the whole run (lagwatch and the bench from the cost phase on):\n\n"
+  md << "Process usage over the whole run (lagwatch and the bench from the cost phase on"
+     << (positions.empty() ? "" : "; lagwatch (binlog) from its start next to lagwatch") << "):\n\n"
      << UsageTable(res["processes"]["usage"]).Markdown() << "\n";
   md << "Processes and collector errors:\n\n";
   for (const auto& [k, v] : res["processes"].items()) {
@@ -296,8 +328,13 @@ std::string RenderMarkdown(const json& res) {
   }
   md << "\n";
   md << "lagwatch config:\n\n```json\n" << res["lagwatch_config"].dump(2) << "\n```\n\n";
-  md << "Raw results: `accuracy-" << mode << ".json`; logs: `" << res["logs"].get<std::string>()
-     << "`.\n";
+  if (res.contains("lagwatch_binlog_config")) {
+    md << "lagwatch (binlog) config (`" << res["lagwatch_binlog_config_file"].get<std::string>()
+       << "`):\n\n```json\n"
+       << res["lagwatch_binlog_config"].dump(2) << "\n```\n\n";
+  }
+  md << "Raw results: `accuracy-" << mode << (positions.empty() ? "" : "-" + positions)
+     << ".json`; logs: `" << res["logs"].get<std::string>() << "`.\n";
   return md.str();
 }
 
