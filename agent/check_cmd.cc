@@ -205,6 +205,12 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
   std::optional<ReplicationStatus> status;
   const char* statement = ReplicaStatusStatement(s.flavor);
   auto reply = s.Query(statement);
+  if (const char* retry =
+          reply.ok() ? nullptr : ReplicaStatusRetry(statement, s.conn.last_errno())) {
+    r.Line("status", std::string(statement) + " refused as unknown; using " + retry);
+    statement = retry;
+    reply = s.Query(statement);
+  }
   if (!reply.ok()) {
     r.Problem(std::string(statement) + " failed: " + reply.status().ToString() +
               (s.conn.last_errno() == kErSpecificAccessDenied

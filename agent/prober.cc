@@ -17,7 +17,6 @@ namespace lagwatch {
 namespace {
 
 constexpr Millis kMaxReconnectBackoff(500);
-constexpr char kShowReplicaStatus[] = "SHOW REPLICA STATUS";
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
@@ -291,8 +290,9 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
     probe_.received_wall = clock_.WallNow();
   }
   // MySQL 8.4 removed SHOW SLAVE STATUS; a server whose version said nothing useful gets it first.
-  if (!s.ok() && conn_.last_errno() == kErParseError && status_statement_ != kShowReplicaStatus) {
-    status_statement_ = kShowReplicaStatus;
+  const char* retry = s.ok() ? nullptr : ReplicaStatusRetry(status_statement_, conn_.last_errno());
+  if (retry) {
+    status_statement_ = retry;
     Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
                              status_statement_ + " from now on");
     ShowServer();

@@ -4,6 +4,7 @@
 #include <optional>
 #include <tuple>
 
+#include "base/mysql_errors.h"
 #include "base/strings.h"
 
 namespace lagwatch {
@@ -101,6 +102,11 @@ const char* ReplicaStatusStatement(const ServerFlavor& flavor) {
   const bool replica = (MySqlLike(flavor) && flavor.AtLeast(8, 0, 22)) ||
                        (flavor.kind == ServerFlavor::kMariaDB && flavor.AtLeast(10, 5, 1));
   return replica ? "SHOW REPLICA STATUS" : "SHOW SLAVE STATUS";
+}
+
+const char* ReplicaStatusRetry(std::string_view statement, unsigned server_errno) {
+  return server_errno == kErParseError && statement == "SHOW SLAVE STATUS" ? "SHOW REPLICA STATUS"
+                                                                           : nullptr;
 }
 
 const char* BinaryLogStatusStatement(const ServerFlavor& flavor) {

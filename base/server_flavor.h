@@ -56,10 +56,15 @@ Result<ServerFlavor> ParseServerFlavor(const QueryResult& result);
 // "SHOW REPLICA STATUS" on MySQL/Percona >= 8.0.22 and MariaDB >= 10.5.1, else
 // "SHOW SLAVE STATUS". An unknown version gets "SHOW SLAVE STATUS", the statement lagwatch always
 // sent: every MariaDB and every MySQL before 8.4 has it. Only MySQL >= 8.4 lacks it (it answers
-// ER_PARSE_ERROR, 1064); a caller that sees that may retry with "SHOW REPLICA STATUS".
+// ER_PARSE_ERROR, 1064): ReplicaStatusRetry says what to send instead.
 // https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html
 // https://mariadb.com/kb/en/show-replica-status/
 const char* ReplicaStatusStatement(const ServerFlavor& flavor);
+
+// The statement to retry a refused status poll with: "SHOW REPLICA STATUS" when `statement` was
+// "SHOW SLAVE STATUS" and the server answered ER_PARSE_ERROR (it does not know that statement);
+// nullptr when there is nothing else to try.
+const char* ReplicaStatusRetry(std::string_view statement, unsigned server_errno);
 
 // "SHOW BINARY LOG STATUS" on MySQL/Percona >= 8.2.0 (SHOW MASTER STATUS is gone in 8.4);
 // "SHOW BINLOG STATUS" on MariaDB >= 10.5.2 (MariaDB has no SHOW BINARY LOG STATUS: 10.11

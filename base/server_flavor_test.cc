@@ -158,3 +158,17 @@ TEST_CASE("HasMariaDbGtid: MariaDB 10.0.2 and later") {
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("a refused SHOW SLAVE STATUS is retried as SHOW REPLICA STATUS, nothing else is") {
+  // MySQL 8.4 removed SHOW SLAVE STATUS and answers it with ER_PARSE_ERROR (1064).
+  CHECK(std::string(ReplicaStatusRetry("SHOW SLAVE STATUS", 1064)) == "SHOW REPLICA STATUS");
+  CHECK(ReplicaStatusRetry("SHOW REPLICA STATUS", 1064) == nullptr);
+  CHECK(ReplicaStatusRetry("SHOW SLAVE STATUS", 1227) == nullptr);  // a missing privilege
+  CHECK(ReplicaStatusRetry("SHOW SLAVE STATUS", 0) == nullptr);
+}
+
+}  // namespace
+}  // namespace lagwatch
