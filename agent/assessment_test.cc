@@ -242,7 +242,7 @@ TEST_CASE("assessment, binlog: coordinates that go backwards or cannot be read a
 
   // MySQL's GTID_ONLY channels show "INVALID" after a restart; another base name cannot be
   // compared with the primary's coordinates.
-  for (const char* file : {"INVALID", "relay-bin.000001"}) {
+  for (const char* file : {"INVALID", "relay-bin.000001", "master-bin", ""}) {
     in = CoordsProbe();
     QueryResult status = ManualReplicaStatus();
     for (size_t i = 0; i < status.columns.size(); ++i) {
@@ -255,6 +255,26 @@ TEST_CASE("assessment, binlog: coordinates that go backwards or cannot be read a
     CHECK(a.bounds->upper_source == BoundSource::kHeartbeat);
     CHECK(a.probe_status.ok());
   }
+}
+
+TEST_CASE("assessment, binlog: MySQL 5.7's SHOW SLAVE STATUS names give the same coordinates") {
+  // The 5.7 manual's example: Relay_Master_Log_File source-bin.000002, Exec_Master_Log_Pos 1307,
+  // Master_Server_Id 1.
+  PositionHistory history;
+  history.SetSource(PositionsKind::kBinlog, 1);
+  history.Add(ParseBinlogCoords("source-bin.000002", 1307).value(), T(900), T(901));
+  history.Add(ParseBinlogCoords("source-bin.000003", 4).value(), T(950), T(951));
+  ProbeInput in = CoordsProbe();
+  in.status_reply =
+      LoadVerticalResult(std::string(LAGWATCH_TESTDATA_DIR) + "/mysql-5.7-show-slave-status.txt");
+  Primary primary(0);
+  const Assessment a = Assess(in, primary.log, history);
+  CHECK_FALSE(a.position_error);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kPosition);
+  CHECK(a.health.delay_ms == 122);  // fresh as of the sample at 900
+  // Behind only in an older file (the new one may hold no transaction yet): no lower bound.
+  CHECK(a.bounds->lower == Millis(0));
 }
 
 TEST_CASE("assessment, mysql_gtid: the replica's gtid_executed set against the primary's sets") {

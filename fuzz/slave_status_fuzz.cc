@@ -1,4 +1,5 @@
-// Fuzzes ParseSlaveStatus (base/slave_status.h) on a QueryResult built from the input.
+// Fuzzes ParseSlaveStatus (base/slave_status.h) on a QueryResult built from the input, and the
+// executed source coordinates it reads as binary log positions (heartbeat/position.h).
 //
 // Input: lines (fuzz::Lines), cells separated by tabs, as `mariadb --batch` prints a result. The
 // first line holds the column names: "*" alone stands for the 54 columns of MariaDB 10.11's
@@ -20,9 +21,11 @@
 #include <string_view>
 #include <utility>
 
+#include "base/binlog_coords.h"
 #include "base/query_result.h"
 #include "base/slave_status.h"
 #include "fuzz/check.h"
+#include "heartbeat/position.h"
 
 namespace lagwatch {
 namespace {
@@ -144,6 +147,32 @@ std::optional<T> Integer(const std::optional<std::string>& cell) {
   return v;
 }
 
+// The executed source coordinates as the binlog positions kind reads them (agent/assessment.cc):
+// BASE.DIGITS parses (always, with a non-empty base and up to 18 digits, which fit in 64 bits),
+// anything accepted has that shape, prints back as the server names its files, and includes
+// itself.
+void CheckExecutedCoords(const ReplicationStatus& st) {
+  if (!st.exec_source_log_pos) return;
+  const std::string& file = st.exec_source_log_file;
+  auto coords = ParseBinlogCoords(file, *st.exec_source_log_pos);
+  const size_t dot = file.rfind('.');
+  const std::string_view suffix =
+      dot == std::string::npos ? std::string_view() : std::string_view(file).substr(dot + 1);
+  const bool digits = !suffix.empty() && suffix.find_first_not_of("0123456789") == suffix.npos;
+  if (dot != std::string::npos && dot > 0 && digits && suffix.size() <= 18) {
+    FUZZ_CHECK(coords.ok(), coords.status().ToString());
+  }
+  if (!coords.ok()) return;
+  FUZZ_CHECK(dot != std::string::npos && dot > 0 && digits, file);
+  FUZZ_CHECK(coords->base == file.substr(0, dot), coords->base);
+  const Position pos(coords.value());
+  FUZZ_CHECK(pos.Compare(pos) == Inclusion::kIncludes, "");
+  const std::string text = pos.ToString();
+  const size_t colon = text.rfind(':');
+  auto again = ParseBinlogCoords(std::string_view(text).substr(0, colon), coords->pos);
+  FUZZ_CHECK(again.ok() && again.value() == coords.value(), text);
+}
+
 void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
   const bool replica = Has(r, "Replica_IO_Running", "Replica_SQL_Running");
   const bool slave = Has(r, "Slave_IO_Running", "Slave_SQL_Running");
@@ -194,6 +223,7 @@ void Check(const QueryResult& r, const Result<ReplicationStatus>& parsed) {
                                       ? std::optional<bool>(auto_position == 1)
                                       : std::nullopt),
              "");
+  CheckExecutedCoords(st);
 }
 
 // Without any Replica/Source name, the same columns renamed to MySQL's replica names give the

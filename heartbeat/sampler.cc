@@ -69,9 +69,9 @@ void PositionSampler::Start() {
 
 void PositionSampler::Stop() { worker_.Stop(); }
 
-bool PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
+Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query(kServerFlavorQuery, deadline);
-  if (!r.ok() && r.status().code() != Status::Code::kServerError) return false;
+  if (!r.ok() && r.status().code() != Status::Code::kServerError) return r.status();
   flavor_ = ServerFlavor{};
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor_ = parsed.value();
@@ -82,14 +82,14 @@ bool PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
     last_flavor_ = flavor_;
   }
   auto id = conn.Query("SELECT @@server_id", deadline);
-  if (!id.ok() && id.status().code() != Status::Code::kServerError) return false;
+  if (!id.ok() && id.status().code() != Status::Code::kServerError) return id.status();
   server_id_.reset();
   if (id.ok() && id->rows.size() == 1 && id->rows[0].size() == 1 && id->rows[0][0]) {
     server_id_ = ParseInt<uint32_t>(*id->rows[0][0]);
   }
   std::optional<PositionsKind> kind =
       ChoosePositionsKind(conn, flavor_, options_.positions, deadline);
-  if (!kind) return false;
+  if (!kind) return Status::Unavailable("the connection failed while choosing the positions kind");
   kind_ = *kind;
   history_->SetSource(kind_, server_id_);
   if (kind_ != last_kind_) {
@@ -99,7 +99,7 @@ bool PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
     last_kind_ = kind_;
   }
   sink_->PrimaryFlavorRead(flavor_, kind_);
-  return true;
+  return Status::Ok();
 }
 
 std::optional<PositionsKind> ChoosePositionsKind(SqlConnection& conn, const ServerFlavor& flavor,
@@ -229,12 +229,14 @@ void PositionSampler::Run(std::stop_token stop) {
   MonoTime next_status = next;
   bool source_known = false;
   while (!stop.stop_requested()) {
-    if (!source_known) source_known = AskSource(*conn, clock_.Now() + patience);
+    Status st = Status::Ok();
+    if (!source_known) {
+      st = AskSource(*conn, clock_.Now() + patience);
+      source_known = st.ok();
+    }
     const bool sampling = source_known && kind_ != PositionsKind::kNone;
     const MonoTime sent = clock_.Now();
-    Status st = sampling       ? SampleOnce(*conn, sent, sent + patience)
-                : source_known ? Status::Ok()
-                               : Status::Unavailable("cannot ask the primary which it is");
+    if (sampling) st = SampleOnce(*conn, sent, sent + patience);
     if (sampling && !st.ok() && Permanent(st, conn->last_errno())) {
       GiveUpKind(st, conn->last_errno());
       st = Status::Ok();

@@ -66,9 +66,9 @@ class PositionSampler {
  private:
   void Run(std::stop_token stop);
   // Asks which server the primary is, its @@server_id and the positions kind to sample, sets
-  // them in the history and reports them; false when the connection failed (asked again next
+  // them in the history and reports them; the error when the connection failed (asked again next
   // round). A server that answers but not usefully is reported as an unknown flavor.
-  bool AskSource(SqlConnection& conn, MonoTime deadline);
+  Status AskSource(SqlConnection& conn, MonoTime deadline);
   // One sample sent at `sent`; Ok, or why no position was added.
   Status SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline);
   // A sample failed for a reason that will not go away on this connection (the server lacks the
