@@ -169,7 +169,8 @@ TEST_CASE("the sandbox grants exactly the documented privileges: no SUPER, no AL
     CHECK(g.find("SUPER") == std::string::npos);
   }
   CHECK(writer.find("GRANT SELECT, INSERT, UPDATE, CREATE ON `heartbeat`.*") != std::string::npos);
-  CHECK(writer.find("GRANT USAGE ON *.*") != std::string::npos);
+  // BINLOG MONITOR: the primary's binary log coordinates, for positions "binlog".
+  CHECK(writer.find("GRANT BINLOG MONITOR ON *.*") != std::string::npos);
   CHECK(probe.find("GRANT SLAVE MONITOR ON *.*") != std::string::npos);
   CHECK(probe.find("GRANT SELECT ON `heartbeat`.*") != std::string::npos);
 }
