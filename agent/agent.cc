@@ -62,6 +62,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
       metrics_(LAGWATCH_VERSION),
+      positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       initial_(config),
       publisher_(initial_.redis, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),

@@ -150,6 +150,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
     }
     // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
     if (est.fresh_at) a.bounds = est;
+    a.health.delay_lower_ms = ToMillis(est.lower);
     a.inconsistent = est.inconsistent;
   }
 
@@ -165,6 +166,9 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   h.tier_enabled = in.tier_enabled;
   h.max_delay_ms = in.max_delay_ms;
   if (a.bounds) h.delay_ms = ToMillis(a.bounds->UpperAt(a.obs.received));
+  if (auto gap = history.LastGap(); gap && a.bounds && a.bounds->fresh_at) {
+    h.bound_spans_outage = *a.bounds->fresh_at >= gap->before && *a.bounds->fresh_at < gap->after;
+  }
   return a;
 }
 

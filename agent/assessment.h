@@ -3,6 +3,7 @@
 // verdict. No I/O, no clock: every time comes in the observation, so the tests state exact cases.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +23,12 @@ namespace lagwatch {
 inline constexpr int kPrimaryUnknownAfterIntervals = 3;
 // However fast the sampler, a sample is only called overdue after this long.
 inline constexpr Millis kMinSampleOverdue(20);
+
+// How far apart position samples are sent before they leave a gap (PositionHistory::LastGap):
+// one interval late by more than the overdue time that makes the primary unknown.
+inline Millis SampleGapAfter(Millis sampler_interval) {
+  return sampler_interval + std::max(sampler_interval, kMinSampleOverdue);
+}
 
 // Whether the source the bounds advance from answers at `now`. Positions are sampled every
 // sampler interval, so once sampling works it decides: a failed or overdue sample counts at once,

@@ -310,3 +310,29 @@ TEST_CASE("assessment, mysql_gtid: the replica's gtid_executed set against the p
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("assessment: a bound that reaches back into the primary's outage is flagged") {
+  // Samples every 50 ms to 1000, none while the primary hung, then 0-1-3 from 3000 on.
+  Primary primary(0);
+  PositionHistory history(4096, SampleGapAfter(Millis(50)));
+  for (int t = 0; t <= 1000; t += 50) history.Add(P("0-1-2"), T(t), T(t + 1));
+  for (int t = 3000; t <= 3100; t += 50) history.Add(P("0-1-3"), T(t), T(t + 1));
+  // Has everything from before the outage, not yet what came after: fresh as of 1000.
+  Assessment a = Assess(Probe(3110, 3112, ProbeRow(std::nullopt, "0-1-2")), primary.log, history);
+  CHECK(a.health.delay_ms == 2112);
+  CHECK(a.health.bound_spans_outage);
+  CHECK(a.health.delay_lower_ms == 109);  // proven: it lacks what was seen at 3001
+  // Behind from before the outage: not flagged.
+  a = Assess(Probe(3110, 3112, ProbeRow(std::nullopt, "0-1-1")), primary.log, history);
+  CHECK_FALSE(a.health.bound_spans_outage);
+  // Caught up after it: not flagged either.
+  a = Assess(Probe(3110, 3112, ProbeRow(std::nullopt, "0-1-3")), primary.log, history);
+  CHECK_FALSE(a.health.bound_spans_outage);
+  CHECK(a.health.delay_ms == 12);
+}
+
+}  // namespace
+}  // namespace lagwatch

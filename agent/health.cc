@@ -31,6 +31,14 @@ bool HealthTracker::LagWithinLimit(const HealthInput& in) {
     return true;
   }
   const int64_t limit = *in.max_delay_ms;
+  if (!in.primary_known || in.bound_spans_outage) {
+    if (in.delay_lower_ms && *in.delay_lower_ms > limit) {
+      measured_ = true;
+      lag_ok_ = false;
+      good_streak_ = 0;
+    }
+    return lag_ok_;
+  }
   const bool first_measurement = !measured_;
   measured_ = true;
   if (*in.delay_ms > limit) {

@@ -3,7 +3,11 @@
 //
 // Going unhealthy is immediate (a router must stop reading stale data at once); coming back from
 // lag requires `recover_probes` consecutive probes at or under `recover_ratio` × the tier limit.
-// After being unreachable, the first measurement decides at once, as at start-up.
+// After being unreachable, the first measurement decides at once, as at start-up. While the
+// primary is unknown the upper bound grows with the outage, not with the replica, so only proof
+// that the replica fell behind (its lower bound over the limit) changes the lag verdict, and so
+// right after the outage while its bound still reaches back into it: a replica that kept up is
+// within its limit at the first probe once the primary is back.
 // Thread-compatible: owned by the replica's prober.
 #pragma once
 
@@ -27,6 +31,12 @@ struct HealthInput {
   bool tier_enabled = true;
   std::optional<int64_t> max_delay_ms;  // nullopt: the tier has no limit
   std::optional<int64_t> delay_ms;      // upper bound; nullopt: never measured
+  // This probe's lower bound, when it measured: proof of how far behind the replica is.
+  std::optional<int64_t> delay_lower_ms;
+  // The upper bound is anchored in the primary's last outage: the replica had everything the
+  // primary had before it, and only the outage's unknown stretch separates it from the newest
+  // sample. Judged like a probe while the primary is unknown: on the lower bound.
+  bool bound_spans_outage = false;
 };
 
 struct HealthPolicy {

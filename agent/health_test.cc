@@ -125,3 +125,78 @@ TEST_CASE("a stopped replica is not kept healthy by a primary outage") {
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("a primary outage alone does not make a caught-up replica lagging, nor need recovery") {
+  HealthTracker h;
+  CHECK(h.Update(Measured(20)).healthy);
+  // The primary is frozen: the bound grows past the limit with the outage, not with the replica.
+  HealthInput in = Measured(900);
+  in.primary_known = false;
+  in.caught_up_with_primary = true;
+  in.delay_lower_ms = 0;
+  auto v = h.Update(in);
+  CHECK(v.state == ReplicaState::kPrimaryUnknown);
+  CHECK(v.healthy);
+  // Back: the first probe with a bound under the limit is ok and healthy, no recovery streak.
+  v = h.Update(Measured(30));
+  CHECK(v.state == ReplicaState::kOk);
+  CHECK(v.healthy);
+}
+
+TEST_CASE("while the primary is unknown, a replica proven behind its limit is lagging after") {
+  HealthTracker h;
+  h.Update(Measured(20));
+  HealthInput in = Measured(900);
+  in.primary_known = false;
+  in.caught_up_with_primary = false;
+  in.delay_lower_ms = 350;  // proof: it lacks what the primary had 350 ms before the probe
+  CHECK_FALSE(h.Update(in).healthy);
+  // Once the primary is back the replica must recover as from any lag: two probes under 80 %.
+  auto v = h.Update(Measured(100));
+  CHECK(v.state == ReplicaState::kLagging);
+  v = h.Update(Measured(100));
+  CHECK(v.state == ReplicaState::kOk);
+}
+
+TEST_CASE(
+    "with primary_unknown unhealthy, a caught-up replica is healthy at the first probe after") {
+  HealthTracker h(HealthPolicy{.keep_caught_up_when_primary_unknown = false});
+  h.Update(Measured(20));
+  HealthInput in = Measured(2500);
+  in.primary_known = false;
+  in.caught_up_with_primary = true;
+  in.delay_lower_ms = 0;
+  CHECK_FALSE(h.Update(in).healthy);
+  CHECK(h.Update(Measured(10)).healthy);
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("right after an outage a bound reaching back into it is judged on the lower bound") {
+  HealthTracker h;
+  CHECK(h.Update(Measured(20)).healthy);
+  // The primary is back, and its first write after the freeze is not on the replica yet: the
+  // upper bound reaches back to before the freeze, the lower bound is a few ms.
+  HealthInput in = Measured(2100);
+  in.bound_spans_outage = true;
+  in.delay_lower_ms = 5;
+  auto v = h.Update(in);
+  CHECK(v.state == ReplicaState::kOk);
+  CHECK(v.healthy);
+  // Still stuck there (e.g. its SQL thread hangs): once the lower bound passes the limit it is
+  // lagging, and recovers as from any lag.
+  in.delay_lower_ms = 201;
+  CHECK(h.Update(in).state == ReplicaState::kLagging);
+  CHECK(h.Update(Measured(20)).state == ReplicaState::kLagging);
+  CHECK(h.Update(Measured(20)).state == ReplicaState::kOk);
+}
+
+}  // namespace
+}  // namespace lagwatch

@@ -69,6 +69,9 @@ std::optional<MonoTime> HeartbeatLog::LastAck() const { return Guarded(mu_, last
 bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received) {
   std::lock_guard lock(mu_);
   outstanding_since_.reset();
+  if (!runs_.empty() && sent - runs_.back().last_sent > gap_after_) {
+    last_gap_ = Gap{runs_.back().last_sent, sent};
+  }
   if (!runs_.empty() && runs_.back().pos == pos) {
     runs_.back().last_sent = sent;
     return true;
@@ -82,12 +85,19 @@ bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received)
 
 void PositionHistory::SetSource(PositionsKind kind, std::optional<uint32_t> server_id) {
   std::lock_guard lock(mu_);
-  if (kind != kind_ || server_id != server_id_) runs_.clear();
+  if (kind != kind_ || server_id != server_id_) {
+    runs_.clear();
+    last_gap_.reset();
+  }
   kind_ = kind;
   server_id_ = server_id;
 }
 
 std::optional<PositionsKind> PositionHistory::kind() const { return Guarded(mu_, kind_); }
+
+std::optional<PositionHistory::Gap> PositionHistory::LastGap() const {
+  return Guarded(mu_, last_gap_);
+}
 
 std::optional<uint32_t> PositionHistory::primary_server_id() const {
   return Guarded(mu_, server_id_);

@@ -59,7 +59,9 @@ struct PositionRun {
 
 class PositionHistory {
  public:
-  explicit PositionHistory(size_t capacity = 4096) : capacity_(capacity) {}
+  // Samples sent more than `gap_after` apart leave a gap (see LastGap).
+  explicit PositionHistory(size_t capacity = 4096, Millis gap_after = Millis(100))
+      : capacity_(capacity), gap_after_(gap_after) {}
 
   // Adds a sample read between `sent` and `received`. REQUIRES: calls in time order. Returns
   // false when the sample does not include the previous one (it went backwards: RESET MASTER, a
@@ -90,6 +92,16 @@ class PositionHistory {
   Bounds Locate(const Position& replica_pos) const;
 
   std::optional<MonoTime> LastSample() const;
+
+  // The latest stretch without samples (a primary that hung, stalled or could not be reached):
+  // from the send time of the newest sample before it to that of the first one after it. What
+  // the primary committed in between, if anything, was committed at a time nobody knows, so a
+  // replica fresh as of `before` but not `after` is not proven stale by its upper bound alone.
+  struct Gap {
+    MonoTime before;
+    MonoTime after;
+  };
+  std::optional<Gap> LastGap() const;
   // A sample that failed at `at`.
   void RecordFailure(MonoTime at);
   std::optional<MonoTime> LastFailure() const;
@@ -100,7 +112,9 @@ class PositionHistory {
 
  private:
   const size_t capacity_;
+  const Millis gap_after_;
   mutable std::mutex mu_;
+  std::optional<Gap> last_gap_;                // GUARDED_BY(mu_)
   std::deque<PositionRun> runs_;               // GUARDED_BY(mu_), oldest first
   std::optional<PositionsKind> kind_;          // GUARDED_BY(mu_)
   std::optional<uint32_t> server_id_;          // GUARDED_BY(mu_)

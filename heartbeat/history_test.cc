@@ -58,3 +58,24 @@ TEST_CASE("a primary position that goes backwards discards the history it cannot
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("samples further apart than the gap threshold leave a gap, the latest one kept") {
+  PositionHistory h(4096, Millis(100));
+  h.Add(P("0-1-1"), T(0), T(1));
+  h.Add(P("0-1-1"), T(50), T(51));
+  CHECK_FALSE(h.LastGap());
+  h.Add(P("0-1-2"), T(2050), T(2051));  // the primary hung for 2 s
+  REQUIRE(h.LastGap());
+  CHECK(h.LastGap()->before == T(50));
+  CHECK(h.LastGap()->after == T(2050));
+  h.Add(P("0-1-2"), T(2100), T(2101));
+  CHECK(h.LastGap()->after == T(2050));  // kept until the next gap
+  h.Add(P("0-1-2"), T(2300), T(2301));
+  CHECK(h.LastGap()->before == T(2100));
+}
+
+}  // namespace
+}  // namespace lagwatch

@@ -21,6 +21,19 @@ constexpr const char* kStatusSql =
     " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
     "  WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_READS')";
 
+// The one value `sql` reads, parsed by T::Parse (GtidPos, GtidSet).
+template <typename T>
+Result<Position> ReadPosition(SqlConnection& conn, const char* sql, MonoTime deadline) {
+  auto r = conn.Query(sql, deadline);
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 1) {
+    return Status::DataError(std::string("unexpected result shape for ") + sql);
+  }
+  auto parsed = T::Parse(r->rows[0][0].value_or(""));
+  if (!parsed.ok()) return parsed.status();
+  return Position(std::move(parsed).value());
+}
+
 }  // namespace
 
 std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t now_value) {
@@ -124,29 +137,11 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
                                      const ServerFlavor& flavor, MonoTime deadline,
                                      bool* binlog_off) {
   *binlog_off = false;
-  auto single = [&](const char* sql) -> Result<std::string> {
-    auto r = conn.Query(sql, deadline);
-    if (!r.ok()) return r.status();
-    if (r->rows.size() != 1 || r->rows[0].size() != 1) {
-      return Status::DataError(std::string("unexpected result shape for ") + sql);
-    }
-    return r->rows[0][0].value_or("");
-  };
   switch (kind) {
-    case PositionsKind::kMariaDbGtid: {
-      auto text = single("SELECT @@gtid_binlog_pos");
-      if (!text.ok()) return text.status();
-      auto pos = GtidPos::Parse(*text);
-      if (!pos.ok()) return pos.status();
-      return Position(std::move(pos).value());
-    }
-    case PositionsKind::kMysqlGtid: {
-      auto text = single("SELECT @@GLOBAL.gtid_executed");
-      if (!text.ok()) return text.status();
-      auto set = GtidSet::Parse(*text);
-      if (!set.ok()) return set.status();
-      return Position(std::move(set).value());
-    }
+    case PositionsKind::kMariaDbGtid:
+      return ReadPosition<GtidPos>(conn, "SELECT @@gtid_binlog_pos", deadline);
+    case PositionsKind::kMysqlGtid:
+      return ReadPosition<GtidSet>(conn, "SELECT @@GLOBAL.gtid_executed", deadline);
     case PositionsKind::kBinlog: {
       auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
       if (!r.ok()) return r.status();

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -171,18 +172,25 @@ FakeSqlConnection::Answer BinaryLogStatus(const std::string& file, uint64_t pos)
               {file, std::to_string(pos), "", "", ""})};
 }
 
-TEST_CASE("auto on MySQL with gtid_mode ON samples @@GLOBAL.gtid_executed as GTID sets") {
+// A MySQL 8.4 primary with server id 7 and `gtid_mode`, answering the statement `sample` with
+// answer(n) the n-th time; the load query gets a fixed row.
+FakeSqlConnection::Script MySqlPrimary(std::string gtid_mode, std::string sample,
+                                       std::function<FakeSqlConnection::Answer(int)> answer) {
   auto n = std::make_shared<int>(0);
-  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+  return [=](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
     if (sql == kServerFlavorQuery) return MySql84();
     if (IsServerId(sql)) return {Row({"@@server_id"}, {"7"})};
-    if (sql == "SELECT @@GLOBAL.gtid_mode") return {Row({"@@GLOBAL.gtid_mode"}, {"ON"})};
-    if (sql == "SELECT @@GLOBAL.gtid_executed") {
-      return {Row({"@@GLOBAL.gtid_executed"},
-                  {std::string(kUuid) + ":1-" + std::to_string(100 + (*n)++)})};
-    }
+    if (sql == "SELECT @@GLOBAL.gtid_mode") return {Row({"@@GLOBAL.gtid_mode"}, {gtid_mode})};
+    if (sql == sample) return answer((*n)++);
     return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
-  });
+  };
+}
+
+TEST_CASE("auto on MySQL with gtid_mode ON samples @@GLOBAL.gtid_executed as GTID sets") {
+  Fixture f(MySqlPrimary("ON", "SELECT @@GLOBAL.gtid_executed", [](int n) {
+    return FakeSqlConnection::Answer{
+        Row({"@@GLOBAL.gtid_executed"}, {std::string(kUuid) + ":1-" + std::to_string(100 + n)})};
+  }));
   f.RunFor(120);
   CHECK(f.history.kind() == PositionsKind::kMysqlGtid);
   CHECK(f.history.primary_server_id() == 7u);
@@ -198,14 +206,9 @@ TEST_CASE("auto on MySQL with gtid_mode ON samples @@GLOBAL.gtid_executed as GTI
 }
 
 TEST_CASE("auto on MySQL with gtid_mode OFF samples SHOW BINARY LOG STATUS coordinates") {
-  auto n = std::make_shared<int>(0);
-  Fixture f([n](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
-    if (sql == kServerFlavorQuery) return MySql84();
-    if (IsServerId(sql)) return {Row({"@@server_id"}, {"7"})};
-    if (sql == "SELECT @@GLOBAL.gtid_mode") return {Row({"@@GLOBAL.gtid_mode"}, {"OFF"})};
-    if (sql == "SHOW BINARY LOG STATUS") return BinaryLogStatus("binlog.000003", 1000 + (*n)++);
-    return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
-  });
+  Fixture f(MySqlPrimary("OFF", "SHOW BINARY LOG STATUS", [](int n) {
+    return BinaryLogStatus("binlog.000003", 1000 + static_cast<uint64_t>(n));
+  }));
   f.RunFor(120);
   CHECK(f.history.kind() == PositionsKind::kBinlog);
   CHECK(f.sink.failed.Get().empty());
@@ -257,6 +260,43 @@ TEST_CASE("a primary position that goes backwards is counted and starts a new hi
   auto behind = f.history.Locate(GtidPos::Parse("0-1-2").value());
   CHECK_FALSE(behind.fresh_at);
   CHECK(f.clock.ElapsedMs(*behind.missing_since) == 101);  // 0-1-3's answer came at 101 ms
+}
+
+}  // namespace
+}  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("auto's choice: MariaDB GTID on MariaDB, GTID sets only with gtid_mode ON on MySQL") {
+  FakeClock clock;
+  auto choose = [&](const ServerFlavor& flavor, FakeSqlConnection::Answer gtid_mode,
+                    std::optional<PositionsKind> setting = std::nullopt) {
+    FakeSqlConnection conn(&clock, [&](const std::string&, size_t) { return gtid_mode; });
+    return ChoosePositionsKind(conn, flavor, setting, clock.Now() + Millis(100));
+  };
+  const ServerFlavor mysql = ParseServerFlavor("8.0.36", "MySQL Community Server - GPL");
+  const ServerFlavor maria = ParseServerFlavor("10.11.6-MariaDB", "Debian 12");
+  auto mode = [](const char* v) {
+    return FakeSqlConnection::Answer{Row({"@@GLOBAL.gtid_mode"}, {v})};
+  };
+  CHECK(choose(maria, mode("ON")) == PositionsKind::kMariaDbGtid);
+  CHECK(choose(mysql, mode("ON")) == PositionsKind::kMysqlGtid);
+  // The values of gtid_mode
+  // (https://dev.mysql.com/doc/refman/8.4/en/replication-options-gtids.html): ON_PERMISSIVE still
+  // lets anonymous transactions through, which no GTID set covers.
+  for (const char* v : {"OFF", "OFF_PERMISSIVE", "ON_PERMISSIVE"}) {
+    CAPTURE(v);
+    CHECK(choose(mysql, mode(v)) == PositionsKind::kBinlog);
+  }
+  // A server too old to have gtid_mode (MySQL 5.5) refuses the variable: coordinates.
+  CHECK(choose(mysql, {Status::ServerError("Unknown system variable 'gtid_mode'"), Millis(0),
+                       1193}) == PositionsKind::kBinlog);
+  // The connection failed while asking: no choice yet.
+  CHECK_FALSE(choose(mysql, {Status::Unavailable("gone"), Millis(0)}));
+  // A setting is taken as it is, without asking.
+  CHECK(choose(mysql, {Status::Unavailable("gone"), Millis(0)}, PositionsKind::kNone) ==
+        PositionsKind::kNone);
 }
 
 }  // namespace
