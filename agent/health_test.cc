@@ -129,15 +129,21 @@ TEST_CASE("a stopped replica is not kept healthy by a primary outage") {
 namespace lagwatch {
 namespace {
 
+// A probe while the primary is unknown: its upper bound `delay_ms` grown by the outage, its lower
+// bound `lower_ms` the proof of how far behind it is.
+HealthInput DuringOutage(int64_t delay_ms, int64_t lower_ms, bool caught_up) {
+  HealthInput in = Measured(delay_ms);
+  in.primary_known = false;
+  in.caught_up_with_primary = caught_up;
+  in.delay_lower_ms = lower_ms;
+  return in;
+}
+
 TEST_CASE("a primary outage alone does not make a caught-up replica lagging, nor need recovery") {
   HealthTracker h;
   CHECK(h.Update(Measured(20)).healthy);
   // The primary is frozen: the bound grows past the limit with the outage, not with the replica.
-  HealthInput in = Measured(900);
-  in.primary_known = false;
-  in.caught_up_with_primary = true;
-  in.delay_lower_ms = 0;
-  auto v = h.Update(in);
+  auto v = h.Update(DuringOutage(900, 0, /*caught_up=*/true));
   CHECK(v.state == ReplicaState::kPrimaryUnknown);
   CHECK(v.healthy);
   // Back: the first probe with a bound under the limit is ok and healthy, no recovery streak.
@@ -149,11 +155,8 @@ TEST_CASE("a primary outage alone does not make a caught-up replica lagging, nor
 TEST_CASE("while the primary is unknown, a replica proven behind its limit is lagging after") {
   HealthTracker h;
   h.Update(Measured(20));
-  HealthInput in = Measured(900);
-  in.primary_known = false;
-  in.caught_up_with_primary = false;
-  in.delay_lower_ms = 350;  // proof: it lacks what the primary had 350 ms before the probe
-  CHECK_FALSE(h.Update(in).healthy);
+  // Proof: it lacks what the primary had 350 ms before the probe.
+  CHECK_FALSE(h.Update(DuringOutage(900, 350, /*caught_up=*/false)).healthy);
   // Once the primary is back the replica must recover as from any lag: two probes under 80 %.
   auto v = h.Update(Measured(100));
   CHECK(v.state == ReplicaState::kLagging);
@@ -165,11 +168,7 @@ TEST_CASE(
     "with primary_unknown unhealthy, a caught-up replica is healthy at the first probe after") {
   HealthTracker h(HealthPolicy{.keep_caught_up_when_primary_unknown = false});
   h.Update(Measured(20));
-  HealthInput in = Measured(2500);
-  in.primary_known = false;
-  in.caught_up_with_primary = true;
-  in.delay_lower_ms = 0;
-  CHECK_FALSE(h.Update(in).healthy);
+  CHECK_FALSE(h.Update(DuringOutage(2500, 0, /*caught_up=*/true)).healthy);
   CHECK(h.Update(Measured(10)).healthy);
 }
 
