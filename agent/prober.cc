@@ -256,9 +256,8 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
       (positions_ == PositionsKind::kMariaDbGtid || positions_ == PositionsKind::kMysqlGtid)) {
     const bool set = config_.positions == positions_;
     Log(set ? LogLevel::kError : LogLevel::kWarn,
-        "replica " + id_ + " has no " +
-            (positions_ == PositionsKind::kMariaDbGtid ? "@@gtid_slave_pos (not MariaDB?)"
-                                                       : "@@GLOBAL.gtid_executed (not MySQL?)") +
+        "replica " + id_ + " has no " + ReplicaPositionVariable(positions_) +
+            (positions_ == PositionsKind::kMariaDbGtid ? " (not MariaDB?)" : " (not MySQL?)") +
             ": using heartbeat bounds only" +
             (set ? std::string(" although positions is \"") + PositionsKindName(positions_) + "\""
                  : ""));

@@ -1,5 +1,7 @@
 #include "heartbeat/heartbeat_sql.h"
 
+#include "heartbeat/position.h"
+
 namespace lagwatch {
 
 HeartbeatSql::HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id) {
@@ -17,8 +19,9 @@ HeartbeatSql::HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id) {
   upsert_prefix =
       "INSERT INTO " + t + " (id, updated_at, seq, server_id) VALUES (" + id + ", NOW(6), ";
   const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq";
-  probe = "SELECT " + seq + ", @@gtid_slave_pos AS pos";
-  probe_mysql_gtid = "SELECT " + seq + ", @@GLOBAL.gtid_executed AS pos";
+  probe = "SELECT " + seq + ", " + ReplicaPositionVariable(PositionsKind::kMariaDbGtid) + " AS pos";
+  probe_mysql_gtid =
+      "SELECT " + seq + ", " + ReplicaPositionVariable(PositionsKind::kMysqlGtid) + " AS pos";
   probe_heartbeat_only = "SELECT " + seq;
 }
 

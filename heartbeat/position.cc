@@ -38,6 +38,23 @@ std::optional<PositionsKind> ParsePositionsKind(std::string_view name) {
   return std::nullopt;
 }
 
+const char* PrimaryPositionVariable(PositionsKind kind) {
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid:
+      return "@@gtid_binlog_pos";
+    case PositionsKind::kMysqlGtid:
+      return "@@GLOBAL.gtid_executed";
+    case PositionsKind::kBinlog:
+    case PositionsKind::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+const char* ReplicaPositionVariable(PositionsKind kind) {
+  return kind == PositionsKind::kMariaDbGtid ? "@@gtid_slave_pos" : PrimaryPositionVariable(kind);
+}
+
 PositionsKind Position::kind() const {
   return std::visit(Overloaded{[](const GtidPos&) { return PositionsKind::kMariaDbGtid; },
                                [](const GtidSet&) { return PositionsKind::kMysqlGtid; },

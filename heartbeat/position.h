@@ -33,6 +33,13 @@ const char* PositionsKindName(PositionsKind kind);
 // The inverse of PositionsKindName; nullopt for any other text.
 std::optional<PositionsKind> ParsePositionsKind(std::string_view name);
 
+// The server variables that hold the GTID kinds' positions: what a primary has binlogged
+// (@@gtid_binlog_pos, @@GLOBAL.gtid_executed) and what a replica has applied (@@gtid_slave_pos,
+// @@GLOBAL.gtid_executed). nullptr for the kinds without one (binlog: the status statements;
+// none).
+const char* PrimaryPositionVariable(PositionsKind kind);
+const char* ReplicaPositionVariable(PositionsKind kind);
+
 // How a position stands to another.
 enum class Inclusion {
   kIncludes,      // it has every transaction the other had (or is at or past its coordinates)

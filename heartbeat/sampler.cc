@@ -21,13 +21,14 @@ constexpr const char* kStatusSql =
     " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
     "  WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_READS')";
 
-// The one value `sql` reads, parsed by T::Parse (GtidPos, GtidSet).
+// The one value of `variable`, parsed by T::Parse (GtidPos, GtidSet).
 template <typename T>
-Result<Position> ReadPosition(SqlConnection& conn, const char* sql, MonoTime deadline) {
+Result<Position> ReadPosition(SqlConnection& conn, const char* variable, MonoTime deadline) {
+  const std::string sql = std::string("SELECT ") + variable;
   auto r = conn.Query(sql, deadline);
   if (!r.ok()) return r.status();
   if (r->rows.size() != 1 || r->rows[0].size() != 1) {
-    return Status::DataError(std::string("unexpected result shape for ") + sql);
+    return Status::DataError("unexpected result shape for " + sql);
   }
   auto parsed = T::Parse(r->rows[0][0].value_or(""));
   if (!parsed.ok()) return parsed.status();
@@ -139,9 +140,9 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
   *binlog_off = false;
   switch (kind) {
     case PositionsKind::kMariaDbGtid:
-      return ReadPosition<GtidPos>(conn, "SELECT @@gtid_binlog_pos", deadline);
+      return ReadPosition<GtidPos>(conn, PrimaryPositionVariable(kind), deadline);
     case PositionsKind::kMysqlGtid:
-      return ReadPosition<GtidSet>(conn, "SELECT @@GLOBAL.gtid_executed", deadline);
+      return ReadPosition<GtidSet>(conn, PrimaryPositionVariable(kind), deadline);
     case PositionsKind::kBinlog: {
       auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
       if (!r.ok()) return r.status();
