@@ -26,8 +26,8 @@ Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
   return st;
 }
 
-// The replica's applied position of `kind`: from the probe's `pos` text (GTID kinds) or the
-// status's executed source coordinates (binlog). nullopt with no error: nothing to read.
+}  // namespace
+
 Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
                                                 const std::optional<std::string>& pos_text,
                                                 const ReplicationStatus* status) {
@@ -58,7 +58,11 @@ Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
   return std::optional<Position>();
 }
 
-}  // namespace
+bool ReplicatesFromPrimary(const ReplicationStatus& status,
+                           std::optional<int64_t> primary_server_id) {
+  return primary_server_id && status.source_server_id &&
+         *status.source_server_id == *primary_server_id;
+}
 
 bool PrimaryKnown(MonoTime now, const HeartbeatLog& log, const PositionHistory& history,
                   Millis heartbeat_interval, Millis sampler_interval) {
@@ -123,8 +127,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
     a.measured = true;
     // Coordinates are the source's: they say nothing about the primary unless it is the source.
     if (in.positions == PositionsKind::kBinlog && polled && polled->configured) {
-      a.chained = !in.primary_server_id || !polled->source_server_id ||
-                  *polled->source_server_id != static_cast<int64_t>(*in.primary_server_id);
+      a.chained = !ReplicatesFromPrimary(*polled, in.primary_server_id);
     }
     if (!a.chained) {
       auto applied = AppliedPosition(in.positions, pos_text, polled);

@@ -91,6 +91,18 @@ struct Assessment {
   HealthInput health;
 };
 
+// The replica's applied position of `kind`: parsed from the text of its position variable
+// (ReplicaPositionVariable; the GTID kinds) or from the status's executed source coordinates
+// (binlog). nullopt with no error: nothing to read (no text, no status, not a replica).
+Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
+                                                const std::optional<std::string>& pos_text,
+                                                const ReplicationStatus* status);
+
+// Whether a replica's executed source coordinates are in the primary's binary log: its source's
+// server id is the primary's (both known). Otherwise it is a chained replica, or not connected.
+bool ReplicatesFromPrimary(const ReplicationStatus& status,
+                           std::optional<int64_t> primary_server_id);
+
 // Turns a probe's replies into the assessment. Reads `log` and `history` (in-memory records of
 // what the primary was sent and had), never the network or the clock.
 Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "agent/assessment.h"
 #include "agent/config.h"
 #include "base/binlog_coords.h"
 #include "base/mysql_conn.h"
@@ -239,8 +240,7 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
     if (!st->io_running || !st->sql_running) {
       r.Warn("a replication thread is not running: the replica is reported stopped");
     }
-    const bool same_server =
-        primary_server_id && st->source_server_id && *st->source_server_id == *primary_server_id;
+    const bool same_server = ReplicatesFromPrimary(*st, primary_server_id);
     const bool same_address =
         st->source_host == c.primary.host && st->source_port && *st->source_port == c.primary.port;
     if (!same_server && !same_address) {
@@ -249,33 +249,30 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
              (kind == PositionsKind::kBinlog
                   ? ": its coordinates are its source's, so it is compared by heartbeat only"
                   : ": GTIDs are compared across the chain"));
-      if (kind == PositionsKind::kBinlog && !same_server) kind = PositionsKind::kNone;
+    } else if (kind == PositionsKind::kBinlog && !same_server) {
+      r.Warn(
+          "its source's server id is not known to be the primary's: its coordinates are "
+          "compared by heartbeat only");
     }
+    // As the agent does: coordinates only for a replica of the primary's server id.
+    if (kind == PositionsKind::kBinlog && !same_server) kind = PositionsKind::kNone;
   }
   const TierConfig& tier = c.Tier(rc.tier);
-  std::string applied, from;
-  switch (kind) {
-    case PositionsKind::kMariaDbGtid:
-      from = "@@gtid_slave_pos";
-      if (auto v = s.Scalar("SELECT @@gtid_slave_pos AS v")) applied = *v;
-      break;
-    case PositionsKind::kMysqlGtid:
-      from = "@@GLOBAL.gtid_executed";
-      if (auto v = s.Scalar("SELECT @@GLOBAL.gtid_executed AS v")) applied = *v;
-      break;
-    case PositionsKind::kBinlog:
-      from = "the executed source coordinates";
-      if (status && status->exec_source_log_pos) {
-        auto coords = ParseBinlogCoords(status->exec_source_log_file, *status->exec_source_log_pos);
-        if (coords.ok()) {
-          applied = Position(coords.value()).ToString();
-        } else {
-          r.Warn("executed source coordinates not usable: " + coords.status().message());
-        }
-      }
-      break;
-    case PositionsKind::kNone:
-      break;
+  // What the agent compares (agent/assessment.h): the replica's position variable, or the
+  // executed coordinates of the status read above.
+  const char* variable = ReplicaPositionVariable(kind);
+  const std::string from = variable ? variable : "the executed source coordinates";
+  std::optional<std::string> text;
+  if (variable) text = s.Scalar(std::string("SELECT ") + variable + " AS v");
+  if (text && text->empty()) text.reset();
+  std::string applied;
+  if (kind != PositionsKind::kNone) {
+    auto pos = AppliedPosition(kind, text, status ? &*status : nullptr);
+    if (!pos.ok()) {
+      r.Warn(from + " not usable: " + pos.status().message());
+    } else if (*pos) {
+      applied = (*pos)->ToString();
+    }
   }
   if (!applied.empty()) {
     r.Line("positions", std::string(PositionsKindName(kind)) + ": " + from + " = " + applied +
