@@ -180,13 +180,12 @@ PositionsKind CheckPrimary(Server& s, Report& r, const Config& c) {
                                    SystemClock::Get().Now() + kQueryTimeout, &binlog_off);
     if (!pos.ok()) {
       const bool denied = s.conn.last_errno() == kErSpecificAccessDenied;
-      r.Warn(
-          std::string("cannot sample ") + PositionsKindName(*kind) + " positions (" + why +
-          "): " + pos.status().message() +
-          (denied ? " (grant BINLOG MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL)" : "") +
-          "; the agent falls back to " +
-          (!c.positions && *kind != PositionsKind::kBinlog ? "binlog, then " : "") +
-          "heartbeat bounds");
+      r.Warn(std::string("cannot sample ") + PositionsKindName(*kind) + " positions (" + why +
+             "): " + pos.status().message() +
+             (denied ? std::string(" (") + kBinaryLogStatusGrantHint + ")" : "") +
+             "; the agent falls back to " +
+             (!c.positions && *kind != PositionsKind::kBinlog ? "binlog, then " : "") +
+             "heartbeat bounds");
       CheckHeartbeat(s, r, c, /*primary=*/true);
       return PositionsKind::kNone;
     }

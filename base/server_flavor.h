@@ -74,6 +74,11 @@ const char* ReplicaStatusRetry(std::string_view statement, unsigned server_errno
 // https://mariadb.com/kb/en/show-binlog-status/
 const char* BinaryLogStatusStatement(const ServerFlavor& flavor);
 
+// What a refused binary log status is missing, for messages: the privilege each server needs.
+inline constexpr char kBinaryLogStatusGrantHint[] =
+    "grant BINLOG MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL: docs/configuration.md "
+    "\"Privileges\"";
+
 // MariaDB's own GTIDs (domain-server-seq, @@gtid_binlog_pos, @@gtid_slave_pos, Using_Gtid):
 // MariaDB >= 10.0.2 (https://mariadb.com/kb/en/gtid/). MySQL's GTIDs are another thing.
 bool HasMariaDbGtid(const ServerFlavor& flavor);

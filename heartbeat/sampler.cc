@@ -185,9 +185,7 @@ void PositionSampler::GiveUpKind(const Status& why, unsigned server_errno) {
                                                                   : PositionsKind::kNone;
   std::string hint;
   if (server_errno == kErSpecificAccessDenied) {
-    hint =
-        " (grant BINLOG MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL: "
-        "docs/configuration.md \"Privileges\")";
+    hint = std::string(" (") + kBinaryLogStatusGrantHint + ")";
   }
   Log(options_.positions ? LogLevel::kError : LogLevel::kWarn,
       "primary " + options_.primary.endpoint.Id() + ": cannot sample " + PositionsKindName(failed) +
