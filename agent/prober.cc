@@ -295,14 +295,10 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
     Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
                              status_statement_ + " from now on");
     ShowServer();
+    // Back through here: the retry's reply ends the observation in turn, and it is not retried
+    // again (ReplicaStatusRetry has nothing after SHOW REPLICA STATUS).
     conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
-                [this](Result<QueryResult> again) {
-                  if (positions_ == PositionsKind::kBinlog) {
-                    probe_.obs.received = clock_.Now();
-                    probe_.received_wall = clock_.WallNow();
-                  }
-                  Evaluate(*probe_.reply, again);
-                });
+                [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
     return;
   }
   Evaluate(*probe_.reply, s);
