@@ -5,12 +5,11 @@
 namespace lagwatch {
 
 Result<BinlogCoords> ParseBinlogCoords(std::string_view file, uint64_t pos) {
+  // ParseInt on an unsigned type takes digits only (std::from_chars: no sign, no space).
   const size_t dot = file.rfind('.');
-  const std::string_view digits =
-      dot == std::string_view::npos ? std::string_view() : file.substr(dot + 1);
-  const bool all_digits =
-      !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
-  const auto seq = all_digits && dot > 0 ? ParseInt<uint64_t>(digits) : std::nullopt;
+  const auto seq = dot != std::string_view::npos && dot > 0
+                       ? ParseInt<uint64_t>(file.substr(dot + 1))
+                       : std::nullopt;
   if (!seq) {
     return Status::DataError("binary log file '" + EscapeControl(file) +
                              "' has no numeric extension (BASE.NUMBER)");
@@ -19,9 +18,7 @@ Result<BinlogCoords> ParseBinlogCoords(std::string_view file, uint64_t pos) {
 }
 
 Result<BinlogCoords> ParseBinlogCoords(std::string_view file, std::string_view pos) {
-  const auto p = pos.find_first_not_of("0123456789") == std::string_view::npos
-                     ? ParseInt<uint64_t>(pos)
-                     : std::nullopt;
+  const auto p = ParseInt<uint64_t>(pos);
   if (!p) {
     return Status::DataError("binary log position '" + EscapeControl(pos) + "' is not a number");
   }
@@ -33,11 +30,6 @@ CoordsOrder Compare(const BinlogCoords& a, const BinlogCoords& b) {
   if (a.seq != b.seq) return a.seq < b.seq ? CoordsOrder::kBefore : CoordsOrder::kAfter;
   if (a.pos != b.pos) return a.pos < b.pos ? CoordsOrder::kBefore : CoordsOrder::kAfter;
   return CoordsOrder::kSame;
-}
-
-bool ReachedOrPassed(const BinlogCoords& executed, const BinlogCoords& target) {
-  const CoordsOrder order = Compare(executed, target);
-  return order == CoordsOrder::kSame || order == CoordsOrder::kAfter;
 }
 
 Result<BinaryLogStatus> ParseBinaryLogStatus(const QueryResult& result) {

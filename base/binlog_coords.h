@@ -51,9 +51,6 @@ enum class CoordsOrder { kBefore, kSame, kAfter, kIncomparable };
 // different base names are kIncomparable (another server, or a renamed --log-bin).
 CoordsOrder Compare(const BinlogCoords& a, const BinlogCoords& b);
 
-// True when `executed` is at or past `target` (same base name).
-bool ReachedOrPassed(const BinlogCoords& executed, const BinlogCoords& target);
-
 // One row of SHOW BINARY LOG STATUS / SHOW MASTER STATUS / SHOW BINLOG STATUS.
 struct BinaryLogStatus {
   BinlogCoords coords;    // File, Position
