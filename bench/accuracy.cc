@@ -370,6 +370,25 @@ void StartAgent(const Paths& p, const std::string& bin, Agent& agent, const std:
   }
 }
 
+// The note of an agent's heartbeat-cost row, from its config: the usual agent's has no
+// `positions` (auto: MariaDB GTID on the sandbox), the binlog one's says which and its agent id.
+std::string CostNote(const json& c) {
+  const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
+  const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
+  const std::string note = "heartbeat " + std::to_string(hb) + " ms, ";
+  if (!c.contains("positions")) return note + "GTID sampler " + std::to_string(sampler) + " ms";
+  return note + "positions " + c.value("positions", std::string("?")) + " sampler " +
+         std::to_string(sampler) + " ms (agent_id " + std::to_string(c.value("agent_id", 0)) + ")";
+}
+
+// Starts `agent` alone, lets it settle, and measures its heartbeat cost on the primary.
+json MeasureAgentCost(const Paths& p, const std::string& bin, Agent& agent, const json& config,
+                      int secs) {
+  StartAgent(p, bin, agent, "alone");
+  Pause(milliseconds(1500));
+  return MeasureCost(p, agent.name, secs, CostNote(config));
+}
+
 // The binlog agent's config: the sandbox's with its own agent id (its own heartbeat row in the
 // same table), positions, Redis key prefix and HTTP port; written to `path`.
 json WriteBinlogConfig(const Paths& p, const std::string& path) {
@@ -811,29 +830,12 @@ int RunBenchmark(const Options& opt) {
   // starts again for the side-by-side part); its row goes after lagwatch's.
   json binlog_cost;
   if (binlog) {
-    Agent& a = agents[1];
-    StartAgent(p, opt.lagwatch, a, "alone");
-    Pause(milliseconds(1500));
-    const json& c = results["lagwatch_binlog_config"];
-    const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
-    const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
-    binlog_cost = MeasureCost(p, a.name, plan.cost_s,
-                              "heartbeat " + std::to_string(hb) + " ms, positions " +
-                                  c.value("positions", std::string("?")) + " sampler " +
-                                  std::to_string(sampler) + " ms (agent_id " +
-                                  std::to_string(c.value("agent_id", 0)) + ")");
-    a.child->Stop();
+    binlog_cost = MeasureAgentCost(p, opt.lagwatch, agents[1], results["lagwatch_binlog_config"],
+                                   plan.cost_s);
+    agents[1].child->Stop();
   }
-  StartAgent(p, opt.lagwatch, agents[0], "alone");
-  Pause(milliseconds(1500));
-  {
-    const json& c = results["lagwatch_config"];
-    const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
-    const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
-    cost.push_back(MeasureCost(p, "lagwatch", plan.cost_s,
-                               "heartbeat " + std::to_string(hb) + " ms, GTID sampler " +
-                                   std::to_string(sampler) + " ms"));
-  }
+  cost.push_back(
+      MeasureAgentCost(p, opt.lagwatch, agents[0], results["lagwatch_config"], plan.cost_s));
   if (binlog) {
     cost.push_back(binlog_cost);
     StartAgent(p, opt.lagwatch, agents[1], "again, next to lagwatch");
