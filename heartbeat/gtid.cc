@@ -20,8 +20,10 @@ bool ParseNumber(std::string_view s, T* out) {
 Result<GtidPos> GtidPos::Parse(std::string_view text) {
   GtidPos pos;
   text = Trim(text);
-  auto bad = [&](std::string_view why) {
-    return Status::DataError("malformed GTID position \"" + std::string(text.substr(0, 80)) +
+  // The whole text, not what is left of it, and escaped: it is the server's and goes to the log.
+  const std::string_view whole = text;
+  auto bad = [whole](std::string_view why) {
+    return Status::DataError("malformed GTID position \"" + EscapeControl(whole.substr(0, 80)) +
                              "\": " + std::string(why));
   };
   while (!text.empty()) {

@@ -28,6 +28,12 @@ TEST_CASE("malformed GTID positions are data errors") {
   }
 }
 
+TEST_CASE("a malformed position's message quotes the whole text, control bytes escaped") {
+  auto r = GtidPos::Parse("0-1-2,0-2-x\n1");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("\"0-1-2,0-2-x\\x0a1\"") != std::string::npos);
+}
+
 TEST_CASE("a position reaches another when every domain's seq is at least as high") {
   CHECK(P("0-1-10").Reaches(P("0-1-10")));
   CHECK(P("0-1-11").Reaches(P("0-1-10")));
