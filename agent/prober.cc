@@ -279,7 +279,7 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
                 [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
     return;
   }
-  Evaluate(r, std::nullopt);
+  Evaluate(std::move(r), std::nullopt);
 }
 
 void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
@@ -301,7 +301,7 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
                 [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
     return;
   }
-  Evaluate(*probe_.reply, s);
+  Evaluate(std::move(*probe_.reply), std::move(s));
 }
 
 void ReplicaProber::ScheduleNext() {
@@ -322,19 +322,20 @@ void ReplicaProber::ScheduleNext() {
   timer_ = loop_->At(planned_, [this] { OnTick(); });
 }
 
-void ReplicaProber::Evaluate(const Result<QueryResult>& r,
-                             const std::optional<Result<QueryResult>>& status_reply) {
+void ReplicaProber::Evaluate(Result<QueryResult> r,
+                             std::optional<Result<QueryResult>> status_reply) {
   m_.probes.Increment();
   ProbeInput in;
-  in.reply = r;
-  in.status_reply = status_reply;
+  // The replies and the last position move in and back out: a probe copies no result set.
   in.status_access_denied =
       status_reply && !status_reply->ok() && conn_.last_errno() == kErSpecificAccessDenied;
+  in.reply = std::move(r);
+  in.status_reply = std::move(status_reply);
   in.positions = positions_;
   in.primary_server_id = history_->primary_server_id();
   in.obs = probe_.obs;
   in.bounds = bounds_;
-  in.previous_applied = applied_;
+  in.previous_applied = std::move(applied_);
   {
     std::lock_guard lock(mu_);
     in.status = view_.status;
@@ -344,11 +345,11 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
                    Millis(config_.sampler_interval_ms));
   in.tier_enabled = tier_.enabled;
   in.max_delay_ms = tier_.max_delay_ms;
-  const Assessment a = Assess(in, *log_, *history_);
+  Assessment a = Assess(in, *log_, *history_);
 
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
-  if (a.applied) applied_ = a.applied;
+  applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
   if (a.inconsistent) {
     LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
                "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
@@ -377,7 +378,7 @@ void ReplicaProber::Evaluate(const Result<QueryResult>& r,
                                "compared");
     }
   }
-  if (r.ok()) {
+  if (in.reply.ok()) {
     m_.probe_duration_seconds.Observe(
         Seconds(std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent)));
   }

@@ -91,7 +91,7 @@ class ReplicaProber {
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
   void OnStatusReply(Result<QueryResult> s);
-  void Evaluate(const Result<QueryResult>& r, const std::optional<Result<QueryResult>>& status);
+  void Evaluate(Result<QueryResult> r, std::optional<Result<QueryResult>> status);
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
   ReplicaSnapshot Snapshot(const Assessment& a, const HealthTracker::Verdict& v) const;
