@@ -64,7 +64,7 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       initial_(config),
-      publisher_(initial_.redis, &metrics_, clock_),
+      publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),
       writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
                              "primary " + initial_.primary.Id()},

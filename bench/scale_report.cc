@@ -257,7 +257,7 @@ std::string RenderScaleMarkdown(const json& res) {
         "= past the last finite bucket); *≤10 ms* is the exact share of starts in buckets up to "
         "10 ms, which is what proves (or refutes) p99 ≤ 10 ms.\n";
   md << "- **Redis cmd/s** = increase of `total_commands_processed` (INFO stats) / window: "
-        "lagwatch's writes (MULTI, HSET, PEXPIRE, EXEC per probe) and anything else on that "
+        "lagwatch's writes (one EVALSHA of the record script per probe) and anything else on that "
         "Redis.\n";
   const json& scrapes = res["runs"].empty() ? json() : res["runs"][0]["steady"]["scrapes"];
   md << "- **Scrape** = the bench's own HTTP/1.0 GET of lagwatch's /metrics, connect to last "

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/redis_conn.h"
 #include "exporters/metrics.h"
+#include "exporters/record_merge.h"
 #include "exporters/redis_pipeline.h"
 
 namespace lagwatch {
@@ -22,11 +23,9 @@ constexpr Micros kGather(1000);
 
 }  // namespace
 
-RedisPublisher::RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock)
-    : config_(config),
-      ttl_ms_text_(std::to_string(config.ttl_ms)),
-      metrics_(metrics),
-      clock_(clock) {}
+RedisPublisher::RedisPublisher(const RedisConfig& config, int64_t agent_id, Metrics* metrics,
+                               const Clock& clock)
+    : config_(config), agent_id_(agent_id), metrics_(metrics), clock_(clock) {}
 
 void RedisPublisher::Start(bool realtime) {
   worker_.Start([this, realtime](std::stop_token st) {
@@ -79,32 +78,6 @@ bool RedisPublisher::connected() const {
   return connected_;
 }
 
-std::vector<std::string> RedisPublisher::HsetArgs(const std::string& prefix,
-                                                  const ReplicaSnapshot& s) {
-  return {"HSET",
-          prefix + ":" + s.id,
-          "delay_ms",
-          std::to_string(s.delay_ms),
-          "delay_lower_ms",
-          std::to_string(s.delay_lower_ms),
-          "state",
-          s.state,
-          "healthy",
-          s.healthy ? "1" : "0",
-          "tier",
-          s.tier,
-          "weight",
-          std::to_string(s.weight),
-          "max_delay_ms",
-          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1",
-          "seq",
-          std::to_string(s.seq),
-          "measured_at_ms",
-          std::to_string(s.measured_at_ms),
-          "agent",
-          std::to_string(s.agent_id)};
-}
-
 std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
   return {"HSET",
           "lagwatch:primary:" + s.id,
@@ -127,6 +100,20 @@ bool RedisPublisher::Connect() {
     return false;
   }
   ctx_ = ctx.value();
+  // Loaded on every connection: a restarted or failed-over Redis has an empty script cache.
+  RedisReply sha =
+      AppendCommand(ctx_, {"SCRIPT", "LOAD", kMergeRecordScript}) ? NextReply(ctx_) : nullptr;
+  if (!sha || sha->type != REDIS_REPLY_STRING) {
+    LogLimited(LogLevel::kWarn, "redis-connect",
+               "Redis " + config_.host + ":" + std::to_string(config_.port) +
+                   " did not load lagwatch's record script (Redis 5 or later with scripting is "
+                   "needed): " +
+                   (sha ? ReplyText(*sha) : std::string(ctx_->errstr)));
+    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
+    Disconnect();
+    return false;
+  }
+  script_sha_ = ReplyText(*sha);
   Log(LogLevel::kInfo, "connected to Redis " + config_.host + ":" + std::to_string(config_.port));
   std::lock_guard lock(mu_);
   connected_ = true;
@@ -156,44 +143,50 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing) {
     AppendCommand(ctx_, sadd);
     ++replies;
   }
-  // Replicas no longer configured leave the set and lose their key at once.
+  // Replicas no longer configured leave the set, and this agent's record leaves their keys, at
+  // once.
   std::vector<std::string> srem = {"SREM", set_key};
-  std::vector<std::string> del = {"DEL"};
   for (const auto& m : removing) {
     srem.push_back(m);
-    del.push_back(config_.key_prefix + ":" + m);
+    AppendCommand(ctx_, RetireRecordArgs(script_sha_, config_.key_prefix + ":" + m, agent_id_));
+    ++replies;
   }
   if (srem.size() > 2) {
     AppendCommand(ctx_, srem);
-    AppendCommand(ctx_, del);
-    replies += 2;
+    ++replies;
   }
   return replies;
 }
 
-size_t RedisPublisher::AppendExpiringHset(const std::vector<std::string>& hset) {
-  static const std::vector<std::string> kMulti = {"MULTI"}, kExec = {"EXEC"};
-  AppendCommand(ctx_, kMulti);
-  AppendCommand(ctx_, hset);
-  AppendCommand(ctx_, {"PEXPIRE", hset[1], ttl_ms_text_});  // hset[1] is the key
-  AppendCommand(ctx_, kExec);
-  return 4;
+Millis RedisPublisher::Remaining(MonoTime measured, MonoTime now) const {
+  return Millis(config_.ttl_ms) - std::chrono::ceil<Millis>(now - measured);
 }
 
 size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot>& records,
                                      MonoTime now, size_t* written) {
   size_t replies = 0;
   for (const auto& [id, snap] : records) {
-    if (now - snap.measured_mono > Millis(config_.ttl_ms)) continue;  // too old to publish
-    replies += AppendExpiringHset(HsetArgs(config_.key_prefix, snap));
+    const Millis remaining = Remaining(snap.measured_mono, now);
+    if (remaining <= Millis(0)) continue;  // too old to publish
+    AppendCommand(
+        ctx_, MergeRecordArgs(script_sha_, config_.key_prefix + ":" + id, snap, remaining.count()));
+    ++replies;
     ++*written;
   }
   return replies;
 }
 
 size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now) {
-  if (!primary || now - primary->measured_mono > Millis(config_.ttl_ms)) return 0;
-  return AppendExpiringHset(HsetArgs(*primary));
+  if (!primary) return 0;
+  const Millis remaining = Remaining(primary->measured_mono, now);
+  if (remaining <= Millis(0)) return 0;
+  static const std::vector<std::string> kMulti = {"MULTI"}, kExec = {"EXEC"};
+  std::vector<std::string> hset = HsetArgs(*primary);
+  AppendCommand(ctx_, kMulti);
+  AppendCommand(ctx_, hset);
+  AppendCommand(ctx_, {"PEXPIRE", hset[1], std::to_string(remaining.count())});  // [1]: the key
+  AppendCommand(ctx_, kExec);
+  return 4;
 }
 
 size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
@@ -206,6 +199,10 @@ Status RedisPublisher::ReadReplies(size_t n) {
   for (size_t i = 0; i < n; ++i) {
     RedisReply reply = NextReply(ctx_);
     if (!reply) return Status::Unavailable(ctx_->errstr);
+    if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).rfind("NOSCRIPT", 0) == 0) {
+      // The script cache was flushed under us (SCRIPT FLUSH): a new connection loads it again.
+      return Status::Unavailable("Redis lost lagwatch's record script (NOSCRIPT)");
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
       // The server refused a command (e.g. wrong key type, OOM): count it, keep the connection.
       metrics_->redis_errors.Add({{"reason", "command"}}).Increment();

@@ -1,10 +1,12 @@
-// The Redis publisher (docs/redis.md). Probers hand it records; its own thread writes each one as
-// `<prefix>:<host>:<port>` with MULTI / HSET / PEXPIRE / EXEC, keeps `<prefix>:replicas`, and
-// publishes change events on `<prefix>:events`.
+// The Redis publisher (docs/redis.md). Probers hand it records; its own thread writes each one
+// into `<prefix>:<host>:<port>` through the merge script of exporters/record_merge.h (several
+// agents may share the key), keeps `<prefix>:replicas`, and publishes change events on
+// `<prefix>:events`.
 //
 // Only the latest record per replica is kept while Redis is slow or away (no unbounded queue), and
-// a record older than the key's TTL is dropped rather than written late: a key must never look
-// fresher than its measurement. Reconnects with capped exponential backoff.
+// every record expires `ttl_ms` after its measurement, however late it is written: one older than
+// that is dropped, and one written late lives only for what remains of its TTL, so a key never
+// looks fresher than its measurement. Reconnects with capped exponential backoff.
 // Thread-safe; owns one thread (Start/Stop; the destructor stops).
 #pragma once
 
@@ -32,7 +34,8 @@ class Metrics;
 
 class RedisPublisher {
  public:
-  RedisPublisher(const RedisConfig& config, Metrics* metrics, const Clock& clock);
+  // `agent_id` is the agent whose records these are (for retiring them: SetReplicas).
+  RedisPublisher(const RedisConfig& config, int64_t agent_id, Metrics* metrics, const Clock& clock);
   ~RedisPublisher() { Stop(); }
 
   // With `realtime`, the publishing thread asks for SCHED_FIFO priority 1 (see
@@ -41,7 +44,7 @@ class RedisPublisher {
   void Stop();
 
   // The members of `<prefix>:replicas`; members no longer listed are removed from the set and
-  // their keys deleted.
+  // this agent's records removed from their keys (a key goes when no agent's record is left).
   void SetReplicas(const std::vector<std::string>& ids);
   // Queues `snap` for writing, replacing an unwritten older record of the same replica.
   void Publish(const ReplicaSnapshot& snap);
@@ -55,27 +58,28 @@ class RedisPublisher {
   static constexpr size_t kMaxEvents = 1000;
 
  private:
-  // The HSET argument lists of the Redis contract (docs/redis.md).
-  static std::vector<std::string> HsetArgs(const std::string& prefix, const ReplicaSnapshot& s);
+  // The primary's HSET argument list (docs/redis.md).
   static std::vector<std::string> HsetArgs(const PrimarySnapshot& s);
+  // How long a record measured at `measured` may still be read, at `now`: what is left of the TTL.
+  Millis Remaining(MonoTime measured, MonoTime now) const;
 
   void Run(std::stop_token stop);
+  // Connects and loads the merge script (its SHA into script_sha_).
   bool Connect();
   void Disconnect();
   // Writes everything pending; false on a connection failure (what was not written is requeued).
   bool Flush(std::map<std::string, ReplicaSnapshot> records, std::optional<PrimarySnapshot> primary,
              std::deque<std::string> events, bool with_members);
   // Each Append* queues commands on ctx_ and returns how many replies they will have.
-  // SADD of every member and, for the replicas removed since, SREM and DEL of their keys; moves
-  // removed_ into `removing`.
+  // SADD of every member and, for the replicas removed since, SREM and the retirement of this
+  // agent's record from their keys; moves removed_ into `removing`.
   size_t AppendMembership(std::set<std::string>& removing);
-  // MULTI, `hset`, PEXPIRE `key` by the TTL, EXEC.
-  // REQUIRES: hset is HsetArgs(...): its [1] is the key.
-  size_t AppendExpiringHset(const std::vector<std::string>& hset);
-  // The records measured within the TTL before `now`; counts them in `written`.
+  // The records measured within the TTL before `now`, each merged into its key for what remains
+  // of its TTL; counts them in `written`.
   size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
                        size_t* written);
-  // The primary's record, if there is one measured within the TTL before `now`.
+  // The primary's record, if there is one measured within the TTL before `now`: MULTI, HSET,
+  // PEXPIRE by what remains of its TTL, EXEC.
   size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);
   // PUBLISH of each event on `<prefix>:events`.
   size_t AppendEvents(const std::deque<std::string>& events);
@@ -88,7 +92,7 @@ class RedisPublisher {
                const std::set<std::string>& removing);
 
   const RedisConfig config_;
-  const std::string ttl_ms_text_;  // config_.ttl_ms as PEXPIRE takes it
+  const int64_t agent_id_;
   Metrics* const metrics_;
   const Clock& clock_;
 
@@ -104,6 +108,7 @@ class RedisPublisher {
 
   // Used only by the publisher thread.
   redisContext* ctx_ = nullptr;
+  std::string script_sha_;  // the merge script's, loaded on this connection
   Worker worker_;
 };
 

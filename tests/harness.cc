@@ -231,6 +231,37 @@ std::vector<std::string> Redis::SMembers(const std::string& key) {
   return out;
 }
 
+std::string Redis::Command(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  REQUIRE(r != nullptr);
+  std::string out;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      out = std::to_string(r->integer);
+      break;
+    case REDIS_REPLY_NIL:
+      out = "(nil)";
+      break;
+    case REDIS_REPLY_ARRAY:
+      for (size_t i = 0; i < r->elements; ++i) {
+        if (i) out += "\n";
+        out.append(r->element[i]->str ? r->element[i]->str : "", r->element[i]->len);
+      }
+      break;
+    default:
+      out.assign(r->str, r->len);
+  }
+  freeReplyObject(r);
+  return out;
+}
+
 bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& state,
                const std::string& healthy) {
   auto h = redis.HGetAll(sandbox.replica_key(i));

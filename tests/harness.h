@@ -89,6 +89,9 @@ class Redis {
   std::map<std::string, std::string> HGetAll(const std::string& key);
   long long PTtl(const std::string& key);
   std::vector<std::string> SMembers(const std::string& key);
+  // Any command; the reply as text (a string, status or error's text, an integer in decimal,
+  // "(nil)", or an array's elements joined by newlines).
+  std::string Command(const std::vector<std::string>& args);
 
  private:
   redisContext* ctx_ = nullptr;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "base/strings.h"
 #include "tests/harness.h"
@@ -77,8 +78,9 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
 TEST_CASE("each replica's key carries every Redis contract field with a TTL within ttl_ms") {
   Redis redis(E().sandbox.redis_port());
   const std::set<std::string> fields = {
-      "delay_ms", "delay_lower_ms", "state", "healthy",        "tier",
-      "weight",   "max_delay_ms",   "seq",   "measured_at_ms", "agent"};
+      "delay_ms", "delay_lower_ms", "state", "healthy", "tier", "weight", "max_delay_ms",
+      "seq",      "measured_at_ms", "agent", "agent:1"};  // this agent's own record, for merging
+                                                          // with other agents' (docs/redis.md)
   for (int r : {1, 2}) {
     CAPTURE(r);
     auto h = redis.HGetAll(Key(r));
@@ -102,6 +104,10 @@ TEST_CASE("each replica's key carries every Redis contract field with a TTL with
     long long ttl = redis.PTtl(Key(r));
     CHECK(ttl > 0);
     CHECK(ttl <= 1000);
+    // With one agent, its own record is what the contract's fields show.
+    auto own = nlohmann::json::parse(h["agent:1"]);
+    CHECK(own["h"] == h["healthy"]);
+    CHECK(own["m"] == h["measured_at_ms"]);
   }
   auto members = redis.SMembers("slave_delay:replicas");
   CHECK(std::set<std::string>(members.begin(), members.end()) ==
