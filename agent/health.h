@@ -57,6 +57,9 @@ class HealthTracker {
   };
   Verdict Update(const HealthInput& in);
   const Verdict& last() const { return last_; }
+  // Coming back from lag: the last probe was within the recovery ratio, but the streak is not
+  // complete yet. The prober probes again at once, so recovery costs round trips, not ticks.
+  bool recovering() const { return !lag_ok_ && good_streak_ > 0; }
 
  private:
   // Whether the lag part of the verdict currently holds, with hysteresis.

@@ -85,6 +85,8 @@ void ReplicaProber::Stop() {
   loop_->RunSync([this] {
     if (timer_) loop_->Cancel(timer_);
     timer_ = 0;
+    CancelCrossing();
+    in_flight_ = false;
     conn_.Cancel();
   });
 }
@@ -171,6 +173,8 @@ void ReplicaProber::OnTick() {
     Evaluate(Status::Unavailable("waiting to reconnect to replica " + id_), std::nullopt);
     return;
   }
+  in_flight_ = true;
+  ArmCrossing();
   if (!flavor_checked_) {
     SendFlavorQuery();
     return;
@@ -220,6 +224,7 @@ void ReplicaProber::UpdatePositions() {
   std::optional<PositionsKind> kind =
       config_.positions == PositionsKind::kNone ? PositionsKind::kNone : history_->kind();
   const bool decided = kind.has_value();
+  positions_decided_ = decided;
   if (kind && kind == refused_) kind = PositionsKind::kNone;
   const PositionsKind next = kind.value_or(PositionsKind::kNone);
   if (next == positions_ && positions_shown_) return;
@@ -316,14 +321,69 @@ void ReplicaProber::ScheduleNext() {
     }
   }
   // A probe due while this one still ran is due now: its start delay measures the loop, not the
-  // server that made this probe slow.
-  planned_ = std::max(now, NextProbeAt(now, probe_.started, next_tick_,
-                                       bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_));
+  // server that made this probe slow. A replica coming back from lag is probed again at once, so
+  // the recovery streak takes round trips, not ticks.
+  planned_ = health_.recovering()
+                 ? probe_.started + kMinProbeGap
+                 : NextProbeAt(now, probe_.started, next_tick_,
+                               bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
+  planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
+}
+
+void ReplicaProber::ArmCrossing() {
+  CancelCrossing();
+  if (!bounds_ || !bounds_->fresh_at) return;
+  const auto at =
+      CrossingVerdictAt(*bounds_->fresh_at, limits_ms_, published_delay_ms_,
+                        CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
+  if (!at) return;
+  crossing_timer_ = loop_->At(std::max(*at, clock_.Now()), [this] { OnCrossing(); });
+}
+
+void ReplicaProber::CancelCrossing() {
+  if (crossing_timer_) loop_->Cancel(crossing_timer_);
+  crossing_timer_ = 0;
+}
+
+Micros ReplicaProber::SlowestRecentRtt() const {
+  return *std::max_element(rtts_.begin(), rtts_.end());
+}
+
+void ReplicaProber::OnCrossing() {
+  crossing_timer_ = 0;
+  if (!in_flight_ || !bounds_ || !bounds_->fresh_at) return;
+  const MonoTime now = clock_.Now();
+  // The last probe's view of the replica, aged to now: the same replica, the same status, a
+  // bound that has only grown, and no new proof of how far behind it is.
+  HealthInput h = last_health_;
+  h.delay_ms = ToMillis(bounds_->UpperAt(now));
+  h.delay_lower_ms.reset();
+  h.primary_known = PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                                 Millis(config_.sampler_interval_ms));
+  h.caught_up_with_primary = CaughtUpWithPrimary(bounds_, *log_, *history_);
+  const HealthTracker::Verdict prev = health_.last();
+  const HealthTracker::Verdict v = health_.Update(h);
+  const ReplicaSnapshot snap = Snapshot(h, 0, now, clock_.WallNow(), v);
+  metrics_->crossing_verdicts.Increment();
+  m_.lag_upper_seconds.Set(static_cast<double>(snap.delay_ms) / 1000.0);
+  m_.lag_lower_seconds.Set(0);
+  m_.healthy.Set(snap.healthy ? 1 : 0);
+  m_.SetState(snap.state);
+  PublishVerdict(snap, prev, v, " (no answer yet at the crossing)");
+  {
+    std::lock_guard lock(mu_);
+    view_.state = snap.state;
+    view_.healthy = snap.healthy;
+    view_.last = snap;
+  }
+  ArmCrossing();  // the next limit, if the answer is still not in when the bound reaches it
 }
 
 void ReplicaProber::Evaluate(Result<QueryResult> r,
                              std::optional<Result<QueryResult>> status_reply) {
+  in_flight_ = false;
+  CancelCrossing();
   m_.probes.Increment();
   ProbeInput in;
   // The replies and the last position move in and back out: a probe copies no result set.
@@ -379,35 +439,40 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
     }
   }
   if (in.reply.ok()) {
-    m_.probe_duration_seconds.Observe(
-        Seconds(std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent)));
+    const auto rtt = std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent);
+    m_.probe_duration_seconds.Observe(Seconds(rtt));
+    rtts_[next_rtt_++ % rtts_.size()] = rtt;
   }
   if (a.status_polled) m_.status_polls.Increment();
 
   const HealthTracker::Verdict prev = health_.last();
   const HealthTracker::Verdict v = health_.Update(a.health);
-  const ReplicaSnapshot snap = Snapshot(a, v);
+  last_health_ = a.health;
+  const ReplicaSnapshot snap =
+      Snapshot(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
+               a.obs.received, probe_.received_wall, v);
   RecordMetrics(a, snap);
   Publish(a, snap, prev, v);
   RecordWindows(a, snap);
   ScheduleNext();
 }
 
-ReplicaSnapshot ReplicaProber::Snapshot(const Assessment& a,
+ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lower_ms,
+                                        MonoTime measured, WallTime measured_wall,
                                         const HealthTracker::Verdict& v) const {
   ReplicaSnapshot snap;
   snap.id = id_;
-  snap.delay_ms = a.health.delay_ms.value_or(0);
-  snap.delay_lower_ms = a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0;
+  snap.delay_ms = h.delay_ms.value_or(0);
+  snap.delay_lower_ms = delay_lower_ms;
   snap.state = StateName(v.state);
   snap.healthy = v.healthy;
   snap.tier = tier_.name;
   snap.weight = replica_.weight;
   snap.max_delay_ms = tier_.max_delay_ms;
   snap.seq = last_seq_;
-  snap.measured_at_ms = UnixMillis(probe_.received_wall);  // the moment delay_ms refers to
+  snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
   snap.agent_id = config_.agent_id;
-  snap.measured_mono = a.obs.received;
+  snap.measured_mono = measured;
   return snap;
 }
 
@@ -441,9 +506,27 @@ void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& sn
 
 void ReplicaProber::Publish(const Assessment& a, const ReplicaSnapshot& snap,
                             const HealthTracker::Verdict& prev, const HealthTracker::Verdict& v) {
-  // A replica is published once it has been measured; before that its key stays absent, which
-  // routers read as "unusable" (docs/redis.md).
-  if (a.bounds) publisher_->Publish(snap);
+  const std::string why = !a.probe_status.ok()           ? " (" + a.probe_status.ToString() + ")"
+                          : !a.status.last_error.empty() ? " (" + a.status.last_error + ")"
+                                                         : "";
+  PublishVerdict(snap, prev, v, why);
+  if (!a.probe_status.ok() && !probe_.backing_off) {
+    LogLimited(LogLevel::kWarn, "probe:" + id_,
+               "probe of " + id_ + " failed: " + a.probe_status.ToString());
+  }
+  if (a.status_error) {
+    LogLimited(LogLevel::kWarn, "status:" + id_,
+               status_statement_ + " on " + id_ + " failed: " + a.status_error->ToString());
+  }
+}
+
+void ReplicaProber::PublishVerdict(const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
+                                   const HealthTracker::Verdict& v, const std::string& why) {
+  // A replica is published once it has been measured with what the agent will keep comparing;
+  // before that its key stays absent, which routers read as "unusable" (docs/redis.md). A bound
+  // comes with the first measurement (bounds_), and the positions kind decides how tight it is.
+  if (bounds_ && positions_decided_) publisher_->Publish(snap);
+  if (bounds_) published_delay_ms_ = snap.delay_ms;
   if (v.changed) {
     nlohmann::json e = {{"replica", id_},
                         {"state", snap.state},
@@ -459,21 +542,9 @@ void ReplicaProber::Publish(const Assessment& a, const ReplicaSnapshot& snap,
     }
     had_verdict_ = true;
     publisher_->PublishEvent(e.dump());
-    const std::string why = !a.probe_status.ok()           ? " (" + a.probe_status.ToString() + ")"
-                            : !a.status.last_error.empty() ? " (" + a.status.last_error + ")"
-                                                           : "";
     Log(LogLevel::kInfo,
         "replica " + id_ + " is now " + snap.state + (v.healthy ? " healthy" : " unhealthy") +
-            ", delay_ms<=" + (a.health.delay_ms ? std::to_string(*a.health.delay_ms) : "unknown") +
-            why);
-  }
-  if (!a.probe_status.ok() && !probe_.backing_off) {
-    LogLimited(LogLevel::kWarn, "probe:" + id_,
-               "probe of " + id_ + " failed: " + a.probe_status.ToString());
-  }
-  if (a.status_error) {
-    LogLimited(LogLevel::kWarn, "status:" + id_,
-               status_statement_ + " on " + id_ + " failed: " + a.status_error->ToString());
+            ", delay_ms<=" + (bounds_ ? std::to_string(snap.delay_ms) : "unknown") + why);
   }
 }
 

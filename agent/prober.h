@@ -11,6 +11,7 @@
 // Thread-safe: Start/Stop and the views from any thread; the probe itself runs on the loop.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -94,12 +95,24 @@ class ReplicaProber {
   void Evaluate(Result<QueryResult> r, std::optional<Result<QueryResult>> status);
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
-  ReplicaSnapshot Snapshot(const Assessment& a, const HealthTracker::Verdict& v) const;
+  ReplicaSnapshot Snapshot(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
+                           WallTime measured_wall, const HealthTracker::Verdict& v) const;
   void RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap);
   void Publish(const Assessment& a, const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
                const HealthTracker::Verdict& v);
+  // The key (once a verdict can be stood by: measured, positions decided), and on a change the
+  // event and the log line, `why` ending it.
+  void PublishVerdict(const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
+                      const HealthTracker::Verdict& v, const std::string& why);
   void RecordWindows(const Assessment& a, const ReplicaSnapshot& snap);
   void ScheduleNext();
+  // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight,
+  // a timer at the moment the bound passes the next limit (plus the grace); OnCrossing publishes
+  // the verdict the bound alone gives, without waiting for the answer or its timeout.
+  void ArmCrossing();
+  void CancelCrossing();
+  void OnCrossing();
+  Micros SlowestRecentRtt() const;
   Millis ReconnectBackoff(int failures) const;
 
   // Constant after construction.
@@ -124,9 +137,11 @@ class ReplicaProber {
   // Used only on the loop's thread.
   AsyncMysqlConn conn_;
   EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
-  MonoTime planned_{};            // when the current probe was meant to start
-  MonoTime next_tick_{};          // the fixed-rate schedule's next slot
-  MonoTime next_status_{};        // when SHOW SLAVE STATUS is due next
+  EventLoop::TimerId crossing_timer_ = 0;  // OnCrossing's, while a probe is in flight
+  bool in_flight_ = false;                 // a probe was sent and its verdict is not in yet
+  MonoTime planned_{};                     // when the current probe was meant to start
+  MonoTime next_tick_{};                   // the fixed-rate schedule's next slot
+  MonoTime next_status_{};                 // when SHOW SLAVE STATUS is due next
   // The probe in flight.
   struct InFlight {
     MonoTime started{};  // when it started (the schedule's reference)
@@ -138,11 +153,18 @@ class ReplicaProber {
   };
   InFlight probe_;
   HealthTracker health_;
+  HealthInput last_health_;         // the last probe's, which a crossing verdict starts from
+  int64_t published_delay_ms_ = 0;  // the upper bound of the last verdict
+  std::array<Micros, 8> rtts_{};    // the last answered probes' round trips (a ring)
+  size_t next_rtt_ = 0;
   std::optional<LagBounds> bounds_;  // the last successful estimate
   uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
   PositionsKind positions_ = PositionsKind::kNone;  // what this prober compares
   bool positions_shown_ = false;                    // positions_ is in the view and the metric
+  // The sampler has decided the kind (or positions is "none"): until then a bound may be a
+  // heartbeat band the positions will soon tighten, and no verdict is published on it.
+  bool positions_decided_ = false;
   // The GTID kind this server turned out not to have (no such variable), on this connection.
   std::optional<PositionsKind> refused_;
   std::optional<Position> applied_;   // the replica's position as the last probe read it

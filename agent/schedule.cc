@@ -17,6 +17,20 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
   return std::max(next, previous_start + kMinProbeGap);
 }
 
+std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
+                                          int64_t reported_ms, Millis grace) {
+  for (int64_t limit : limits_ms) {
+    if (reported_ms > limit) continue;
+    return fresh_at + Millis(limit) + grace;
+  }
+  return std::nullopt;
+}
+
+Millis CrossingGrace(Micros slowest_rtt, Millis timeout) {
+  const Millis twice = std::chrono::ceil<Millis>(2 * slowest_rtt);
+  return std::min(std::max(twice, kMinCrossingGrace), std::max(timeout, kMinCrossingGrace));
+}
+
 MonoTime NextTick(MonoTime next_tick, MonoTime started, MonoTime now, Millis interval,
                   Millis early) {
   if (started + early < next_tick) return next_tick;  // a probe between slots

@@ -30,6 +30,21 @@ inline constexpr Millis kMinProbeGap{5};
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
                      std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms);
 
+// A probe in flight when the bound crosses a limit: once the bound is past the limit the verdict
+// is "over" whatever the replica will answer about the time before, so it is published at the
+// crossing, not at the probe's timeout (a hung replica's answer never comes). `grace` is how long
+// an answer merely on its way is waited for: at zero lag the probe that stands in for the tick is
+// sent just after the crossing and answers a round trip later (CrossingGrace).
+// Returns when the verdict is due: the first of `limits_ms` (ascending) that `reported_ms` (the
+// upper bound last published) is not over yet, crossed, plus `grace`; nullopt when none is left.
+std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
+                                          int64_t reported_ms, Millis grace);
+
+// Twice the slowest of the replica's recent round trips (`slowest_rtt`), at least
+// kMinCrossingGrace and at most `timeout`.
+inline constexpr Millis kMinCrossingGrace{5};
+Millis CrossingGrace(Micros slowest_rtt, Millis timeout);
+
 // The fixed-rate schedule's slot after a probe that started at `started` and finished at `now`.
 // A probe that started within `early` before the slot stands in for it: at zero lag the bound
 // crosses a 200 ms limit 200 ms after the freshest sample, a few ms before the 200 ms tick, and

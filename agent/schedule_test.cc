@@ -64,5 +64,26 @@ TEST_CASE("ticks are moved to just after a position sample, backwards only by th
   CHECK(AlignToSamples(T(1404), T(1000), Millis(50)) == T(1404));
 }
 
+TEST_CASE("a verdict is due at the first limit not yet reported over, after the grace") {
+  // Fresh at 1000, last published bound 5 ms: 200 ms is crossed at 1200, verdict at 1205.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(5)) == T(1205));
+  // Already published over 200 ms (a lagging replica): the next verdict is at 1000 ms.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 230, Millis(5)) == T(2005));
+  // Exactly at a limit is not over it.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 200, Millis(5)) == T(1205));
+  // Over every limit: nothing left to cross.
+  CHECK_FALSE(CrossingVerdictAt(T(1000), kLimits, 1500, Millis(5)).has_value());
+  CHECK_FALSE(CrossingVerdictAt(T(1000), {}, 0, Millis(5)).has_value());
+}
+
+TEST_CASE("the grace is twice the slowest recent round trip, within its floor and the timeout") {
+  CHECK(CrossingGrace(Micros(400), Millis(150)) == kMinCrossingGrace);
+  CHECK(CrossingGrace(Micros(0), Millis(150)) == kMinCrossingGrace);
+  CHECK(CrossingGrace(Micros(6200), Millis(150)) == Millis(13));
+  CHECK(CrossingGrace(Micros(90'000), Millis(150)) == Millis(150));
+  // A timeout under the floor still leaves the floor.
+  CHECK(CrossingGrace(Micros(90'000), Millis(2)) == kMinCrossingGrace);
+}
+
 }  // namespace
 }  // namespace lagwatch

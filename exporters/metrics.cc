@@ -375,6 +375,11 @@ Metrics::Metrics(const std::string& version)
       events_published(Counters(*registry_, "lagwatch_events_published_total",
                                 "Health/state change events published on the events channel.")
                            .Add({})),
+      crossing_verdicts(
+          Counters(*registry_, "lagwatch_crossing_verdicts_total",
+                   "Verdicts published when a replica's upper bound crossed a tier limit while "
+                   "its probe was still unanswered.")
+              .Add({})),
       config_reloads(Counters(*registry_, "lagwatch_config_reloads_total",
                               "Configuration reloads (SIGHUP), by result.")),
       router_rwsr(Gauges(*registry_, "lagwatch_router_rwsr_ratio",

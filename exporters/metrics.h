@@ -204,6 +204,8 @@ class Metrics {
   prometheus::Histogram& redis_publish_duration_seconds;
   prometheus::Gauge& redis_connected;
   prometheus::Counter& events_published;
+  // Verdicts published at a limit's crossing while a probe was still in flight (agent/prober.h).
+  prometheus::Counter& crossing_verdicts;
   prometheus::Family<prometheus::Counter>& config_reloads;  // label result: success, failure
   // Router golden ratios over the agent's rolling windows; labels app, window.
   prometheus::Family<prometheus::Gauge>& router_rwsr;

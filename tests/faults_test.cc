@@ -149,6 +149,76 @@ TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and dela
   CHECK(Clock::now() - resumed < 1500ms);
 }
 
+// The events of replica `r` in `events`, in order.
+std::vector<nlohmann::json> EventsOf(const std::vector<nlohmann::json>& events, int r) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : events) {
+    if (e["replica"] == E().sandbox.replica_id(r)) out.push_back(e);
+  }
+  return out;
+}
+
+TEST_CASE("a hung replica is over its limit at the crossing, before its probe times out") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  Subscriber sub(E().sandbox.redis_port(), "slave_delay:events");
+  std::this_thread::sleep_for(300ms);  // subscribed before anything changes
+  const pid_t pid = ServerPid("replica1");
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  auto unreachable = [&] {
+    for (const auto& e : EventsOf(sub.Events(), 1)) {
+      if (e["state"] == "unreachable") return true;
+    }
+    return false;
+  };
+  const bool seen = WaitFor(unreachable, 3s);
+  REQUIRE(kill(pid, SIGCONT) == 0);
+  const auto events = EventsOf(sub.Events(), 1);
+  INFO(nlohmann::json(events).dump());
+  REQUIRE(seen);
+  REQUIRE(events.size() >= 2);
+  // The bound passed 200 ms while the probe in flight had no answer: healthy=0 right then, the
+  // bound just over the limit, and well before the probe's 150 ms timeout made it unreachable.
+  CHECK(events[0]["previous_state"] == "ok");
+  CHECK(events[0]["state"] == "lagging");
+  CHECK(events[0]["healthy"] == 0);
+  CHECK(events[0]["delay_ms"].get<int64_t>() > 200);
+  CHECK(events[0]["delay_ms"].get<int64_t>() < 200 + 150);
+  CHECK(events[1]["state"] == "unreachable");
+  const int64_t before_timeout =
+      events[1]["measured_at_ms"].get<int64_t>() - events[0]["measured_at_ms"].get<int64_t>();
+  MESSAGE("healthy=0 at the crossing, " << before_timeout << " ms before the probe timed out");
+  CHECK(before_timeout >= 50);
+  CHECK(WaitFor([&] { return BothOk(redis); }, 5s));
+}
+
+TEST_CASE("a replica that catches up is healthy again one round trip after its first good answer") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  Subscriber sub(E().sandbox.redis_port(), "slave_delay:events");
+  std::this_thread::sleep_for(300ms);
+  const std::string sock = E().sandbox.socket("replica1");
+  AdminQuery(sock, "STOP SLAVE SQL_THREAD");
+  REQUIRE(WaitFor([&] { return Is(redis, 1, "stopped", "0"); }, 3s));
+  std::this_thread::sleep_for(500ms);
+  AdminQuery(sock, "START SLAVE SQL_THREAD");
+  REQUIRE(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 3s));
+  const auto events = EventsOf(sub.Events(), 1);
+  INFO(nlohmann::json(events).dump());
+  // stopped -> lagging (the first answer within 80 % of the limit: a recovery streak of 1) -> ok
+  // (the second, probed at once instead of at the next 200 ms tick).
+  REQUIRE(events.size() >= 3);
+  const auto& lagging = events[events.size() - 2];
+  const auto& ok = events.back();
+  CHECK(lagging["state"] == "lagging");
+  CHECK(ok["state"] == "ok");
+  CHECK(ok["healthy"] == 1);
+  const int64_t streak_ms =
+      ok["measured_at_ms"].get<int64_t>() - lagging["measured_at_ms"].get<int64_t>();
+  MESSAGE("recovery streak completed " << streak_ms << " ms after the first good answer");
+  CHECK(streak_ms < 100);
+}
+
 TEST_CASE("a killed replica is unreachable at once and back to ok after restart, agent untouched") {
   Redis redis(E().sandbox.redis_port());
   REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));

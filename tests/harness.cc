@@ -262,6 +262,47 @@ std::string Redis::Command(const std::vector<std::string>& args) {
   return out;
 }
 
+Subscriber::Subscriber(int port, const std::string& channel) {
+  timeval tv = {2, 0};
+  ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+  REQUIRE(ctx_ != nullptr);
+  REQUIRE(ctx_->err == 0);
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SUBSCRIBE %s", channel.c_str()));
+  REQUIRE(r != nullptr);
+  freeReplyObject(r);
+  timeval poll = {0, 200'000};
+  redisSetTimeout(ctx_, poll);
+  thread_ = std::thread([this] {
+    while (!done_) {
+      void* raw = nullptr;
+      if (redisGetReply(ctx_, &raw) != REDIS_OK) {
+        // A read timeout leaves the context in an error state: clear it and keep listening.
+        ctx_->err = 0;
+        continue;
+      }
+      auto* r = static_cast<redisReply*>(raw);
+      if (r->type == REDIS_REPLY_ARRAY && r->elements == 3) {
+        std::lock_guard lock(mu_);
+        messages_.emplace_back(r->element[2]->str, r->element[2]->len);
+      }
+      freeReplyObject(r);
+    }
+  });
+}
+
+Subscriber::~Subscriber() {
+  done_ = true;
+  thread_.join();
+  redisFree(ctx_);
+}
+
+std::vector<nlohmann::json> Subscriber::Events() {
+  std::lock_guard lock(mu_);
+  std::vector<nlohmann::json> out;
+  for (const auto& m : messages_) out.push_back(nlohmann::json::parse(m));
+  return out;
+}
+
 bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& state,
                const std::string& healthy) {
   auto h = redis.HGetAll(sandbox.replica_key(i));

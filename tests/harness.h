@@ -9,14 +9,19 @@
 // the test binary exit 1.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/types.h>
+
+#include <nlohmann/json.hpp>
 
 struct redisContext;
 
@@ -95,6 +100,25 @@ class Redis {
 
  private:
   redisContext* ctx_ = nullptr;
+};
+
+// A subscriber to one channel on its own connection, collecting messages from a background
+// thread until destroyed.
+class Subscriber {
+ public:
+  Subscriber(int port, const std::string& channel);
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+  // The messages so far, parsed as JSON (lagwatch's events).
+  std::vector<nlohmann::json> Events();
+
+ private:
+  redisContext* ctx_ = nullptr;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+  std::thread thread_;
 };
 
 // Whether replica `i`'s Redis record says `state` and `healthy` ("1"/"0").

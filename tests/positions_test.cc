@@ -38,10 +38,17 @@ std::string ConfigWith(const std::string& positions) {
   return WriteTempFile(kDir, "positions-" + positions + ".json", j.dump(2));
 }
 
+// The running agent's replicas from its API. The keys a test waits for may still be the previous
+// test's agent's (they live for their TTL), so the new agent's listener may not be up yet.
 json Replicas() {
-  auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
-  REQUIRE(code == 200);
-  return json::parse(body)["replicas"];
+  std::pair<int, std::string> reply;
+  REQUIRE(WaitFor(
+      [&] {
+        reply = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
+        return reply.first == 200;
+      },
+      5s));
+  return json::parse(reply.second)["replicas"];
 }
 
 TEST_CASE("positions none: heartbeat bounds only, the cost named, the kind shown everywhere") {
