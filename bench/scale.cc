@@ -17,6 +17,9 @@
 //     probe-start jitter (differences of lagwatch_probes_total and of the buckets of
 //     lagwatch_probe_start_delay_seconds between the first and last scrape of the window),
 //     Redis commands/s (INFO stats), and the time and size of each /metrics scrape;
+//   - key age as routers see it: throughout the steady window a reader samples random aliases'
+//     keys every 10 ms, as a router would before a read, and records now - measured_at_ms (both
+//     on this host's wall clock); a missing key is counted apart;
 //   - freeze window: replica1's mariadbd is SIGSTOPped; the jitter of replica2's aliases (which
 //     must not suffer) and of replica1's (for information) is measured separately; then
 //     SIGCONT, and the bench waits until every alias is ok again.
@@ -48,7 +51,10 @@
 #include <mysql.h>
 #include <nlohmann/json.hpp>
 
+#include "base/worker.h"
+#include "bench/analysis.h"
 #include "bench/bench_util.h"
+#include "bench/collectors.h"
 #include "bench/flags.h"
 #include "bench/scale_report.h"
 #include "bench/scrape.h"
@@ -426,6 +432,63 @@ json ScrapesJson(const std::vector<Scrape>& scrapes) {
           {"bytes", scrapes.back().bytes}};
 }
 
+// Reads kKeyAgeBatch random aliases' keys every kKeyAgePeriod, pipelined, on its own connection
+// and thread, and keeps each key's age (now - measured_at_ms) at the moment it was read.
+constexpr auto kKeyAgePeriod = milliseconds(10);
+constexpr size_t kKeyAgeBatch = 20;
+
+class KeyAgeSampler {
+ public:
+  KeyAgeSampler(int redis_port, const std::string& prefix, const std::vector<std::string>& ids)
+      : redis_(redis_port) {
+    for (const auto& id : ids) keys_.push_back(prefix + ":" + id);
+  }
+  void Start() {
+    StartTicking(worker_, kKeyAgePeriod, [this](const std::stop_token&) { Tick(); });
+  }
+  // Stops sampling; the results are read after this (the join orders the accesses).
+  json Stop() {
+    worker_.Stop();
+    const Percentiles p = Summarize(ages_ms_);
+    return {{"samples", p.n},
+            {"missing", missing_},
+            {"errors", errors_},
+            {"p50_ms", p.p50},
+            {"p99_ms", p.p99},
+            {"max_ms", p.max},
+            {"period_ms", kKeyAgePeriod.count()},
+            {"batch", kKeyAgeBatch}};
+  }
+
+ private:
+  void Tick() {
+    std::vector<std::string> batch;
+    std::uniform_int_distribution<size_t> pick(0, keys_.size() - 1);
+    for (size_t i = 0; i < kKeyAgeBatch; ++i) batch.push_back(keys_[pick(rng_)]);
+    auto hashes = redis_.HGetAll(batch);
+    const double now_ms = static_cast<double>(NowUs()) / 1000.0;
+    if (!hashes) {
+      ++errors_;
+      return;
+    }
+    for (const auto& h : *hashes) {
+      auto it = h.find("measured_at_ms");
+      if (it == h.end()) {
+        ++missing_;
+        continue;
+      }
+      ages_ms_.push_back(now_ms - std::strtod(it->second.c_str(), nullptr));
+    }
+  }
+
+  Redis redis_;
+  std::vector<std::string> keys_;
+  std::mt19937_64 rng_{42};
+  std::vector<double> ages_ms_;
+  size_t missing_ = 0, errors_ = 0;
+  Worker worker_;
+};
+
 json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& base_config, int n,
           const std::string& logs) {
   const int interval_ms = base_config.value(json::json_pointer("/probe/interval_ms"), 200);
@@ -462,6 +525,8 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   // Steady window.
   Progress("N=" + std::to_string(n) + ": steady window " + std::to_string(dur.steady_s) + " s");
   const auto steady_start = std::chrono::steady_clock::now();
+  KeyAgeSampler key_age(p.RedisPort(), prefix, all);
+  key_age.Start();
   const Point a = Capture(pids, redis, p);
   std::vector<Scrape> scrapes = {a.scrape};
   for (int k = 1; k <= kMiddleScrapes; ++k) {
@@ -470,6 +535,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   }
   PauseUntil(steady_start + seconds(dur.steady_s));
   const Point b = Capture(pids, redis, p);
+  const json key_ages = key_age.Stop();
   scrapes.push_back(b.scrape);
   if (!lagwatch->Running()) throw std::runtime_error("lagwatch exited; see " + log);
   const Memory mem = MemoryOf(lagwatch->pid());
@@ -484,6 +550,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
       {"fds", OpenFds(lagwatch->pid())},
       {"redis_commands_per_s", static_cast<double>(b.redis_commands - a.redis_commands) / window_s},
       {"scrapes", ScrapesJson(scrapes)},
+      {"key_age", key_ages},
       {"host", HostJson(a, b)}};
 
   // Freeze window: replica1 hangs; replica2's aliases must not notice.
@@ -653,6 +720,14 @@ json Targets(const json& runs) {
     }
     const double scrape = st["scrapes"]["max_ms"];
     add("/metrics scrape (slowest)", "<= 100 ms", Num(scrape, 0) + " ms", scrape <= 100);
+    const json& age = st["key_age"];
+    const double age_p99 = age["p99_ms"], age_max = age["max_ms"];
+    add("key age as routers see it (now - measured_at_ms)",
+        "p99 <= 215 ms, max <= 300 ms, no key missing",
+        "p50 " + Num(age["p50_ms"].get<double>(), 0) + ", p99 " + Num(age_p99, 0) + ", max " +
+            Num(age_max, 0) + " ms over " + std::to_string(age["samples"].get<size_t>()) +
+            " reads; " + std::to_string(age["missing"].get<size_t>()) + " missing",
+        age_p99 <= 215 && age_max <= 300 && age["missing"] == 0);
     // Answered, not attempted: a probe that timed out measured nothing.
     const double planned = st["probes"]["planned_per_s"], got = st["probes"]["answered_per_s"];
     add("probes/s achieved (answered)", ">= 99% of " + Num(planned, 0) + "/s planned",
