@@ -743,7 +743,7 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
             {"commit_latency_ms", PercentilesJson(Summarize(commit))}};
   if (rec.writer->errors()) j["last_write_error"] = rec.writer->last_error();
   for (int i = 0; i < kReplicas; ++i) {
-    const auto& samples = truth[static_cast<size_t>(i)].samples();
+    const auto& samples = truth[static_cast<size_t>(i)].reads();
     std::vector<double> gaps, latency;
     for (size_t k = 0; k < samples.size(); ++k) {
       latency.push_back(static_cast<double>(samples[k].recv_us - samples[k].sent_us) / 1000.0);
