@@ -16,15 +16,21 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mysql.h>
@@ -48,7 +54,12 @@ constexpr auto kRedisPeriod = std::chrono::microseconds(2000);
 constexpr auto kSqlPollPeriod = std::chrono::microseconds(200'000);
 constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
+// A change of `healthy` is a flap when the oracle's upper bound was at most this at both records
+// (half the 200 ms limit: no verdict should change there).
+constexpr int64_t kFarFromLimitUs = 100'000;
 constexpr int kReplicas = 2;
+
+constexpr const char* kKeyPrefix = "slave_delay";  // the sandbox's config's
 
 // The second agent of a --positions binlog run: what its config changes in the sandbox's.
 constexpr const char* kBinlogSystem = "lagwatch (binlog)";
@@ -57,12 +68,25 @@ constexpr const char* kBinlogKeyPrefix = "slave_delay_binlog";
 constexpr int kBinlogAgentId = 2;
 constexpr int kBinlogHttpOffset = 5;  // base port + 5: the sandbox uses P..P+4
 
+// The agent-kill scenario's second agent, next to the usual one: the sandbox's config with
+// another agent_id and HTTP port, the same Redis keys.
+constexpr const char* kSecondAgent = "lagwatch (agent 3)";
+constexpr int kSecondAgentId = 3;
+constexpr int kSecondAgentHttpOffset = 6;
+
+// What --scenarios can name: the heartbeat-cost windows, then the scenarios, in the order they run.
+constexpr const char* kPhases[] = {"cost",     "steady",         "stall",        "ftwrl",
+                                   "sysbench", "primary-freeze", "hung-replica", "agent-kill"};
+
 // What -h and --help print.
 constexpr const char* kUsage =
     "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
-    "                      [--positions binlog]\n"
+    "                      [--positions binlog] [--scenarios NAME,...]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+    "--scenarios NAME,...: only these, in the usual order: cost (the heartbeat cost windows),\n"
+    "  steady, stall, ftwrl, sysbench, primary-freeze, hung-replica, agent-kill; results go to\n"
+    "  accuracy-<quick|full>[-binlog]-partial.{json,md}. Default: all of them.\n"
     "--positions binlog: the sandbox must replicate by file and position (scripts/sandbox up\n"
     "  ... --replication binlog); a second lagwatch agent, \"lagwatch (binlog)\", runs next to\n"
     "  the usual one from a copy of DIR/lagwatch.json with agent_id 2, \"positions\": \"binlog\",\n"
@@ -74,29 +98,58 @@ constexpr const char* kUsage =
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
   std::string positions;    // "" (one agent, positions auto) or "binlog" (a second agent)
+  std::vector<std::string> phases;  // --scenarios: some of kPhases; empty: all of them
+  bool Runs(const std::string& phase) const {
+    return phases.empty() || std::find(phases.begin(), phases.end(), phase) != phases.end();
+  }
 };
 
 // A disturbance repeated: `count` times held `hold_s` seconds, `gap_s` seconds between.
 struct Cycles {
-  int count, hold_s, gap_s;
+  int count;
+  double hold_s, gap_s;
+  // Adds name_cycles, name_hold_s and name_gap_s to `plan`.
+  void AddTo(json& plan, const std::string& name) const {
+    plan[name + "_cycles"] = count;
+    plan[name + "_hold_s"] = hold_s;
+    plan[name + "_gap_s"] = gap_s;
+  }
 };
+
+// "3", "1.5": seconds as the descriptions say them.
+std::string Secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+milliseconds Ms(double s) { return milliseconds(std::llround(s * 1000.0)); }
 
 // How long each phase runs, by mode.
 struct Plan {
   int idle_s, cost_s, steady_s;
   Cycles stall, ftwrl;
   int sysbench_s;
+  // The fault scenarios: the primary's server frozen; replica1's; the agents killed in turn (hold:
+  // how long one stays dead; gap: after it publishes again).
+  Cycles primary_freeze, hung_replica, agent_kill;
   json ToJson() const {
-    return {{"idle_baseline_s", idle_s},   {"cost_window_s", cost_s},
-            {"steady_s", steady_s},        {"stall_cycles", stall.count},
-            {"stall_s", stall.hold_s},     {"stall_gap_s", stall.gap_s},
-            {"ftwrl_cycles", ftwrl.count}, {"ftwrl_hold_s", ftwrl.hold_s},
-            {"ftwrl_gap_s", ftwrl.gap_s},  {"sysbench_s", sysbench_s}};
+    json j = {{"idle_baseline_s", idle_s},   {"cost_window_s", cost_s},
+              {"steady_s", steady_s},        {"stall_cycles", stall.count},
+              {"stall_s", stall.hold_s},     {"stall_gap_s", stall.gap_s},
+              {"ftwrl_cycles", ftwrl.count}, {"ftwrl_hold_s", ftwrl.hold_s},
+              {"ftwrl_gap_s", ftwrl.gap_s},  {"sysbench_s", sysbench_s}};
+    primary_freeze.AddTo(j, "primary_freeze");
+    hung_replica.AddTo(j, "hung_replica");
+    agent_kill.AddTo(j, "agent_kill");
+    return j;
   }
 };
 Plan PlanFor(bool quick) {
-  if (quick) return Plan{3, 10, 60, {4, 3, 5}, {3, 2, 5}, 60};
-  return Plan{10, 20, 600, {10, 3, 5}, {8, 2, 5}, 180};
+  if (quick) {
+    return Plan{3, 10, 60, {4, 3, 5}, {3, 2, 5}, 60, {2, 2, 4}, {2, 1.5, 4}, {2, 3, 3}};
+  }
+  return Plan{10, 20, 600, {10, 3, 5}, {8, 2, 5}, 180, {8, 2, 4}, {8, 1.5, 4}, {4, 4, 4}};
 }
 
 struct Paths {
@@ -109,10 +162,29 @@ struct Paths {
   int ReplicaPort(int i) const { return base_port + 1 + i; }
   int RedisPort() const { return base_port + 3; }
   std::string Config() const { return dir + "/lagwatch.json"; }
-  std::string RedisKey(int i, const std::string& prefix = "slave_delay") const {
+  std::string RedisKey(int i, const std::string& prefix = kKeyPrefix) const {
     return prefix + ":127.0.0.1:" + std::to_string(ReplicaPort(i));
   }
 };
+
+// "a,b,c" as {"a", "b", "c"}.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+// True if every one of `phases` is in kPhases; names the first that is not on stderr.
+bool KnownPhases(const std::vector<std::string>& phases) {
+  for (const auto& name : phases) {
+    if (std::find(std::begin(kPhases), std::end(kPhases), name) == std::end(kPhases)) {
+      std::cerr << "bench_accuracy: --scenarios: no scenario '" << name << "'\n";
+      return false;
+    }
+  }
+  return true;
+}
 
 // True if 127.0.0.1:port can be bound now (nothing listens there).
 bool PortFree(int port) {
@@ -317,24 +389,29 @@ bool PtRowExists(const Paths& p) {
   return r && r->First().value_or("0") != "0";
 }
 
-// A lagwatch agent under test: the usual one (the sandbox's config) or the binlog one.
+// A lagwatch agent under test: the usual one (the sandbox's config), the binlog one, or the
+// agent-kill scenario's second one.
 struct Agent {
   std::string name;  // the system's name in the results
   std::string config;
   std::string key_prefix;
   std::string log;
+  int id = 1;  // its agent_id, which its Redis records carry as `agent`
   std::unique_ptr<Child> child;
   std::vector<std::string> Args(const std::string& bin) const { return {bin, "--config", config}; }
 };
 
-// True once both replicas' keys under `prefix` hold a record measured at or after `since_us`.
-bool LagwatchPublishing(const Paths& p, const std::string& prefix, int64_t since_us) {
+// True once both replicas' keys under the agent's prefix hold a record of its own measured at or
+// after `since_us` (another agent may write the same keys).
+bool LagwatchPublishing(const Paths& p, const Agent& agent, int64_t since_us) {
   Redis redis(p.RedisPort());
-  auto r = redis.HGetAll({p.RedisKey(0, prefix), p.RedisKey(1, prefix)});
+  auto r = redis.HGetAll({p.RedisKey(0, agent.key_prefix), p.RedisKey(1, agent.key_prefix)});
   if (!r) return false;
   for (const auto& h : *r) {
-    auto it = h.find("measured_at_ms");
-    if (it == h.end() || std::strtoll(it->second.c_str(), nullptr, 10) < since_us / 1000) {
+    auto at = h.find("measured_at_ms");
+    auto by = h.find("agent");
+    if (at == h.end() || std::strtoll(at->second.c_str(), nullptr, 10) < since_us / 1000 ||
+        by == h.end() || by->second != std::to_string(agent.id)) {
       return false;
     }
   }
@@ -354,9 +431,9 @@ void StartAgent(const Paths& p, const std::string& bin, Agent& agent, const std:
   Progress("starting " + agent.name + " " + how);
   const int64_t since = NowUs();
   agent.child = Child::Spawn(agent.Args(bin), agent.log);
-  const bool published = WaitUntil(
-      [&] { return LagwatchPublishing(p, agent.key_prefix, since) || !agent.child->Running(); },
-      milliseconds(30'000));
+  const bool published =
+      WaitUntil([&] { return LagwatchPublishing(p, agent, since) || !agent.child->Running(); },
+                milliseconds(30'000));
   if (!agent.child->Running()) {
     const int code = agent.child->Stop();
     throw std::runtime_error(agent.name + " did not publish both replicas: it exited with code " +
@@ -389,18 +466,18 @@ json MeasureAgentCost(const Paths& p, const std::string& bin, Agent& agent, cons
   return MeasureCost(p, agent.name, secs, CostNote(config));
 }
 
-// The binlog agent's config: the sandbox's with its own agent id (its own heartbeat row in the
-// same table), positions, Redis key prefix and HTTP port; written to `path`.
-json WriteBinlogConfig(const Paths& p, const std::string& path) {
+// A second agent's config, written to `path`: the sandbox's with `changes` merged in (JSON merge
+// patch; at least its own agent_id, hence its own heartbeat row in the same table) and its HTTP
+// listener on base port + `http_offset`, checked free. `who` names it in an error.
+json WriteAgentConfig(const Paths& p, const std::string& path, const std::string& who,
+                      int http_offset, const json& changes) {
   json c = json::parse(ReadFile(p.Config()), nullptr, true, true);
-  const int http = p.base_port + kBinlogHttpOffset;
+  const int http = p.base_port + http_offset;
   if (!PortFree(http)) {
-    throw std::runtime_error("port " + std::to_string(http) + " (the http listener of " +
-                             kBinlogSystem + ") on 127.0.0.1 is in use");
+    throw std::runtime_error("port " + std::to_string(http) + " (the http listener of " + who +
+                             ") on 127.0.0.1 is in use");
   }
-  c["agent_id"] = kBinlogAgentId;
-  c["positions"] = kBinlogPositions;
-  c["redis"]["key_prefix"] = kBinlogKeyPrefix;
+  c.merge_patch(changes);
   c["http"]["listen"] = "127.0.0.1:" + std::to_string(http);
   std::ofstream out(path, std::ios::trunc);
   out << c.dump(2) << "\n";
@@ -414,11 +491,15 @@ json WriteBinlogConfig(const Paths& p, const std::string& path) {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string affected{};  // "replica1", or "" if none
+  std::string affected{};  // "replica1", "primary", or "" if none
   int64_t from_us = 0;
   int64_t to_us = 0;
   json events = json::array();
   json notes = json::array();
+  // Its table's columns (report.cc): "lag" (error, detection, recovery, exclusions),
+  // "primary-freeze" (error, exclusions, lagwatch's states) or "agent-kill" (lagwatch's keys).
+  std::string table = "lag";
+  std::vector<Hang> hangs{};  // the affected server's, when it was SIGSTOPped
   void End() {
     to_us = NowUs();
     notes.push_back("host load average at the end (1/5/15 min): " + LoadAverage());
@@ -428,36 +509,102 @@ struct Scenario {
   }
 };
 
-// How a scenario disturbs replica1 in each of its cycles: `begin` runs there, the hold passes,
-// `end` runs, then the gap. Each statement is an event of the scenario, and so is `held` (if set)
-// once `begin` has returned.
-struct Disturbance {
-  std::string begin, held, end;
-  // Run if the scenario is left between `begin` and `end` (an interrupt, an error); if not set,
-  // closing the connection is enough.
-  std::string undo;
+// How a scenario disturbs in each of its cycles: Begin() starts the disturbance, the hold passes,
+// End() ends it, then the gap. Each records what it did as events of the scenario. Destroying one
+// between Begin() and End() (an interrupt, an error) undoes what needs undoing.
+class Disturbance {
+ public:
+  virtual ~Disturbance() = default;
+  virtual void Begin(Scenario& s) = 0;
+  virtual void End(Scenario& s) = 0;
 };
 
-// Runs a disturbance's statements on replica1's admin connection, and its `undo` should the
-// scenario be left half-way (e.g. restarts the SQL thread after an interrupted stall).
-class Disturber {
+// Statements on replica1's admin connection: `begin`, then `end`; `held` (if set) is an event once
+// `begin` has returned. `undo` runs should the scenario be left between them (e.g. restarts the
+// SQL thread after an interrupted stall); if not set, closing the connection is enough (it
+// releases a read lock).
+class SqlDisturbance : public Disturbance {
  public:
-  Disturber(Sql* admin, std::string undo) : admin_(admin), undo_(std::move(undo)) {}
-  ~Disturber() {
-    if (begun_ && !undo_.empty()) admin_->Exec(undo_);
+  SqlDisturbance(const Paths& p, std::string begin, std::string held, std::string end,
+                 std::string undo)
+      : admin_(p.Replica(0)),
+        begin_(std::move(begin)),
+        held_(std::move(held)),
+        end_(std::move(end)),
+        undo_(std::move(undo)) {}
+  ~SqlDisturbance() override {
+    if (begun_ && !undo_.empty()) admin_.Exec(undo_);
   }
-  Disturber(const Disturber&) = delete;
-  Disturber& operator=(const Disturber&) = delete;
-  // Runs `stmt`, after which the disturbance is on (`begins`) or over.
-  void Run(const std::string& stmt, bool begins) {
-    if (!admin_->Exec(stmt)) throw std::runtime_error(admin_->error());
-    begun_ = begins;
+  void Begin(Scenario& s) override {
+    s.Event(begin_);
+    Run(begin_);
+    begun_ = true;
+    if (!held_.empty()) s.Event(held_);
+  }
+  void End(Scenario& s) override {
+    s.Event(end_);
+    Run(end_);
+    begun_ = false;
   }
 
  private:
-  Sql* admin_;
-  std::string undo_;
+  void Run(const std::string& stmt) {
+    if (!admin_.Exec(stmt)) throw std::runtime_error(admin_.error());
+  }
+  Sql admin_;
+  std::string begin_, held_, end_, undo_;
   bool begun_ = false;
+};
+
+// kill -STOP of a sandbox server's mariadbd (Frozen: every thread seen stopped), then kill -CONT;
+// each hang, from the moment it was seen stopped to just before SIGCONT, goes to the scenario's
+// `hangs` (the oracle's truth through a hang: bench/analysis.h). SIGCONT on every way out.
+class FreezeDisturbance : public Disturbance {
+ public:
+  FreezeDisturbance(const Paths& p, std::string server)
+      : server_(std::move(server)), pid_(SandboxServerPid(p.dir, server_)) {}
+  void Begin(Scenario& s) override {
+    s.Event("kill -STOP " + server_ + " (pid " + std::to_string(pid_) + ")");
+    frozen_.emplace(pid_);
+    s.Event(server_ + ": every thread stopped");
+  }
+  void End(Scenario& s) override {
+    const Hang hang{frozen_->stopped_us(), NowUs()};
+    s.Event("kill -CONT " + server_);
+    frozen_.reset();
+    s.hangs.push_back(hang);
+  }
+
+ private:
+  std::string server_;
+  pid_t pid_;
+  std::optional<Frozen> frozen_;
+};
+
+// kill -9 of a lagwatch agent, then its restart once the hold is over (StartAgent: until it
+// publishes both replicas again); the agents take turns, one a cycle.
+class AgentKill : public Disturbance {
+ public:
+  AgentKill(const Paths& p, std::string bin, std::vector<Agent*> agents)
+      : p_(p), bin_(std::move(bin)), agents_(std::move(agents)) {}
+  void Begin(Scenario& s) override {
+    Agent& a = *agents_[next_];
+    s.Event("kill -9 " + a.name + " (pid " + std::to_string(a.child->pid()) + ")");
+    a.child->Kill();
+  }
+  void End(Scenario& s) override {
+    Agent& a = *agents_[next_];
+    s.Event("restarting " + a.name);
+    StartAgent(p_, bin_, a, "again");
+    s.Event(a.name + " publishing again");
+    next_ = (next_ + 1) % agents_.size();
+  }
+
+ private:
+  const Paths& p_;
+  std::string bin_;
+  std::vector<Agent*> agents_;
+  size_t next_ = 0;
 };
 
 Scenario RunSteady(const Plan& plan) {
@@ -469,45 +616,88 @@ Scenario RunSteady(const Plan& plan) {
   return s;
 }
 
-// Scenario `s` (named, and described up to how often): replica1 disturbed by `d` as `c` says,
-// replica2 untouched as the control.
-Scenario RunDisturbance(const Paths& p, Scenario s, const Disturbance& d, const Cycles& c) {
-  s.description += ", " + std::to_string(c.count) + " times, " +
-                   std::to_string(c.hold_s + c.gap_s) + " s apart; replica2 untouched (control)";
-  s.affected = "replica1";
+// Scenario `s` (named, described up to how often, its affected server set): disturbed by `d` as
+// `c` says; with replica1 disturbed, replica2 is the control.
+Scenario RunDisturbance(Scenario s, Disturbance& d, const Cycles& c) {
+  s.description += ", " + std::to_string(c.count) + " times, " + Secs(c.hold_s + c.gap_s) +
+                   " s apart" + (s.affected == "replica1" ? "; replica2 untouched (control)" : "");
   s.from_us = NowUs();
   Progress("scenario " + s.name + ": " + std::to_string(c.count) + " cycles");
-  Sql admin(p.Replica(0));  // closing it (also on an interrupt) releases a read lock
-  Disturber disturber(&admin, d.undo);
   Pause(seconds(1));
   for (int i = 0; i < c.count; ++i) {
-    s.Event(d.begin);
-    disturber.Run(d.begin, true);
-    if (!d.held.empty()) s.Event(d.held);
-    Pause(seconds(c.hold_s));
-    s.Event(d.end);
-    disturber.Run(d.end, false);
-    Pause(seconds(c.gap_s));
+    d.Begin(s);
+    Pause(Ms(c.hold_s));
+    d.End(s);
+    Pause(Ms(c.gap_s));
   }
   s.End();
   return s;
 }
 
 Scenario RunStall(const Paths& p, const Plan& plan) {
-  const std::string what = "STOP SLAVE SQL_THREAD on replica1 for " +
-                           std::to_string(plan.stall.hold_s) + " s, then START";
-  return RunDisturbance(
-      p, {"stall", what},
-      {"STOP SLAVE SQL_THREAD", "", "START SLAVE SQL_THREAD", "START SLAVE SQL_THREAD"},
-      plan.stall);
+  const std::string what =
+      "STOP SLAVE SQL_THREAD on replica1 for " + Secs(plan.stall.hold_s) + " s, then START";
+  SqlDisturbance d(p, "STOP SLAVE SQL_THREAD", "", "START SLAVE SQL_THREAD",
+                   "START SLAVE SQL_THREAD");
+  return RunDisturbance({"stall", what, "replica1"}, d, plan.stall);
 }
 
 Scenario RunFtwrl(const Paths& p, const Plan& plan) {
   const std::string what =
-      "FLUSH TABLES WITH READ LOCK held " + std::to_string(plan.ftwrl.hold_s) + " s on replica1";
-  return RunDisturbance(p, {"ftwrl", what},
-                        {"FLUSH TABLES WITH READ LOCK", "lock held", "UNLOCK TABLES", ""},
-                        plan.ftwrl);
+      "FLUSH TABLES WITH READ LOCK held " + Secs(plan.ftwrl.hold_s) + " s on replica1";
+  SqlDisturbance d(p, "FLUSH TABLES WITH READ LOCK", "lock held", "UNLOCK TABLES", "");
+  return RunDisturbance({"ftwrl", what, "replica1"}, d, plan.ftwrl);
+}
+
+Scenario RunPrimaryFreeze(const Paths& p, const Plan& plan) {
+  const std::string what = "kill -STOP the primary's mariadbd for " +
+                           Secs(plan.primary_freeze.hold_s) +
+                           " s, then kill -CONT (nothing commits meanwhile: both replicas have "
+                           "everything, true staleness stays 0)";
+  FreezeDisturbance d(p, "primary");
+  Scenario s{"primary-freeze", what, "primary"};
+  s.table = "primary-freeze";
+  return RunDisturbance(std::move(s), d, plan.primary_freeze);
+}
+
+Scenario RunHungReplica(const Paths& p, const Plan& plan) {
+  const std::string what = "kill -STOP replica1's mariadbd for " + Secs(plan.hung_replica.hold_s) +
+                           " s, then kill -CONT";
+  FreezeDisturbance d(p, "replica1");
+  return RunDisturbance({"hung-replica", what, "replica1"}, d, plan.hung_replica);
+}
+
+// Two agents active-active: `agent` and a second one from the sandbox's config with agent_id 3 and
+// its own HTTP port, both writing the same Redis keys; each killed (kill -9) and restarted in
+// turn. The second agent runs only for this scenario; its config and log go to `logs`.
+Scenario RunAgentKill(const Paths& p, const Plan& plan, const std::string& bin, Agent& agent,
+                      const std::string& logs) {
+  Agent second{kSecondAgent,     logs + "/lagwatch-agent3.json",
+               agent.key_prefix, logs + "/lagwatch-agent3.log",
+               kSecondAgentId,   nullptr};
+  const json config = WriteAgentConfig(p, second.config, second.name, kSecondAgentHttpOffset,
+                                       {{"agent_id", second.id}});
+  StartAgent(p, bin, second, "next to " + agent.name + ", writing the same keys");
+  Pause(seconds(2));
+  const std::string what =
+      "two agents write the same keys (" + agent.name + ", agent_id " + std::to_string(agent.id) +
+      ", and a second one, agent_id " + std::to_string(second.id) + ", HTTP " +
+      config["http"]["listen"].get<std::string>() + "); kill -9 of one, restarted " +
+      Secs(plan.agent_kill.hold_s) + " s later, the two in turn";
+  AgentKill d(p, bin, {&agent, &second});
+  Scenario s{"agent-kill", what, ""};
+  s.table = "agent-kill";
+  s = RunDisturbance(std::move(s), d, plan.agent_kill);
+  const int code = second.child->Stop();
+  const std::string log = ReadFile(second.log);
+  s.notes.push_back(second.name + " (config " + second.config +
+                    "): stopped after the scenario, exit code " + std::to_string(code) +
+                    "; its log has " + std::to_string(CountSubstr(log, " WARN ")) + " WARN and " +
+                    std::to_string(CountSubstr(log, " ERROR ")) + " ERROR lines");
+  s.notes.push_back(agent.name +
+                    " was restarted in this scenario: its process usage below is "
+                    "since its last restart");
+  return s;
 }
 
 int WaitChild(Child& c, milliseconds timeout) {
@@ -635,16 +825,30 @@ json DetectionJson(const EpisodeMeasures& m) {
           {"not_recovered_before_next_episode", m.not_recovered}};
 }
 
+json KeyJson(const KeyStats& k) {
+  return {{"records", k.records},
+          {"missing", k.missing},
+          {"missing_ms", k.missing_ms},
+          {"max_age_ms", k.max_age_ms},
+          {"max_measured_at_stall_ms", k.max_stall_ms},
+          {"measured_at_backwards", k.backwards},
+          {"healthy_flips", k.flips},
+          {"healthy_flips_far_from_limit", k.flips_while_far}};
+}
+
 json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
                   const std::array<Truth, kReplicas>& truth, int64_t data_end_us) {
-  json j = {{"name", s.name},
-            {"description", s.description},
-            {"affected_replica", s.affected.empty() ? json(nullptr) : json(s.affected)},
-            {"start", IsoUtc(s.from_us)},
-            {"start_unix_ms", s.from_us / 1000},
-            {"duration_s", static_cast<double>(s.to_us - s.from_us) / 1e6},
-            {"events", s.events},
-            {"notes", s.notes}};
+  json j = {
+      {"name", s.name},
+      {"description", s.description},
+      {"affected_replica", s.affected.rfind("replica", 0) == 0 ? json(s.affected) : json(nullptr)},
+      {"affected", s.affected.empty() ? json(nullptr) : json(s.affected)},
+      {"table", s.table},
+      {"start", IsoUtc(s.from_us)},
+      {"start_unix_ms", s.from_us / 1000},
+      {"duration_s", static_cast<double>(s.to_us - s.from_us) / 1e6},
+      {"events", s.events},
+      {"notes", s.notes}};
   for (int i = 0; i < kReplicas; ++i) {
     const std::string rn = "replica" + std::to_string(i + 1);
     const Truth& t = truth[static_cast<size_t>(i)];
@@ -697,7 +901,11 @@ json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
                 {"excluded_while_fine_200ms_share",
                  m200.fine_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
                                           static_cast<double>(m200.fine_samples))
-                                   : json(nullptr)}};
+                                   : json(nullptr)},
+                {"excluded_while_fine_200ms_time_share",
+                 m200.window_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
+                                            static_cast<double>(m200.window_samples))
+                                     : json(nullptr)}};
       if (const auto* records = sys.lagwatch[static_cast<size_t>(i)]) {
         r["lower_bound_above_truth_by_10ms"] = es.lower_above;
         r["lower_bound_checked"] = es.lower_checked;
@@ -714,6 +922,7 @@ json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
         }
         r["key_missing"] = missing;
         r["states"] = states;
+        r["key"] = KeyJson(ComputeKeyStats(*records, t, s.from_us, s.to_us, kFarFromLimitUs));
       }
       sj["replicas"]["replica" + std::to_string(i + 1)] = r;
     }
@@ -743,7 +952,7 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
             {"commit_latency_ms", PercentilesJson(Summarize(commit))}};
   if (rec.writer->errors()) j["last_write_error"] = rec.writer->last_error();
   for (int i = 0; i < kReplicas; ++i) {
-    const auto& samples = truth[static_cast<size_t>(i)].samples();
+    const auto& samples = truth[static_cast<size_t>(i)].reads();
     std::vector<double> gaps, latency;
     for (size_t k = 0; k < samples.size(); ++k) {
       latency.push_back(static_cast<double>(samples[k].recv_us - samples[k].sent_us) / 1000.0);
@@ -757,6 +966,40 @@ json OracleJson(const Recordings& rec, const std::array<Truth, kReplicas>& truth
         {"latency_ms", PercentilesJson(Summarize(latency))}};
   }
   return j;
+}
+
+// The heartbeat cost on the primary: nothing running, then each heartbeat alone, nothing else
+// writing; the agents are lagwatch and, with --positions binlog, the binlog one (their configs
+// are in `results`). Leaves every agent running.
+json MeasureCosts(const Paths& p, const Plan& plan, const std::string& bin,
+                  std::vector<Agent>& agents, const json& results, const std::string& logs) {
+  json cost = json::array();
+  cost.push_back(MeasureCost(p, "idle", plan.idle_s, "nothing running: the baseline"));
+  {
+    Progress("starting pt-heartbeat --update alone");
+    auto pt = Child::Spawn(PtUpdateArgs(p), logs + "/pt-heartbeat-update.log");
+    if (!WaitUntil([&] { return PtRowExists(p); }, milliseconds(15'000))) {
+      throw std::runtime_error("pt-heartbeat --update wrote no row; see " + logs);
+    }
+    Pause(milliseconds(1500));
+    cost.push_back(MeasureCost(p, "pt-heartbeat", plan.cost_s,
+                               "--update --interval 0.5 (UPDATE + SHOW MASTER/SLAVE STATUS)"));
+    pt->Stop();
+  }
+  // The binlog agent's cost is measured alone before the usual agent starts (it stops, and
+  // starts again for the side-by-side part); its row goes after lagwatch's.
+  json binlog_cost;
+  if (agents.size() > 1) {
+    binlog_cost =
+        MeasureAgentCost(p, bin, agents[1], results.at("lagwatch_binlog_config"), plan.cost_s);
+    agents[1].child->Stop();
+  }
+  cost.push_back(MeasureAgentCost(p, bin, agents[0], results.at("lagwatch_config"), plan.cost_s));
+  if (agents.size() > 1) {
+    cost.push_back(binlog_cost);
+    StartAgent(p, bin, agents[1], "again, next to lagwatch");
+  }
+  return cost;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -776,7 +1019,9 @@ int RunBenchmark(const Options& opt) {
   const Paths p{opt.dir, opt.base_port, binlog_replication};
   const std::string mode = opt.quick ? "quick" : "full";
   // A --positions binlog run keeps its logs and results apart from the default run's.
-  const std::string suffix = binlog ? "-binlog" : "";
+  // So does one that runs only some phases (--scenarios).
+  const std::string suffix =
+      std::string(binlog ? "-binlog" : "") + (opt.phases.empty() ? "" : "-partial");
   const std::string logs = opt.out_dir + "/logs-" + mode + suffix;
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
@@ -784,6 +1029,7 @@ int RunBenchmark(const Options& opt) {
   json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(StartUs())},
                   {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
   if (binlog) results["positions"] = opt.positions;
+  if (!opt.phases.empty()) results["phases"] = opt.phases;
   utsname u{};
   uname(&u);
   results["host"] = {{"cpus", sysconf(_SC_NPROCESSORS_ONLN)},
@@ -796,13 +1042,18 @@ int RunBenchmark(const Options& opt) {
   results["lagwatch_config"] = json::parse(ReadFile(p.Config()), nullptr, true, true);
   // The agents under test: the usual one, and with --positions binlog the binlog one.
   std::vector<Agent> agents;
-  agents.push_back({"lagwatch", p.Config(), "slave_delay", logs + "/lagwatch.log", nullptr});
+  agents.push_back({"lagwatch", p.Config(), kKeyPrefix, logs + "/lagwatch.log",
+                    results["lagwatch_config"].value("agent_id", 1), nullptr});
   if (binlog) {
     const std::string config = logs + "/lagwatch-binlog.json";
-    results["lagwatch_binlog_config"] = WriteBinlogConfig(p, config);
+    results["lagwatch_binlog_config"] =
+        WriteAgentConfig(p, config, kBinlogSystem, kBinlogHttpOffset,
+                         {{"agent_id", kBinlogAgentId},
+                          {"positions", kBinlogPositions},
+                          {"redis", {{"key_prefix", kBinlogKeyPrefix}}}});
     results["lagwatch_binlog_config_file"] = config;
-    agents.push_back(
-        {kBinlogSystem, config, kBinlogKeyPrefix, logs + "/lagwatch-binlog.log", nullptr});
+    agents.push_back({kBinlogSystem, config, kBinlogKeyPrefix, logs + "/lagwatch-binlog.log",
+                      kBinlogAgentId, nullptr});
   }
   results["sandbox"] = {{"primary", "127.0.0.1:" + std::to_string(p.base_port)},
                         {"replica1", "127.0.0.1:" + std::to_string(p.ReplicaPort(0))},
@@ -812,35 +1063,12 @@ int RunBenchmark(const Options& opt) {
   Progress("preparing tables");
   PrepareTables(p);
 
-  // --- Heartbeat cost on the primary: each heartbeat alone, nothing else writing.
-  json cost = json::array();
-  cost.push_back(MeasureCost(p, "idle", plan.idle_s, "nothing running: the baseline"));
-  {
-    Progress("starting pt-heartbeat --update alone");
-    auto pt = Child::Spawn(PtUpdateArgs(p), logs + "/pt-heartbeat-update.log");
-    if (!WaitUntil([&] { return PtRowExists(p); }, milliseconds(15'000))) {
-      throw std::runtime_error("pt-heartbeat --update wrote no row; see " + logs);
-    }
-    Pause(milliseconds(1500));
-    cost.push_back(MeasureCost(p, "pt-heartbeat", plan.cost_s,
-                               "--update --interval 0.5 (UPDATE + SHOW MASTER/SLAVE STATUS)"));
-    pt->Stop();
+  if (opt.Runs("cost")) {
+    results["heartbeat_cost"] = MeasureCosts(p, plan, opt.lagwatch, agents, results, logs);
+  } else {
+    for (Agent& a : agents) StartAgent(p, opt.lagwatch, a, "(heartbeat cost not measured)");
+    results["heartbeat_cost"] = json::array();
   }
-  // The binlog agent's cost is measured alone before the usual agent starts (it stops, and
-  // starts again for the side-by-side part); its row goes after lagwatch's.
-  json binlog_cost;
-  if (binlog) {
-    binlog_cost = MeasureAgentCost(p, opt.lagwatch, agents[1], results["lagwatch_binlog_config"],
-                                   plan.cost_s);
-    agents[1].child->Stop();
-  }
-  cost.push_back(
-      MeasureAgentCost(p, opt.lagwatch, agents[0], results["lagwatch_config"], plan.cost_s));
-  if (binlog) {
-    cost.push_back(binlog_cost);
-    StartAgent(p, opt.lagwatch, agents[1], "again, next to lagwatch");
-  }
-  results["heartbeat_cost"] = cost;
 
   // --- Everything side by side.
   Progress("starting pt-heartbeat --update and two --monitor, oracle, pollers");
@@ -913,14 +1141,22 @@ int RunBenchmark(const Options& opt) {
   }
   Pause(seconds(3));
 
+  // Named and ordered as in kPhases (after "cost"); --scenarios runs some of them.
+  const std::vector<std::pair<std::string, std::function<Scenario()>>> runs = {
+      {"steady", [&] { return RunSteady(plan); }},
+      {"stall", [&] { return RunStall(p, plan); }},
+      {"ftwrl", [&] { return RunFtwrl(p, plan); }},
+      {"sysbench", [&] { return RunSysbench(p, plan, opt.sysbench_rate, logs + "/sysbench.log"); }},
+      {"primary-freeze", [&] { return RunPrimaryFreeze(p, plan); }},
+      {"hung-replica", [&] { return RunHungReplica(p, plan); }},
+      {"agent-kill", [&] { return RunAgentKill(p, plan, opt.lagwatch, agents[0], logs); }},
+  };
   std::vector<Scenario> scenarios;
-  scenarios.push_back(RunSteady(plan));
-  Pause(seconds(3));
-  scenarios.push_back(RunStall(p, plan));
-  Pause(seconds(3));
-  scenarios.push_back(RunFtwrl(p, plan));
-  Pause(seconds(3));
-  scenarios.push_back(RunSysbench(p, plan, opt.sysbench_rate, logs + "/sysbench.log"));
+  for (const auto& [name, run] : runs) {
+    if (!opt.Runs(name)) continue;
+    if (!scenarios.empty()) Pause(seconds(3));
+    scenarios.push_back(run());
+  }
   Pause(seconds(1));
 
   // --- Stop recording, then the systems.
@@ -977,8 +1213,17 @@ int RunBenchmark(const Options& opt) {
                  &pt_reader,
                  {sbm[0].get(), sbm[1].get()},
                  {naive[0].get(), naive[1].get()}};
-  std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples()),
-                                        Truth(&writer.log(), readers[1]->samples())};
+  // A replica's hangs, from the scenarios that froze it.
+  std::array<std::vector<Hang>, kReplicas> hangs;
+  for (const Scenario& s : scenarios) {
+    for (int i = 0; i < kReplicas; ++i) {
+      if (s.affected != "replica" + std::to_string(i + 1)) continue;
+      auto& h = hangs[static_cast<size_t>(i)];
+      h.insert(h.end(), s.hangs.begin(), s.hangs.end());
+    }
+  }
+  std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples(), hangs[0]),
+                                        Truth(&writer.log(), readers[1]->samples(), hangs[1])};
   // lagwatch (and lagwatch (binlog) right after it), pt-heartbeat, SBM, naive.
   std::vector<System> systems(agents.size() + 3);
   for (size_t a = 0; a < agents.size(); ++a) {
@@ -1031,12 +1276,17 @@ int main(int argc, char** argv) {
                                 opt.positions = flags.Value();
                                 return true;
                               }
+                              if (flags.flag() == "--scenarios") {
+                                opt.phases = SplitList(flags.Value());
+                                return true;
+                              }
                               return false;
                             },
                         .valid =
                             [&] {
                               return opt.sysbench_rate > 0 &&
-                                     (opt.positions.empty() || opt.positions == kBinlogPositions);
+                                     (opt.positions.empty() || opt.positions == kBinlogPositions) &&
+                                     KnownPhases(opt.phases);
                             },
                         .run = [&] { return RunBenchmark(opt); }});
 }

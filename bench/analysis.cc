@@ -5,8 +5,32 @@
 
 namespace lagwatch::bench {
 
-Truth::Truth(const OracleLog* log, std::vector<ReaderSample> samples)
-    : log_(log), samples_(std::move(samples)) {}
+Truth::Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::vector<Hang>& hangs,
+             int64_t hang_step_us)
+    : log_(log), reads_(std::move(reads)), samples_(reads_) {
+  for (const Hang& h : hangs) {
+    // The first row sent at or after the stop, whose outcome is known: committed after the stop,
+    // so missing throughout the hang (see the top of analysis.h).
+    int64_t first = -1;
+    for (size_t k = 0; k < log_->rows.size() && first < 0; ++k) {
+      const OracleRow& row = log_->rows[k];
+      if (row.sent_us >= h.from_us && row.acked_us >= 0) {
+        first = log_->first_id + static_cast<int64_t>(k);
+      }
+    }
+    if (first < 0) continue;  // the writer sent nothing after it: no proof
+    for (int64_t t = h.from_us;; t = std::min(t + hang_step_us, h.to_us)) {
+      samples_.push_back({t, t, first - 1});
+      if (t >= h.to_us) break;
+    }
+  }
+  std::stable_sort(
+      samples_.begin(), samples_.end(),
+      [](const ReaderSample& a, const ReaderSample& b) { return a.sent_us < b.sent_us; });
+  for (size_t k = samples_.size(); k-- > 1;) {
+    samples_[k - 1].max_id = std::min(samples_[k - 1].max_id, samples_[k].max_id);
+  }
+}
 
 std::optional<int64_t> Truth::LowerFrom(const ReaderSample& next, int64_t t) const {
   const OracleRow* row = log_->Get(next.max_id + 1);
@@ -29,10 +53,10 @@ std::optional<int64_t> Truth::AtSample(size_t i) const {
 }
 
 std::optional<int64_t> Truth::Upper(int64_t t) const {
-  // Samples are sent in order and answered in order (one connection), so recv_us ascends too.
-  auto it = std::upper_bound(samples_.begin(), samples_.end(), t,
+  // Reads are sent in order and answered in order (one connection), so recv_us ascends too.
+  auto it = std::upper_bound(reads_.begin(), reads_.end(), t,
                              [](int64_t v, const ReaderSample& s) { return v < s.recv_us; });
-  if (it == samples_.begin()) return std::nullopt;
+  if (it == reads_.begin()) return std::nullopt;
   --it;
   if (it->max_id == 0) return std::nullopt;
   const OracleRow* row = log_->Get(it->max_id);
@@ -216,13 +240,61 @@ EpisodeMeasures ComputeEpisodes(const std::vector<Report>& reports, const Truth&
       over = at1000 ? reports[next_report].over1000 : reports[next_report].over200;
       ++next_report;
     }
-    if (t < from_us || t >= to_us || !over) continue;
+    if (t < from_us || t >= to_us) continue;
+    ++m.window_samples;
+    if (!over) continue;
     auto lo = truth.AtSample(k);
     if (!lo || *lo > threshold_us) continue;
     ++m.fine_samples;
     if (*over) ++m.fine_but_over_samples;
   }
   return m;
+}
+
+KeyStats ComputeKeyStats(const std::vector<LagwatchRecord>& records, const Truth& truth,
+                         int64_t from_us, int64_t to_us, int64_t far_us) {
+  KeyStats k;
+  int64_t newest_ms = -1;                // the highest measured_at_ms seen so far
+  int64_t last_advance = from_us;        // the poll that saw it
+  const LagwatchRecord* prev = nullptr;  // the last record with the key present
+  auto far = [&](const LagwatchRecord& r) {
+    auto up = truth.Upper(r.measured_at_ms * 1000);
+    return up && *up <= far_us;
+  };
+  for (size_t i = 0; i < records.size(); ++i) {
+    const LagwatchRecord& r = records[i];
+    const bool in = r.seen_us >= from_us && r.seen_us < to_us;
+    if (r.missing) {
+      if (!in) continue;
+      ++k.missing;
+      const int64_t back = i + 1 < records.size() ? std::min(records[i + 1].seen_us, to_us) : to_us;
+      k.missing_ms += static_cast<double>(back - r.seen_us) / 1000.0;
+      continue;
+    }
+    // A record first seen before the window and still seen in it counts for its age.
+    if (r.last_seen_us >= from_us && r.seen_us < to_us) {
+      const int64_t last = std::min(r.last_seen_us, to_us);
+      k.max_age_ms =
+          std::max(k.max_age_ms, static_cast<double>(last - r.measured_at_ms * 1000) / 1000.0);
+    }
+    if (in) {
+      ++k.records;
+      if (r.measured_at_ms > newest_ms) {
+        k.max_stall_ms =
+            std::max(k.max_stall_ms, static_cast<double>(r.seen_us - last_advance) / 1000.0);
+        last_advance = r.seen_us;
+      }
+      if (prev && r.measured_at_ms < prev->measured_at_ms) ++k.backwards;
+      if (prev && r.healthy != prev->healthy) {
+        ++k.flips;
+        if (far(r) && far(*prev)) ++k.flips_while_far;
+      }
+    }
+    newest_ms = std::max(newest_ms, r.measured_at_ms);
+    prev = &r;
+  }
+  k.max_stall_ms = std::max(k.max_stall_ms, static_cast<double>(to_us - last_advance) / 1000.0);
+  return k;
 }
 
 }  // namespace lagwatch::bench

@@ -14,6 +14,20 @@
 // from the last sample answered by t (the replica had applied m_prev, committed after
 // sent(m_prev)), brackets real staleness; Upper − Truth is the oracle's resolution (about one write
 // interval plus one reader interval plus commit latency).
+//
+// A hung replica (its server SIGSTOPped) blocks the reader, whose next answer comes after SIGCONT,
+// when the replica has already caught up part of the way: reads alone would prove next to nothing
+// about the hang. What the bench knows instead is when the hang began (every thread of the server
+// seen stopped) and that it lasted at least until SIGCONT was sent: the replica applied nothing in
+// between, so it had at most the rows the primary had committed when it stopped. A row the writer
+// sent after that moment cannot have been committed before it, so it is missing throughout the
+// hang. Rows committed between the last read before the hang and the stop may or may not have
+// reached the replica, and are taken to have (the conservative side). Truth during a hang is
+// therefore t − acked(the first row sent at or after the stop): the same rule as for a read, given
+// by points every few ms that stand in for the reads the hang blocked (see Hang). It stays a
+// proven lower bound, so "below truth" counts stay certain; it trails real staleness by the time
+// between the replica's oldest missing commit and that row's ack (a few ms), which makes crossings
+// during a hang that much late (and detection latencies that much shorter).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +58,13 @@ struct ReaderSample {
   int64_t max_id = 0;  // 0: no row yet
 };
 
+// A replica's server was stopped (SIGSTOP, every thread seen stopped) at from_us and stayed stopped
+// at least until to_us (just before SIGCONT was sent).
+struct Hang {
+  int64_t from_us = 0;
+  int64_t to_us = 0;
+};
+
 // A maximal interval during which Truth > threshold.
 struct Episode {
   int64_t start_us = 0;  // exact crossing of the Truth function
@@ -53,25 +74,47 @@ struct Episode {
 
 class Truth {
  public:
-  // `samples` in the order they were taken (sent_us ascending).
-  Truth(const OracleLog* log, std::vector<ReaderSample> samples);
+  // `reads`: the reader's samples in the order they were taken (sent_us ascending). `hangs`: the
+  // replica's hangs (see the top of this file), each given a point every `hang_step_us`.
+  Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::vector<Hang>& hangs = {},
+        int64_t hang_step_us = 5000);
 
   // Proven lower bound on staleness at t; nullopt if no reader sample was sent at or after t or
   // the row it needs has no known ack.
   std::optional<int64_t> At(int64_t t) const;
   // Upper bound on staleness at t; nullopt if no sample answered by t.
   std::optional<int64_t> Upper(int64_t t) const;
-  // Truth at each reader sample's send time (nullopt where unknown).
+  // Truth at each of samples()' send times (nullopt where unknown).
   std::optional<int64_t> AtSample(size_t i) const;
   // Episodes over `threshold_us` in the whole timeline.
   std::vector<Episode> Episodes(int64_t threshold_us) const;
 
+  // The points the lower bound is known at, sent_us ascending: the reads, and during a hang a
+  // point every few ms (sent_us = recv_us; max_id = the last row that can have been applied).
+  // Each point's max_id is the lowest of its own and every later point's: a row missing at τ was
+  // missing before τ too (for the reads, which see more and more, that changes nothing).
   const std::vector<ReaderSample>& samples() const { return samples_; }
+  // The reads alone, as taken.
+  const std::vector<ReaderSample>& reads() const { return reads_; }
 
  private:
   std::optional<int64_t> LowerFrom(const ReaderSample& next, int64_t t) const;
   const OracleLog* log_;
-  std::vector<ReaderSample> samples_;
+  std::vector<ReaderSample> reads_;    // for Upper: only a read proves rows applied
+  std::vector<ReaderSample> samples_;  // for the lower bound
+};
+
+// One change of lagwatch's Redis hash for a replica, as the bench's poller saw it.
+struct LagwatchRecord {
+  int64_t seen_us = 0;       // the poll that first saw it
+  int64_t last_seen_us = 0;  // the last poll that still saw it (the same fields, or still missing)
+  bool missing = false;      // the key did not exist
+  int64_t measured_at_ms = 0;
+  double delay_ms = 0;
+  double delay_lower_ms = 0;
+  bool healthy = false;
+  std::string state;
+  int64_t seq = 0;
 };
 
 // One reading of a measuring system for one replica.
@@ -129,15 +172,35 @@ struct EpisodeMeasures {
   size_t false_exclusions = 0;  // over-runs starting in the window with Truth ≤ threshold
   double false_excluded_s = 0;  // their total length (measured time)
   double false_exclusion_peak_truth_ms = 0;  // the highest Truth during any of them
-  // Time share (on the reader-sample grid) during which truth was ≤ threshold but the system's
-  // latest report, as seen by the bench, was over it.
+  // Time share (on the grid of Truth::samples()) during which truth was ≤ threshold but the
+  // system's latest report, as seen by the bench, was over it: of the time truth was ≤ threshold
+  // (fine_but_over / fine), or of all the window's time (fine_but_over / window).
   size_t fine_samples = 0;
   size_t fine_but_over_samples = 0;
+  size_t window_samples = 0;
 };
 // `grace_us`: how long after a true episode ends a first over report still counts as its
 // detection. `reports` must be in the order the bench saw them.
 EpisodeMeasures ComputeEpisodes(const std::vector<Report>& reports, const Truth& truth, bool at1000,
                                 int64_t from_us, int64_t to_us, int64_t data_end_us,
                                 int64_t grace_us);
+
+// What a router reading one replica's Redis key would have found in a window, whichever agent
+// wrote it: from the poller's records (seen_us ascending).
+struct KeyStats {
+  size_t records = 0;     // records first seen in the window
+  size_t missing = 0;     // times a poll found the key gone
+  double missing_ms = 0;  // from each poll that found it gone to the first that found it back
+  // The oldest record a poll saw: the last poll that saw it − its measured_at_ms.
+  double max_age_ms = 0;
+  // The longest time measured_at_ms did not advance: between two polls that saw it pass every
+  // value before (counted from the window's start and up to its end).
+  double max_stall_ms = 0;
+  size_t backwards = 0;        // records whose measured_at_ms is below the record's before
+  size_t flips = 0;            // changes of healthy from one record to the next
+  size_t flips_while_far = 0;  // ... with the oracle's upper bound ≤ far_us at both measured times
+};
+KeyStats ComputeKeyStats(const std::vector<LagwatchRecord>& records, const Truth& truth,
+                         int64_t from_us, int64_t to_us, int64_t far_us);
 
 }  // namespace lagwatch::bench

@@ -13,8 +13,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -80,6 +82,19 @@ int DecodeStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+// True once no thread of `pid` can run: each is stopped (T), traced (t), or gone (Z, X).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& e : std::filesystem::directory_iterator(task, ec)) {
+    const std::string stat = ReadFile(e.path().string() + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // the thread is gone
+    if (std::string("TtZX").find(stat[paren + 2]) == std::string::npos) return false;
+  }
+  return !ec;
 }
 
 }  // namespace
@@ -406,7 +421,7 @@ std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
 int Child::Stop(std::chrono::milliseconds grace) {
   if (pid_ <= 0) return -1;
   if (!Reap(false)) {
-    kill(pid_, SIGTERM);
+    if (grace > std::chrono::milliseconds(0)) kill(pid_, SIGTERM);
     auto until = std::chrono::steady_clock::now() + grace;
     while (!Reap(false) && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -418,6 +433,38 @@ int Child::Stop(std::chrono::milliseconds grace) {
   }
   return *exit_code_;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sandbox servers
+
+pid_t SandboxServerPid(const std::string& dir, const std::string& name) {
+  const bool redis = name == "redis";
+  const std::string server = dir + "/" + name;
+  const std::string pid_file = server + (redis ? "/redis.pid" : "/mysqld.pid");
+  const pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(pid_file).c_str()));
+  const std::string want_cwd = redis ? server : server + "/data";
+  std::error_code ec;
+  auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec);
+  if (pid <= 0 || ec || cwd != want_cwd) {
+    throw std::runtime_error(name + ": no live server of this sandbox behind " + pid_file);
+  }
+  return pid;
+}
+
+Frozen::Frozen(pid_t pid) : pid_(pid) {
+  if (kill(pid_, SIGSTOP) != 0) throw std::runtime_error("cannot SIGSTOP " + std::to_string(pid));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!AllThreadsStopped(pid_)) {
+    if (std::chrono::steady_clock::now() >= until) {
+      kill(pid_, SIGCONT);
+      throw std::runtime_error("process " + std::to_string(pid) + " not stopped 2 s after SIGSTOP");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  stopped_us_ = NowUs();
+}
+
+Frozen::~Frozen() { kill(pid_, SIGCONT); }
 
 CommandResult RunCommand(const std::vector<std::string>& argv) {
   int fds[2];

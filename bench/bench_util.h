@@ -169,6 +169,8 @@ class Child {
   // SIGTERM, wait up to `grace`, then SIGKILL; reaps. Returns the exit code (128+signal if
   // killed), or -1 if already reaped. Idempotent.
   int Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+  // SIGKILL at once (a crash, `kill -9`), and reaps: Stop() with no grace.
+  int Kill() { return Stop(std::chrono::milliseconds(0)); }
   // Waits for the child to exit by itself (up to `timeout`); returns the exit code or nullopt.
   std::optional<int> Wait(std::chrono::milliseconds timeout);
 
@@ -181,6 +183,30 @@ class Child {
   int pty_fd_ = -1;
   std::string name_;
   std::optional<int> exit_code_;
+};
+
+// The PID in a sandbox server's pid file (scripts/sandbox: DIR/NAME/mysqld.pid, DIR/redis/
+// redis.pid), checked to be the server the sandbox started there (its working directory is its
+// datadir, as scripts/sandbox checks too) before anyone signals it; throws if there is none.
+pid_t SandboxServerPid(const std::string& dir, const std::string& name);
+
+// SIGSTOPs a process for the lifetime of this object and SIGCONTs it on every way out (an
+// exception, an interrupt). The constructor returns once every thread of the process is stopped
+// (/proc/PID/task/*/stat), so the process does nothing after stopped_us(); it throws (after a
+// SIGCONT) if that takes over 2 s. Should the program die without unwinding, the benches' exit
+// traps run `scripts/sandbox down`, which sends SIGCONT with its SIGTERM.
+class Frozen {
+ public:
+  explicit Frozen(pid_t pid);
+  ~Frozen();
+  Frozen(const Frozen&) = delete;
+  Frozen& operator=(const Frozen&) = delete;
+  // NowUs() once every thread was seen stopped.
+  int64_t stopped_us() const { return stopped_us_; }
+
+ private:
+  pid_t pid_;
+  int64_t stopped_us_ = 0;
 };
 
 // Runs argv to completion (stdout+stderr captured), for short helper commands.

@@ -100,13 +100,15 @@ void RedisPoller::Tick() {
     const auto& h = (*replies)[i];
     auto& out = records_[i];
     LagwatchRecord rec;
-    rec.seen_us = now;
+    rec.seen_us = rec.last_seen_us = now;
     if (h.empty()) {
       rec.missing = true;
       // Only a disappearance is news; a key that never appeared yet is not recorded.
       if (!out.empty() && !out.back().missing) {
         out.push_back(rec);
         ++counts_[i];
+      } else if (!out.empty()) {
+        out.back().last_seen_us = now;
       }
       continue;
     }
@@ -129,7 +131,8 @@ void RedisPoller::Tick() {
       if (!p.missing && p.measured_at_ms == rec.measured_at_ms && p.delay_ms == rec.delay_ms &&
           p.delay_lower_ms == rec.delay_lower_ms && p.healthy == rec.healthy &&
           p.state == rec.state && p.seq == rec.seq) {
-        continue;  // the same record as last time
+        out.back().last_seen_us = now;  // the same record as last time
+        continue;
       }
     }
     out.push_back(std::move(rec));

@@ -65,20 +65,9 @@ class OracleReader {
   Worker worker_;
 };
 
-// One change of lagwatch's Redis hash for a replica, as the poller saw it.
-struct LagwatchRecord {
-  int64_t seen_us = 0;
-  bool missing = false;  // the key did not exist
-  int64_t measured_at_ms = 0;
-  double delay_ms = 0;
-  double delay_lower_ms = 0;
-  bool healthy = false;
-  std::string state;
-  int64_t seq = 0;
-};
-
 // HGETALL of every replica's key, pipelined, every `period`; records each new record (a new
-// measured_at_ms, or any field changed) and each appearance/disappearance of the key.
+// measured_at_ms, or any field changed) and each appearance/disappearance of the key
+// (LagwatchRecord, bench/analysis.h), and the last poll that still saw each.
 class RedisPoller {
  public:
   RedisPoller(int port, std::vector<std::string> keys);

@@ -1,5 +1,6 @@
 #include "bench/report.h"
 
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -29,33 +30,119 @@ bool IsLagwatch(const std::string& system) { return system.rfind("lagwatch", 0) 
 // The positions kind of a --positions binlog run ("binlog"), or "" for the default run.
 std::string Positions(const json& res) { return res.value("positions", std::string()); }
 
-// "quick", or "quick, positions binlog".
+// "quick", "quick, positions binlog", or "quick, only cost, hung-replica" (--scenarios).
 std::string ModeLabel(const json& res) {
   const std::string positions = Positions(res);
-  return res["mode"].get<std::string>() + (positions.empty() ? "" : ", positions " + positions);
+  std::string label =
+      res["mode"].get<std::string>() + (positions.empty() ? "" : ", positions " + positions);
+  if (res.contains("phases")) {
+    std::string names;
+    for (const auto& n : res["phases"]) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    label += ", only " + names;
+  }
+  return label;
+}
+
+// A column of a scenario table: its header and its cell for one system's replica (the
+// scenario's systems[].replicas.<name> object).
+struct Column {
+  const char* header;
+  std::function<std::string(const json& r)> cell;
+};
+
+std::string Count(const json& v) { return v.is_number() ? std::to_string(v.get<size_t>()) : "-"; }
+
+// A lagwatch Redis key's measure (r["key"][field], ms); "-" for the other systems.
+std::string KeyMs(const json& r, const char* field) {
+  return r.contains("key") ? Num(r["key"][field].get<double>()) : "-";
+}
+
+// How many records lagwatch published with `state` in the scenario; "-" for the other systems.
+std::string States(const json& r, const char* state) {
+  return r.contains("states") ? std::to_string(r["states"].value(state, 0)) : "-";
+}
+
+// err p50 .. max (`p95` too, or not) and < -10ms.
+std::vector<Column> ErrorColumns(bool p95) {
+  std::vector<Column> c = {
+      {"n",
+       [](const json& r) {
+         return r["error_ms"].is_object() ? std::to_string(r["error_ms"]["n"].get<size_t>()) : "0";
+       }},
+      {"err p50", [](const json& r) { return Pct(r["error_ms"], "p50"); }}};
+  if (p95) c.push_back({"p95", [](const json& r) { return Pct(r["error_ms"], "p95"); }});
+  c.push_back({"p99", [](const json& r) { return Pct(r["error_ms"], "p99"); }});
+  c.push_back({"max", [](const json& r) { return Pct(r["error_ms"], "max"); }});
+  c.push_back({"< -10ms", [](const json& r) { return Share(r["below_truth_by_10ms_share"]); }});
+  return c;
+}
+
+const Column kFalseExclusions = {"false excl200",
+                                 [](const json& r) { return Count(r["false_exclusions_200ms"]); }};
+
+// The columns of a scenario's table, by its "table" (see Scenario in accuracy.cc); `lagwatch_only`:
+// the other systems get no row.
+std::vector<Column> Columns(const std::string& table, bool* lagwatch_only) {
+  *lagwatch_only = table == "agent-kill";
+  if (table == "primary-freeze") {
+    std::vector<Column> c = ErrorColumns(true);
+    c.insert(c.end(),
+             {kFalseExclusions,
+              {"excl while ok, % of time",
+               [](const json& r) { return Share(r["excluded_while_fine_200ms_time_share"]); }},
+              {"lagging", [](const json& r) { return States(r, "lagging"); }},
+              {"primary_unknown", [](const json& r) { return States(r, "primary_unknown"); }}});
+    return c;
+  }
+  if (table == "agent-kill") {
+    std::vector<Column> c = ErrorColumns(false);
+    c.insert(c.end(),
+             {{"key missing ms", [](const json& r) { return KeyMs(r, "missing_ms"); }},
+              {"max age ms", [](const json& r) { return KeyMs(r, "max_age_ms"); }},
+              {"max measured_at stall ms",
+               [](const json& r) { return KeyMs(r, "max_measured_at_stall_ms"); }},
+              {"measured_at backwards",
+               [](const json& r) { return Count(r["key"]["measured_at_backwards"]); }},
+              {"healthy flips (truth < 100)",
+               [](const json& r) { return Count(r["key"]["healthy_flips_far_from_limit"]); }},
+              kFalseExclusions});
+    return c;
+  }
+  // `field` (p50, p99) of r[measure][series].
+  auto pct = [](const char* header, const char* measure, const char* series, const char* field) {
+    return Column{header, [=](const json& r) { return Pct(r[measure][series], field); }};
+  };
+  std::vector<Column> c = ErrorColumns(true);
+  c.insert(
+      c.end(),
+      {pct("det200 p50", "detect_200ms", "latency_ms", "p50"),
+       pct("p99", "detect_200ms", "latency_ms", "p99"),
+       pct("det1000 p50", "detect_1000ms", "latency_ms", "p50"),
+       pct("p99", "detect_1000ms", "latency_ms", "p99"),
+       pct("rec200 p50", "detect_200ms", "recovery_ms", "p50"),
+       pct("p99", "detect_200ms", "recovery_ms", "p99"),
+       kFalseExclusions,
+       {"excl while ok", [](const json& r) { return Share(r["excluded_while_fine_200ms_share"]); }},
+       {"missed 200/1000", [](const json& r) {
+          return Count(r["detect_200ms"]["missed"]) + "/" + Count(r["detect_1000ms"]["missed"]);
+        }}});
+  return c;
 }
 
 Table ScenarioTable(const json& sc) {
+  bool lagwatch_only = false;
+  const std::vector<Column> columns =
+      Columns(sc.value("table", std::string("lag")), &lagwatch_only);
   Table t;
-  t.rows.push_back({"system", "rep", "n", "err p50", "p95", "p99", "max", "< -10ms", "det200 p50",
-                    "p99", "det1000 p50", "p99", "rec200 p50", "p99", "false excl200",
-                    "excl while ok", "missed 200/1000"});
+  t.rows.push_back({"system", "rep"});
+  for (const Column& c : columns) t.rows[0].push_back(c.header);
   for (const auto& sys : sc["systems"]) {
+    const std::string name = sys["name"];
+    if (lagwatch_only && !IsLagwatch(name)) continue;
     for (const auto& [rn, r] : sys["replicas"].items()) {
-      const json& err = r["error_ms"];
-      const json& d200 = r["detect_200ms"];
-      const json& d1000 = r["detect_1000ms"];
-      t.rows.push_back({sys["name"].get<std::string>(), ShortReplica(rn),
-                        err.is_object() ? std::to_string(err["n"].get<size_t>()) : "0",
-                        Pct(err, "p50"), Pct(err, "p95"), Pct(err, "p99"), Pct(err, "max"),
-                        Share(r["below_truth_by_10ms_share"]), Pct(d200["latency_ms"], "p50"),
-                        Pct(d200["latency_ms"], "p99"), Pct(d1000["latency_ms"], "p50"),
-                        Pct(d1000["latency_ms"], "p99"), Pct(d200["recovery_ms"], "p50"),
-                        Pct(d200["recovery_ms"], "p99"),
-                        std::to_string(r["false_exclusions_200ms"].get<size_t>()),
-                        Share(r["excluded_while_fine_200ms_share"]),
-                        std::to_string(d200["missed"].get<size_t>()) + "/" +
-                            std::to_string(d1000["missed"].get<size_t>())});
+      std::vector<std::string> row = {name, ShortReplica(rn)};
+      for (const Column& c : columns) row.push_back(c.cell(r));
+      t.rows.push_back(std::move(row));
     }
   }
   return t;
@@ -150,6 +237,12 @@ Table CostTable(const json& cost) {
   return t;
 }
 
+// The heartbeat cost table as text or Markdown (`render`), or why there is none.
+std::string CostSection(const json& cost, const std::function<std::string(const Table&)>& render) {
+  if (cost.empty()) return "not measured (--scenarios without cost)\n";
+  return render(CostTable(cost));
+}
+
 Table UsageTable(const json& usage) {
   Table t;
   t.left_cols = 1;
@@ -188,11 +281,12 @@ std::string RenderText(const json& res) {
          "report over the threshold − true crossing; rec200 = first report back ≤ 200 ms − truth "
          "back ≤ 200 ms\n";
   out << "r1 = replica1 " << res["sandbox"]["replica1"].get<std::string>()
-      << " (stalled / locked in the stall and ftwrl scenarios), r2 = replica2 "
+      << " (stalled / locked / hung in the stall, ftwrl and hung-replica scenarios), r2 = "
+         "replica2 "
       << res["sandbox"]["replica2"].get<std::string>() << " (control)\n";
   out << OracleLine(res["oracle"]) << "\n\n";
   out << "heartbeat cost on the primary (each alone):\n"
-      << CostTable(res["heartbeat_cost"]).Text("  ") << "\n";
+      << CostSection(res["heartbeat_cost"], [](const Table& t) { return t.Text("  "); }) << "\n";
   for (const auto& sc : res["scenarios"]) {
     out << "== " << sc["name"].get<std::string>() << " (" << Num(sc["duration_s"].get<double>(), 0)
         << " s): " << sc["description"].get<std::string>() << "\n";
@@ -295,13 +389,34 @@ std::string RenderMarkdown(const json& res) {
         "over 200 ms (it includes the recovery tail after real episodes).\n"
         "- An episode that began while a system was already reporting over the threshold since "
         "before the lag started (crossing − threshold) gets no detection latency; such episodes "
-        "are listed under the table.\n\n";
+        "are listed under the table.\n"
+        "- *hung-replica*: while replica1's server is stopped (SIGSTOP) the reader's query "
+        "waits, so truth there comes from the hang itself: from the moment every thread of the "
+        "server was seen stopped until SIGCONT was sent the replica applies nothing, so every row "
+        "the writer sent after that moment is missing; truth = t − acked(the first of them). "
+        "Rows committed between the last read and the stop are taken to have arrived (the "
+        "conservative side), so truth stays a proven lower bound.\n"
+        "- *primary-freeze*: while the primary is stopped nothing commits (the writer's INSERT "
+        "waits and has no ack), so truth stays 0 on both replicas. *excl while ok, % of time*: "
+        "the share of the scenario's time (sampled every 5 ms) in which truth was at or under "
+        "200 ms and the system's latest report was over it (lagwatch: `healthy=0` or the key "
+        "missing). *lagging*, *primary_unknown*: records lagwatch published with that state in "
+        "the scenario.\n"
+        "- *agent-kill*: two agents (different `agent_id`, same Redis keys) run side by side; "
+        "each is killed with SIGKILL and restarted in turn while the bench polls the keys every 2 "
+        "ms. Only the lagwatch rows are shown, each the key as a router reads it, whichever "
+        "agent wrote it. *key missing ms*: from each poll that found the key gone to the first "
+        "that found it back. *max age ms*: the oldest record a poll saw (poll − "
+        "`measured_at_ms`). *max measured_at stall ms*: the longest time `measured_at_ms` did "
+        "not pass its highest value so far. *measured_at backwards*: records older than the one "
+        "before. *healthy flips (truth < 100)*: changes of `healthy` from one record to the next "
+        "with the oracle's upper bound at most 100 ms (half the limit) at both.\n\n";
 
   md << "## Heartbeat cost on the primary\n\n"
      << "Each heartbeat alone on an otherwise idle primary; binlog growth is the sum of `SHOW "
         "BINARY LOGS` file sizes, transactions from `@@gtid_binlog_pos`, statements from "
         "`Questions`; per day extrapolates the window.\n\n"
-     << CostTable(res["heartbeat_cost"]).Markdown() << "\n";
+     << CostSection(res["heartbeat_cost"], [](const Table& t) { return t.Markdown(); }) << "\n";
 
   md << "## Results\n\n";
   for (const auto& sc : res["scenarios"]) {
@@ -319,8 +434,12 @@ std::string RenderMarkdown(const json& res) {
   }
 
   md << "## Run details\n\n";
+  bool restarted = false;  // the agent-kill scenario restarts lagwatch
+  for (const auto& sc : res["scenarios"]) restarted = restarted || sc["name"] == "agent-kill";
   md << "Process usage over the whole run (lagwatch and the bench from the cost phase on"
-     << (positions.empty() ? "" : "; lagwatch (binlog) from its start next to lagwatch") << "):\n\n"
+     << (positions.empty() ? "" : "; lagwatch (binlog) from its start next to lagwatch")
+     << (restarted ? "; lagwatch since its last restart in the agent-kill scenario" : "")
+     << "):\n\n"
      << UsageTable(res["processes"]["usage"]).Markdown() << "\n";
   md << "Processes and collector errors:\n\n";
   for (const auto& [k, v] : res["processes"].items()) {

@@ -29,7 +29,6 @@
 // Its flags are kUsage below.
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -205,37 +204,6 @@ double WaitQuiet() {
     if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
   }
 }
-
-// The PID in a sandbox server's pid file, checked to be the server the sandbox started there
-// (its working directory is its datadir, as scripts/sandbox checks too) before we signal it.
-pid_t ServerPid(const Paths& p, const std::string& name) {
-  const bool redis = name == "redis";
-  const std::string pid_file = p.Server(name) + (redis ? "/redis.pid" : "/mysqld.pid");
-  const pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(pid_file).c_str()));
-  const std::string want_cwd = redis ? p.Server(name) : p.Server(name) + "/data";
-  std::error_code ec;
-  auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec);
-  if (pid <= 0 || ec || cwd != want_cwd) {
-    throw std::runtime_error(name + ": no live server of this sandbox behind " + pid_file);
-  }
-  return pid;
-}
-
-// SIGSTOPs a process for the lifetime of this object and SIGCONTs it on every way out (an
-// exception, an interrupt). Should this program die without unwinding, bench/scale's exit trap
-// runs `scripts/sandbox down`, which sends SIGCONT with its SIGTERM.
-class Frozen {
- public:
-  explicit Frozen(pid_t pid) : pid_(pid) {
-    if (kill(pid_, SIGSTOP) != 0) throw std::runtime_error("cannot SIGSTOP " + std::to_string(pid));
-  }
-  ~Frozen() { kill(pid_, SIGCONT); }
-  Frozen(const Frozen&) = delete;
-  Frozen& operator=(const Frozen&) = delete;
-
- private:
-  pid_t pid_;
-};
 
 // lagwatch (a child) needs a descriptor per replica: children inherit our limit.
 rlim_t RaiseFdLimit(rlim_t want) {
@@ -507,8 +475,9 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
            Num(res["host_busy_cores_before"].get<double>(), 2) + " cores busy before)");
   auto lagwatch = Child::Spawn({opt.lagwatch, "--config", config}, log);
   const Pids pids{lagwatch->pid(),
-                  {ServerPid(p, "primary"), ServerPid(p, "replica1"), ServerPid(p, "replica2")},
-                  ServerPid(p, "redis")};
+                  {SandboxServerPid(p.dir, "primary"), SandboxServerPid(p.dir, "replica1"),
+                   SandboxServerPid(p.dir, "replica2")},
+                  SandboxServerPid(p.dir, "redis")};
   Redis redis(p.RedisPort());
 
   // Startup: every alias published as ok. Not reaching it is a result, not a failure.
@@ -557,7 +526,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   if (dur.freeze_s > 0) {
     Progress("N=" + std::to_string(n) + ": replica1 frozen (SIGSTOP) for " +
              std::to_string(dur.freeze_s) + " s");
-    const pid_t frozen_pid = ServerPid(p, "replica1");
+    const pid_t frozen_pid = SandboxServerPid(p.dir, "replica1");
     Point fa, fb;
     size_t r2_ok = 0;
     {

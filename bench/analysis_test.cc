@@ -1,0 +1,109 @@
+#include "bench/analysis.h"
+
+#include <doctest/doctest.h>
+
+namespace lagwatch::bench {
+namespace {
+
+// A writer that sends row k (id k + 1) at k × 5 ms and has it acked 1 ms later.
+OracleLog Rows(int n) {
+  OracleLog log;
+  for (int k = 0; k < n; ++k) log.rows.push_back({k * 5000, k * 5000 + 1000});
+  return log;
+}
+
+// A replica that applies every row 2 ms after its ack and is read every 5 ms (at 5k + 3 ms,
+// answered 1 ms later), except that from `hang_from` to `hang_to` it applies nothing and the read
+// in flight then is answered only at `hang_to` + 1 ms with what it has caught up by then.
+std::vector<ReaderSample> Reads(const OracleLog& log, int64_t end, int64_t hang_from,
+                                int64_t hang_to) {
+  auto applied_at = [&](int64_t t) {  // max id applied at t
+    const int64_t seen = t >= hang_from && t < hang_to + 10'000 ? hang_from : t;
+    int64_t max_id = 0;
+    for (size_t k = 0; k < log.rows.size(); ++k) {
+      if (log.rows[k].acked_us + 2000 <= seen) max_id = static_cast<int64_t>(k) + 1;
+    }
+    return max_id;
+  };
+  std::vector<ReaderSample> out;
+  for (int64_t t = 3000; t < end;) {
+    int64_t recv = t + 1000;
+    if (t < hang_from && recv >= hang_from) recv = hang_to + 1000;  // blocked
+    if (t >= hang_from && t < hang_to) {  // no read is sent during the hang
+      t = hang_to + 1000;
+      recv = t + 1000;
+    }
+    out.push_back({t, recv, applied_at(recv >= hang_to ? recv + 20'000 : t)});
+    t = recv + 4000;
+  }
+  return out;
+}
+
+TEST_CASE("truth during a replica hang is t − ack of the first row sent after the stop") {
+  const OracleLog log = Rows(1000);  // 5 s of rows
+  const int64_t from = 1'000'500, to = 2'500'000;
+  const auto reads = Reads(log, 4'000'000, from, to);
+
+  // The reads alone: the blocked read and the next are answered after the replica caught up
+  // (here 20 ms after SIGCONT), so they prove nothing about the hang.
+  const Truth reads_only(&log, reads);
+  CHECK(reads_only.At(2'000'000).value() < 50'000);
+
+  const Truth truth(&log, reads, {{from, to}});
+  // Row 201 (sent at 1'000'000) may have been committed before the stop: not proven missing. Row
+  // 202 (sent at 1'005'000 >= from, acked at 1'006'000) is.
+  CHECK(truth.At(2'000'000).value() == 2'000'000 - 1'006'000);
+  CHECK(truth.At(to).value() == to - 1'006'000);
+  const auto over200 = truth.Episodes(200'000);
+  REQUIRE(over200.size() == 1);
+  CHECK(over200[0].start_us == 1'006'000 + 200'000);
+  CHECK(over200[0].end_us >= to);
+  const auto over1000 = truth.Episodes(1'000'000);
+  REQUIRE(over1000.size() == 1);
+  CHECK(over1000[0].start_us == 1'006'000 + 1'000'000);
+  // Only reads prove rows applied: the upper bound during the hang still comes from the last
+  // read answered before it.
+  CHECK(truth.Upper(2'000'000) == reads_only.Upper(2'000'000));
+  CHECK(truth.reads().size() == reads.size());
+  CHECK(truth.samples().size() > reads.size());
+  // Before the hang nothing changes.
+  CHECK(truth.At(500'000) == reads_only.At(500'000));
+}
+
+LagwatchRecord Record(int64_t seen, int64_t last_seen, int64_t measured_ms, bool healthy) {
+  LagwatchRecord r;
+  r.seen_us = seen;
+  r.last_seen_us = last_seen;
+  r.measured_at_ms = measured_ms;
+  r.healthy = healthy;
+  return r;
+}
+
+TEST_CASE("key stats: missing time, age, stalls, measured_at going backwards, flips") {
+  const OracleLog log = Rows(1000);
+  const Truth truth(&log, Reads(log, 5'000'000, 10'000'000, 10'000'000));  // no hang
+  std::vector<LagwatchRecord> records = {
+      Record(1'000'000, 1'090'000, 995, true), Record(1'100'000, 1'190'000, 1'095, true),
+      Record(1'200'000, 1'490'000, 1'090, false),  // older than the last: backwards, and a flip
+      Record(1'500'000, 1'500'000, 1'495, true),   // a flip back
+  };
+  LagwatchRecord gone;
+  gone.seen_us = 1'600'000;
+  gone.last_seen_us = 1'640'000;
+  gone.missing = true;
+  records.push_back(gone);
+  records.push_back(Record(1'650'000, 1'700'000, 1'648, true));
+
+  const KeyStats k = ComputeKeyStats(records, truth, 1'000'000, 1'800'000, 100'000);
+  CHECK(k.records == 5);
+  CHECK(k.missing == 1);
+  CHECK(k.missing_ms == doctest::Approx(50.0));
+  CHECK(k.max_age_ms == doctest::Approx(400.0));    // measured at 1'090 ms, last seen at 1'490 ms
+  CHECK(k.max_stall_ms == doctest::Approx(400.0));  // no advance from 1'100 ms to 1'500 ms
+  CHECK(k.backwards == 1);
+  CHECK(k.flips == 2);
+  CHECK(k.flips_while_far == 2);  // the replica was caught up all along
+}
+
+}  // namespace
+}  // namespace lagwatch::bench
