@@ -49,12 +49,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
       a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime) {
     return "probe";
   }
-  if (a.redis.host != b.redis.host || a.redis.port != b.redis.port ||
-      a.redis.key_prefix != b.redis.key_prefix || a.redis.ttl_ms != b.redis.ttl_ms ||
-      a.redis.username != b.redis.username || a.redis.password_file != b.redis.password_file ||
-      a.redis.password != b.redis.password) {
-    return "redis";
-  }
+  if (a.redis != b.redis) return "redis";
   if (a.http_listen != b.http_listen || a.http != b.http) return "http";
   return "";
 }
