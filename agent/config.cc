@@ -200,10 +200,44 @@ void ReadHealth(const json& j, HealthConfig& health) {
   o.RejectUnknownKeys();
 }
 
+// "redis.sentinels": a non-empty array of distinct "host:port" strings.
+std::vector<Endpoint> ReadSentinels(const json& j) {
+  if (!j.is_array() || j.empty()) Fail("redis.sentinels", "must be a non-empty array");
+  std::vector<Endpoint> sentinels;
+  std::set<std::string> ids;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string key = "redis.sentinels[" + std::to_string(i) + "]";
+    auto address = j[i].is_string() ? ParseListenAddress(j[i].get<std::string>()) : std::nullopt;
+    if (!address || address->port == 0) {
+      Fail(key, "must be \"host:port\", e.g. \"10.0.0.5:26379\"");
+    }
+    Endpoint e{address->host, address->port};
+    if (!ids.insert(e.Id()).second) Fail(key, "duplicate sentinel " + e.Id());
+    sentinels.push_back(std::move(e));
+  }
+  return sentinels;
+}
+
 void ReadRedis(const json& j, RedisConfig& redis) {
   Obj o(j, "redis");
-  redis.host = o.Str("host", redis.host);
-  redis.port = static_cast<int>(o.Int("port", redis.port, 1, 65535));
+  if (const json* s = o.Get("sentinels")) {
+    redis.sentinels = ReadSentinels(*s);
+    // The master is wherever the sentinels say; an address as well would be ignored.
+    for (const char* k : {"host", "port"}) {
+      if (o.Get(k)) Fail(o.Key(k), "not with redis.sentinels (they name the master)");
+    }
+    redis.master_name = o.Str("master_name", "", true);
+    if (!IsToken(redis.master_name, "_.:-", 1, 64)) {
+      Fail("redis.master_name", "must match [A-Za-z0-9_.:-]{1,64}");
+    }
+    redis.sentinel_password_file = o.Str("sentinel_password_file", "");
+  } else {
+    for (const char* k : {"master_name", "sentinel_password_file"}) {
+      if (o.Get(k)) Fail(o.Key(k), "needs redis.sentinels");
+    }
+    redis.host = o.Str("host", redis.host);
+    redis.port = static_cast<int>(o.Int("port", redis.port, 1, 65535));
+  }
   redis.key_prefix = o.Str("key_prefix", redis.key_prefix);
   if (!IsToken(redis.key_prefix, "_.:-", 1, 64)) {
     Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
@@ -316,17 +350,27 @@ Result<Config> LoadConfig(const std::string& path) {
   const std::pair<const char*, const std::string*> secrets[] = {
       {"primary.defaults_file", &c.primary_defaults_file},
       {"replica_defaults_file", &c.replica_defaults_file},
-      {"redis.password_file", &c.redis.password_file}};
+      {"redis.password_file", &c.redis.password_file},
+      {"redis.sentinel_password_file", &c.redis.sentinel_password_file}};
   for (const auto& [key, file] : secrets) {
     if (file->empty()) continue;
     Status st =
         CheckSecretFile(key, *file, c.insecure_files, ", or set insecure_files to \"warn\"");
     if (!st.ok()) return st;
   }
-  if (!c.redis.password_file.empty()) {
-    auto password = ReadSecretLine("redis.password_file", c.redis.password_file);
-    if (!password.ok()) return password.status();
-    c.redis.password = std::move(password.value());
+  struct Password {
+    const char* key;
+    const std::string& file;
+    std::string& password;
+  };
+  for (const Password& p :
+       {Password{"redis.password_file", c.redis.password_file, c.redis.password},
+        Password{"redis.sentinel_password_file", c.redis.sentinel_password_file,
+                 c.redis.sentinel_password}}) {
+    if (p.file.empty()) continue;
+    auto line = ReadSecretLine(p.key, p.file);
+    if (!line.ok()) return line.status();
+    p.password = std::move(line.value());
   }
   return config;
 }

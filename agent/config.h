@@ -83,9 +83,9 @@ struct Config {
 Result<Config> ParseConfig(const std::string& json_text);
 
 // Reads and parses a file; a read failure names the path.
-// Also checks the secret files it names (option files, Redis password file): each must be a
-// readable regular file, and one that its group or others may read or write is refused (or
-// only warned about with "insecure_files": "warn"); reads the Redis password.
+// Also checks the secret files it names (option files, Redis and sentinel password files): each
+// must be a readable regular file, and one that its group or others may read or write is refused
+// (or only warned about with "insecure_files": "warn"); reads the Redis and sentinel passwords.
 Result<Config> LoadConfig(const std::string& path);
 
 }  // namespace lagwatch

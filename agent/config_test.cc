@@ -1,5 +1,6 @@
 #include "agent/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -213,6 +214,110 @@ TEST_CASE("http.web_config_file is read with the config; its errors name the key
   std::ofstream(web) << "basic_auth_users:\n  prometheus: secret\n";
   ExpectRejected(j, "http.web_config_file");
   std::remove(web.c_str());
+  rmdir(dir);
+}
+
+// The valid config with its Redis server replaced by sentinels.
+json WithSentinels() {
+  json j = Valid();
+  j["redis"].erase("host");
+  j["redis"].erase("port");
+  j["redis"]["sentinels"] = {"10.0.0.5:26379", "[::1]:26380", "sentinel-3.example.com:26379"};
+  j["redis"]["master_name"] = "lag-master";
+  return j;
+}
+
+// WithSentinels() with `edit` applied must be rejected naming `key`.
+void RejectsSentinels(const std::function<void(json&)>& edit, const std::string& key) {
+  json j = WithSentinels();
+  edit(j);
+  ExpectRejected(j, key);
+}
+
+TEST_CASE("redis.sentinels and redis.master_name are read; without them there are none") {
+  auto r = ParseConfig(WithSentinels().dump());
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  REQUIRE(r->redis.sentinels.size() == 3);
+  CHECK(r->redis.sentinels[0] == Endpoint{"10.0.0.5", 26379});
+  CHECK(r->redis.sentinels[1] == Endpoint{"::1", 26380});
+  CHECK(r->redis.sentinels[2] == Endpoint{"sentinel-3.example.com", 26379});
+  CHECK(r->redis.master_name == "lag-master");
+  CHECK(r->redis.sentinel_password_file.empty());
+  CHECK(r->redis.key_prefix == "slave_delay");
+
+  auto plain = ParseConfig(Valid().dump());
+  REQUIRE(plain.ok());
+  CHECK(plain->redis.sentinels.empty());
+  CHECK(plain->redis.master_name.empty());
+}
+
+TEST_CASE("bad sentinel lists are rejected naming the key or the entry") {
+  for (const json& bad : {json::array(), json("10.0.0.5:26379"), json(26379), json::object()}) {
+    json j = WithSentinels();
+    j["redis"]["sentinels"] = bad;
+    INFO("sentinels: " << bad.dump());
+    ExpectRejected(j, "redis.sentinels");
+  }
+  for (const json& bad : {json("10.0.0.5"), json("10.0.0.5:0"), json("10.0.0.5:65536"),
+                          json(":26379"), json("10.0.0.5:-1"), json("a b:26379"), json(""),
+                          json(26379), json("10.0.0.5:26379\nx"), json("[::1:26379")}) {
+    json j = WithSentinels();
+    j["redis"]["sentinels"][1] = bad;
+    INFO("sentinel: " << bad.dump());
+    ExpectRejected(j, "redis.sentinels[1]");
+  }
+  RejectsSentinels([](json& j) { j["redis"]["sentinels"][2] = "10.0.0.5:26379"; },
+                   "redis.sentinels[2]");
+}
+
+TEST_CASE("sentinels exclude redis.host and redis.port and need a master name") {
+  RejectsSentinels([](json& j) { j["redis"]["host"] = "10.0.0.9"; }, "redis.host");
+  RejectsSentinels([](json& j) { j["redis"]["port"] = 6379; }, "redis.port");
+  RejectsSentinels([](json& j) { j["redis"].erase("master_name"); }, "redis.master_name");
+  for (const std::string& bad :
+       std::vector<std::string>{"", "my master", "m*", "{m}", "m\r\nx", std::string(65, 'm')}) {
+    json j = WithSentinels();
+    j["redis"]["master_name"] = bad;
+    INFO("master_name: " << bad);
+    ExpectRejected(j, "redis.master_name");
+  }
+  RejectsSentinels([](json& j) { j["redis"]["master_name"] = 7; }, "redis.master_name");
+  RejectsSentinels([](json& j) { j["redis"]["sentinel_password_file"] = ""; },
+                   "redis.sentinel_password_file");
+}
+
+TEST_CASE("master_name and sentinel_password_file without sentinels are rejected") {
+  Rejects([](json& j) { j["redis"]["master_name"] = "lag-master"; }, "redis.master_name");
+  Rejects([](json& j) { j["redis"]["sentinel_password_file"] = "/etc/lagwatch/sentinel.pw"; },
+          "redis.sentinel_password_file");
+}
+
+TEST_CASE("the sentinel password file is a secret file and its first line is the password") {
+  char dir[] = "/tmp/lw-config-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string d = dir;
+  json j = WithSentinels();
+  j["primary"]["defaults_file"] = d + "/primary.cnf";
+  j["replica_defaults_file"] = d + "/replica.cnf";
+  j["redis"]["sentinel_password_file"] = d + "/sentinel.pw";
+  for (const char* name : {"primary.cnf", "replica.cnf", "sentinel.pw"}) {
+    std::ofstream(d + "/" + name) << "s3ntinel pass\nsecond line\n";
+    REQUIRE(chmod((d + "/" + name).c_str(), 0600) == 0);
+  }
+  const std::string path = d + "/lagwatch.json";
+  std::ofstream(path) << j.dump();
+  auto r = LoadConfig(path);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(r->redis.sentinel_password == "s3ntinel pass");
+  CHECK(r->redis.password.empty());
+
+  REQUIRE(chmod((d + "/sentinel.pw").c_str(), 0644) == 0);
+  auto insecure = LoadConfig(path);
+  REQUIRE_FALSE(insecure.ok());
+  CHECK(insecure.status().message().rfind("redis.sentinel_password_file:", 0) == 0);
+  for (const char* name : {"primary.cnf", "replica.cnf", "sentinel.pw", "lagwatch.json"}) {
+    std::remove((d + "/" + name).c_str());
+  }
   rmdir(dir);
 }
 

@@ -67,6 +67,16 @@ void CheckLimits(const Config& c) {
              std::to_string(c.health.recover_ratio));
   FUZZ_CHECK(In(c.health.recover_probes, 1, 100), std::to_string(c.health.recover_probes));
   FUZZ_CHECK(!c.redis.host.empty() && In(c.redis.port, 1, 65535), c.redis.host);
+  std::set<std::string> sentinels;
+  for (const Endpoint& s : c.redis.sentinels) {
+    CheckEndpoint(s, "sentinel");
+    FUZZ_CHECK(sentinels.insert(s.Id()).second, "duplicate sentinel " + s.Id());
+  }
+  FUZZ_CHECK(c.redis.sentinels.empty() ? c.redis.master_name.empty()
+                                       : AllOf(c.redis.master_name, 1, 64, "_.:-"),
+             c.redis.master_name);
+  FUZZ_CHECK(!c.redis.sentinels.empty() || c.redis.sentinel_password_file.empty(),
+             c.redis.sentinel_password_file);
   FUZZ_CHECK(AllOf(c.redis.key_prefix, 1, 64, "_.:-"), c.redis.key_prefix);
   FUZZ_CHECK(In(c.redis.ttl_ms, 100, 600000), std::to_string(c.redis.ttl_ms));
   FUZZ_CHECK(c.http_listen.size() <= 1 + 253 + 2 + 5, c.http_listen);
