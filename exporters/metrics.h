@@ -44,7 +44,7 @@ inline constexpr const char* kWindowPercentiles[] = {"50", "95", "99"};
 inline constexpr const char* kErrorReasons[] = {"timeout", "unavailable", "server_error",
                                                 "bad_data", "invalid"};
 // Redis publisher failure reasons.
-inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command"};
+inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly"};
 
 // The primary's circuit states (docs/redis.md), in the order of the enum gauge's series.
 inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};

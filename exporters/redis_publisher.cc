@@ -105,7 +105,7 @@ bool RedisPublisher::Connect() {
       AppendCommand(ctx_, {"SCRIPT", "LOAD", kMergeRecordScript}) ? NextReply(ctx_) : nullptr;
   if (!sha || sha->type != REDIS_REPLY_STRING) {
     LogLimited(LogLevel::kWarn, "redis-connect",
-               "Redis " + config_.host + ":" + std::to_string(config_.port) +
+               "Redis " + RedisServer(ctx_) +
                    " did not load lagwatch's record script (Redis 5 or later with scripting is "
                    "needed): " +
                    (sha ? ReplyText(*sha) : std::string(ctx_->errstr)));
@@ -114,7 +114,7 @@ bool RedisPublisher::Connect() {
     return false;
   }
   script_sha_ = ReplyText(*sha);
-  Log(LogLevel::kInfo, "connected to Redis " + config_.host + ":" + std::to_string(config_.port));
+  Log(LogLevel::kInfo, "connected to Redis " + RedisServer(ctx_));
   std::lock_guard lock(mu_);
   connected_ = true;
   members_dirty_ = true;
@@ -203,6 +203,12 @@ Status RedisPublisher::ReadReplies(size_t n) {
       // The script cache was flushed under us (SCRIPT FLUSH): a new connection loads it again.
       return Status::Unavailable("Redis lost lagwatch's record script (NOSCRIPT)");
     }
+    // A master demoted to a replica keeps its clients and refuses their writes: only another
+    // connection (with Sentinel, to the master it names now) gets them written.
+    if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).starts_with("READONLY")) {
+      return Status::ServerError("Redis " + RedisServer(ctx_) +
+                                 " is read-only (a replica): " + ReplyText(*reply));
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
       // The server refused a command (e.g. wrong key type, OOM): count it, keep the connection.
       metrics_->redis_errors.Add({{"reason", "command"}}).Increment();
@@ -238,8 +244,10 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   replies += AppendEvents(events);
 
   if (Status st = ReadReplies(replies); !st.ok()) {
-    metrics_->redis_errors.Add({{"reason", "io"}}).Increment();
-    LogLimited(LogLevel::kWarn, "redis-io", "Redis write failed: " + st.message());
+    const bool readonly = st.code() == Status::Code::kServerError;
+    metrics_->redis_errors.Add({{"reason", readonly ? "readonly" : "io"}}).Increment();
+    LogLimited(LogLevel::kWarn, readonly ? "redis-readonly" : "redis-io",
+               "Redis write failed: " + st.message());
     Requeue(std::move(records), std::move(primary), with_members, removing);
     return false;
   }
@@ -251,16 +259,21 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
 }
 
 void RedisPublisher::Run(std::stop_token stop) {
+  // The wait before the next connect doubles until a write succeeds, not just a connect: a server
+  // that takes connections but refuses every write (a replica answering READONLY) must not be
+  // reconnected to in a tight loop.
   Millis backoff = kMinBackoff;
   std::mutex wait_mu;
+  auto back_off = [&] {
+    std::unique_lock lock(wait_mu);
+    cv_.wait_for(lock, stop, backoff, [] { return false; });
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  };
   while (!stop.stop_requested()) {
     if (!ctx_ && !Connect()) {
-      std::unique_lock lock(wait_mu);
-      cv_.wait_for(lock, stop, backoff, [] { return false; });
-      backoff = std::min(backoff * 2, kMaxBackoff);
+      back_off();
       continue;
     }
-    backoff = kMinBackoff;
 
     std::map<std::string, ReplicaSnapshot> records;
     std::optional<PrimarySnapshot> primary;
@@ -282,8 +295,11 @@ void RedisPublisher::Run(std::stop_token stop) {
       with_members = members_dirty_;
       members_dirty_ = false;
     }
-    if (!Flush(std::move(records), std::move(primary), std::move(events), with_members)) {
+    if (Flush(std::move(records), std::move(primary), std::move(events), with_members)) {
+      backoff = kMinBackoff;
+    } else {
       Disconnect();
+      back_off();
     }
   }
 }

@@ -67,7 +67,8 @@ class RedisPublisher {
   // Connects and loads the merge script (its SHA into script_sha_).
   bool Connect();
   void Disconnect();
-  // Writes everything pending; false on a connection failure (what was not written is requeued).
+  // Writes everything pending; false on a connection failure or a READONLY reply (what was not
+  // written is requeued).
   bool Flush(std::map<std::string, ReplicaSnapshot> records, std::optional<PrimarySnapshot> primary,
              std::deque<std::string> events, bool with_members);
   // Each Append* queues commands on ctx_ and returns how many replies they will have.
@@ -83,8 +84,9 @@ class RedisPublisher {
   size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);
   // PUBLISH of each event on `<prefix>:events`.
   size_t AppendEvents(const std::deque<std::string>& events);
-  // Reads `n` replies, counting the refused commands; Unavailable (hiredis's reason) when the
-  // connection failed.
+  // Reads `n` replies, counting the refused commands; Unavailable when the connection failed
+  // (hiredis's reason) or Redis lost the record script (NOSCRIPT), ServerError when Redis refused
+  // a write as READONLY (it is a replica now). Either way the connection is of no further use.
   Status ReadReplies(size_t n);
   // Puts back what a failed Flush may not have written, unless newer data arrived meanwhile.
   void Requeue(std::map<std::string, ReplicaSnapshot> records,
