@@ -301,7 +301,18 @@ Status RouterFeedback::Poll(std::stop_token stop) {
   return Status::Ok();
 }
 
+bool RouterFeedback::StillOnMaster() {
+  if (config_.sentinels.empty()) return true;
+  Status st = RedisCheckMaster(ctx_);
+  if (st.ok()) return true;
+  CountError("redis");
+  LogLimited(LogLevel::kWarn, "router-feedback-master",
+             "router feedback: " + st.message() + "; asking the sentinels for the master again");
+  return false;
+}
+
 RouterFeedback::RoundEnd RouterFeedback::RunRound(std::stop_token stop) {
+  if (ctx_ && !StillOnMaster()) Disconnect();
   if (!ctx_ && !Connect()) return RoundEnd::kFailed;
   Status st = Poll(stop);
   if (st.code() == Status::Code::kCancelled) return RoundEnd::kStopping;

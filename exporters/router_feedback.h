@@ -48,8 +48,10 @@ namespace lagwatch {
 // round stops after kMaxScanCalls SCAN calls or one interval, whichever is first (scan_truncated),
 // and the next round resumes the SCAN where it stopped.
 // Every Redis call has a 250 ms timeout; a connection failure closes the connection and the next
-// attempt follows a capped exponential backoff (250 ms doubling, at most one interval). The
-// first round runs as soon as the thread starts. Rounds are timed and waited for on `clock`.
+// attempt follows a capped exponential backoff (250 ms doubling, at most one interval). With
+// Redis Sentinel, each round first checks with ROLE that the server is still a master and, when
+// it is not (demoted by a failover), connects to the master the sentinels name now. The first
+// round runs as soon as the thread starts. Rounds are timed and waited for on `clock`.
 //
 // Thread-safe; owns one thread (Start/Stop; the destructor stops). Its own Redis connection.
 class RouterFeedback {
@@ -71,7 +73,8 @@ class RouterFeedback {
   // Starts the polling thread. REQUIRES: not running.
   void Start();
   // Stops and joins the thread and closes the connection; returns within about 250 ms (one Redis
-  // timeout). Idempotent.
+  // timeout), or, with Sentinel, within the time RedisConnect may take when the sentinels or the
+  // master they name hang (at most six timeouts per sentinel). Idempotent.
   void Stop();
 
   // Handles one `rw_stats:*` hash as a round does: parse, accumulate, update metrics, count and
@@ -100,6 +103,11 @@ class RouterFeedback {
   RoundEnd RunRound(std::stop_token stop);
   bool Connect();
   void Disconnect();
+  // With Sentinel: whether the server of ctx_ is still a master (ROLE), counted and logged when
+  // not. Sentinel closes the connections of a server it demotes, but a master demoted otherwise
+  // (REPLICAOF by hand) keeps them and answers reads, so without this check the reader could
+  // stay on it for good. Always true without Sentinel.
+  bool StillOnMaster();
   // One round. Unavailable: the connection failed (the caller disconnects); ServerError or
   // DataError: Redis refused SCAN or answered nonsense (connection kept); Cancelled: stopping.
   Status Poll(std::stop_token stop);
