@@ -245,7 +245,8 @@ bool SentinelsReady() {
 }
 
 // Master A with replica B, and the three sentinels; what a previous run left behind is stopped
-// first. Stops everything on destruction.
+// first. Stops everything on destruction, leaving kDir (the logs, the sentinels' rewritten
+// configs) to look at until the next run.
 class RedisSet {
  public:
   RedisSet() {
