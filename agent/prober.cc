@@ -354,6 +354,11 @@ void ReplicaProber::OnCrossing() {
   crossing_timer_ = 0;
   if (!in_flight_ || !bounds_ || !bounds_->fresh_at) return;
   const MonoTime now = clock_.Now();
+  if (conn_.AnswerWaiting()) {
+    // The answer is here and the loop, not the replica, is late: it is read next, and decides.
+    crossing_timer_ = loop_->At(now + Millis(1), [this] { OnCrossing(); });
+    return;
+  }
   // The last probe's view of the replica, aged to now: the same replica, the same status, a
   // bound that has only grown, and no new proof of how far behind it is.
   HealthInput h = last_health_;

@@ -79,7 +79,7 @@ TEST_CASE("a verdict is due at the first limit not yet reported over, after the 
 TEST_CASE("the grace is twice the slowest recent round trip, within its floor and the timeout") {
   CHECK(CrossingGrace(Micros(400), Millis(150)) == kMinCrossingGrace);
   CHECK(CrossingGrace(Micros(0), Millis(150)) == kMinCrossingGrace);
-  CHECK(CrossingGrace(Micros(6200), Millis(150)) == Millis(13));
+  CHECK(CrossingGrace(Micros(16200), Millis(150)) == Millis(33));
   CHECK(CrossingGrace(Micros(90'000), Millis(150)) == Millis(150));
   // A timeout under the floor still leaves the floor.
   CHECK(CrossingGrace(Micros(90'000), Millis(2)) == kMinCrossingGrace);

@@ -1,5 +1,7 @@
 #include "base/async_mysql.h"
 
+#include <poll.h>
+
 #include <mysql.h>
 
 namespace lagwatch {
@@ -16,6 +18,12 @@ void AsyncMysqlConn::Query(std::string sql, MonoTime deadline, Callback done) {
     Complete(conn_.Abort(Status::DeadlineExceeded("no answer from " + conn_.label() + " in time")));
   });
   Handle(conn_.Begin(std::move(sql)));
+}
+
+bool AsyncMysqlConn::AnswerWaiting() const {
+  if (!done_ || watched_fd_ < 0) return false;
+  pollfd p{watched_fd_, POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 void AsyncMysqlConn::Cancel() {

@@ -34,6 +34,9 @@ class AsyncMysqlConn {
   void Cancel();
 
   bool busy() const { return static_cast<bool>(done_); }
+  // Whether the server's answer to the statement in flight has (begun to) arrive(d) but was not
+  // processed yet: the loop is behind, not the server (a poll of the socket, no waiting).
+  bool AnswerWaiting() const;
   bool connected() const { return conn_.connected(); }
   unsigned last_errno() const { return conn_.last_errno(); }
 

@@ -246,6 +246,7 @@ class KeyWatch {
 
 // Kills `victim` with SIGKILL while `survivor` runs, and checks what routers saw meanwhile.
 void KillOneWhileRoutersRead(std::unique_ptr<Agent>& victim, const std::string& victim_name) {
+  Subscriber events(E().sandbox.redis_port(), "slave_delay:events");
   KeyWatch watch({E().sandbox.replica_key(1), E().sandbox.replica_key(2)});
   std::this_thread::sleep_for(1s);
   REQUIRE(kill(victim->pid(), SIGKILL) == 0);
@@ -253,13 +254,18 @@ void KillOneWhileRoutersRead(std::unique_ptr<Agent>& victim, const std::string& 
   victim.reset();
   std::this_thread::sleep_for(3s);
   watch.Finish();
+  const size_t verdict_changes = events.Events().size();
   MESSAGE(victim_name << " killed: " << watch.polls << " polls, " << watch.missing
                       << " found a key missing, longest " << watch.longest_stale_ms
                       << " ms without a newer measurement, " << watch.flips << " flips of healthy, "
-                      << watch.backwards << " went backwards");
+                      << watch.backwards << " went backwards; the agents "
+                      << "changed their own verdicts " << verdict_changes << " times");
   CHECK(watch.missing == 0);
   CHECK(watch.backwards == 0);
-  CHECK(watch.flips == 0);
+  // The merge never makes the key flip between two agents' verdicts: every change of `healthy`
+  // is one an agent made to its own verdict (at zero lag there are none, unless a busy host made
+  // an agent's probe answer too late).
+  CHECK(static_cast<size_t>(watch.flips) <= verdict_changes);
   // The survivor rewrites each key after every probe (200 ms); generous for a loaded host.
   CHECK(watch.longest_stale_ms < 800);
 }
