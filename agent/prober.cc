@@ -179,7 +179,15 @@ void ReplicaProber::OnTick() {
     SendFlavorQuery();
     return;
   }
-  SendProbe();
+  SendQueries();
+}
+
+void ReplicaProber::SendQueries() {
+  if (probe_.poll_status) {
+    SendStatus();
+  } else {
+    SendProbe();
+  }
 }
 
 void ReplicaProber::SendFlavorQuery() {
@@ -208,7 +216,7 @@ void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
                              "; replication status by " + status_statement_);
     ShowServer();
   }
-  SendProbe();
+  SendQueries();
 }
 
 void ReplicaProber::ShowServer() {
@@ -248,11 +256,13 @@ void ReplicaProber::UpdatePositions() {
 }
 
 void ReplicaProber::SendProbe() {
-  probe_.obs.sent = clock_.Now();
+  const MonoTime now = clock_.Now();
+  // With binary log coordinates the observation began with the status poll that read them.
+  if (!(positions_ == PositionsKind::kBinlog && probe_.status_reply)) probe_.obs.sent = now;
   const std::string& sql = positions_ == PositionsKind::kMariaDbGtid ? sql_.probe
                            : positions_ == PositionsKind::kMysqlGtid ? sql_.probe_mysql_gtid
                                                                      : sql_.probe_heartbeat_only;
-  conn_.Query(sql, probe_.obs.sent + Millis(config_.probe.timeout_ms),
+  conn_.Query(sql, now + Millis(config_.probe.timeout_ms),
               [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
 }
 
@@ -278,20 +288,20 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
   } else {
     connect_failures_ = 0;
   }
-  if (probe_.poll_status && r.ok()) {
-    probe_.reply = std::move(r);
-    conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
-                [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
-    return;
-  }
-  Evaluate(std::move(r), std::nullopt);
+  Evaluate(std::move(r), std::move(probe_.status_reply));
+}
+
+void ReplicaProber::SendStatus() {
+  probe_.obs.sent = clock_.Now();
+  conn_.Query(status_statement_, probe_.obs.sent + Millis(config_.probe.timeout_ms),
+              [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
 }
 
 void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
-  if (positions_ == PositionsKind::kBinlog) {
-    // The coordinates were read by this reply: the observation ends here.
-    probe_.obs.received = clock_.Now();
-    probe_.received_wall = clock_.WallNow();
+  if (!s.ok() && !conn_.connected()) {
+    // No connection (or the poll timed out): the probe failed as a probe would have.
+    OnProbeReply(std::move(s));
+    return;
   }
   // MySQL 8.4 removed SHOW SLAVE STATUS; a server whose version said nothing useful gets it first.
   const char* retry = s.ok() ? nullptr : ReplicaStatusRetry(status_statement_, conn_.last_errno());
@@ -300,13 +310,15 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
     Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
                              status_statement_ + " from now on");
     ShowServer();
-    // Back through here: the retry's reply ends the observation in turn, and it is not retried
-    // again (ReplicaStatusRetry has nothing after SHOW REPLICA STATUS).
+    // Back through here; it is not retried again (ReplicaStatusRetry has nothing after SHOW
+    // REPLICA STATUS).
     conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
                 [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
     return;
   }
-  Evaluate(std::move(*probe_.reply), std::move(s));
+  // The heartbeat query goes last, so the record is published the moment its answer is in.
+  probe_.status_reply = std::move(s);
+  SendProbe();
 }
 
 void ReplicaProber::ScheduleNext() {

@@ -76,8 +76,10 @@ class ReplicaProber {
   MonoTime last_probe_done() const;
 
  private:
-  // One probe, in steps on the loop: OnTick starts it, the replies arrive in OnProbeReply and
-  // OnStatusReply, Evaluate turns them into the verdict and publishes, ScheduleNext sets the timer.
+  // One probe, in steps on the loop: OnTick starts it; the status poll, when due, goes first
+  // (OnStatusReply), then the heartbeat query (OnProbeReply), so the record is published as soon
+  // as the observation it states ends; Evaluate turns them into the verdict and publishes,
+  // ScheduleNext sets the timer.
   void OnTick();
   // On a new connection, first asks which server it is (ServerFlavor), which decides the status
   // statement; logged, shown in the view and exported as lagwatch_server_info.
@@ -89,9 +91,11 @@ class ReplicaProber {
   // with positions "none"), unless this replica refused it. On a change: the view, the info
   // metric, and a warning when heartbeat bounds are wider than the tier's limit.
   void UpdatePositions();
+  void SendQueries();  // the status poll if due, else the heartbeat query
+  void SendStatus();
+  void OnStatusReply(Result<QueryResult> s);
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
-  void OnStatusReply(Result<QueryResult> s);
   void Evaluate(Result<QueryResult> r, std::optional<Result<QueryResult>> status);
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
@@ -149,7 +153,8 @@ class ReplicaProber {
     bool backing_off = false;  // no connection attempt: still waiting to reconnect
     ProbeObservation obs;
     WallTime received_wall{};  // obs.received on the wall clock: what measured_at_ms states
-    std::optional<Result<QueryResult>> reply;  // the probe's, kept while the status poll runs
+    // This probe's status poll's reply, kept while the heartbeat query runs.
+    std::optional<Result<QueryResult>> status_reply;
   };
   InFlight probe_;
   HealthTracker health_;

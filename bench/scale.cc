@@ -390,6 +390,20 @@ json ProbesJson(const Scrape& a, const Scrape& b, const std::vector<std::string>
           {"jitter", JitterJson(d.start_delay)}};
 }
 
+// From a measurement to Redis having its record, over a window: the part of a key's age beyond
+// the probe interval that the publisher adds.
+json RecordDelayJson(const BucketCounts& h) {
+  bool beyond50 = false, beyond99 = false;
+  auto p50 = Quantile(h, 0.50, &beyond50);
+  auto p99 = Quantile(h, 0.99, &beyond99);
+  auto share = ShareAtMost(h, 0.010);
+  return {{"records", h.total()},
+          {"p50_ms", p50 ? json(*p50 * 1000) : json(nullptr)},
+          {"p99_ms", p99 ? json(*p99 * 1000) : json(nullptr)},
+          {"p99_beyond_last_bucket", beyond99},
+          {"share_le_10ms", share ? json(*share) : json(nullptr)}};
+}
+
 json ScrapesJson(const std::vector<Scrape>& scrapes) {
   std::vector<double> ms;
   for (const auto& s : scrapes) ms.push_back(s.duration_ms);
@@ -520,6 +534,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
       {"redis_commands_per_s", static_cast<double>(b.redis_commands - a.redis_commands) / window_s},
       {"scrapes", ScrapesJson(scrapes)},
       {"key_age", key_ages},
+      {"record_delay", RecordDelayJson(Diff(a.scrape.record_delay, b.scrape.record_delay))},
       {"host", HostJson(a, b)}};
 
   // Freeze window: replica1 hangs; replica2's aliases must not notice.

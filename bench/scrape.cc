@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kProbes = "lagwatch_probes_total";
 constexpr std::string_view kAnswered = "lagwatch_probe_duration_seconds_count";
 constexpr std::string_view kDelayBucket = "lagwatch_probe_start_delay_seconds_bucket";
+constexpr std::string_view kRecordDelayBucket = "lagwatch_redis_record_delay_seconds_bucket";
 
 // The value of label `key` in `{a="x",b="y"}` (escapes undone), or nullopt.
 std::optional<std::string> Label(std::string_view labels, std::string_view key) {
@@ -47,6 +48,7 @@ double ParseValue(std::string_view s) {
 std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
   out->bytes = body.size();
   out->replicas.clear();
+  out->record_delay = {};
   bool saw_probes = false, saw_answered = false, saw_buckets = false;
   size_t pos = 0;
   while (pos < body.size()) {
@@ -54,16 +56,24 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
     if (end == std::string::npos) end = body.size();
     std::string_view line(body.data() + pos, end - pos);
     pos = end + 1;
-    // Only three families matter; everything else (and every comment) is skipped cheaply.
+    // Only four families matter; everything else (and every comment) is skipped cheaply.
     auto is = [&](std::string_view family) {
       return line.starts_with(family) && line.size() > family.size() && line[family.size()] == '{';
     };
     const bool probes = is(kProbes), answered = is(kAnswered), bucket = is(kDelayBucket);
-    if (!probes && !answered && !bucket) continue;
+    const bool record_delay = is(kRecordDelayBucket);
+    if (!probes && !answered && !bucket && !record_delay) continue;
     const size_t close = line.rfind('}');
     if (close == std::string_view::npos) return "malformed line: " + std::string(line);
     const std::string_view labels = line.substr(line.find('{') + 1, close - line.find('{') - 1);
     const double value = ParseValue(line.substr(close + 2));
+    if (record_delay) {
+      auto le = Label(labels, "le");
+      if (!le) return "bucket without le: " + std::string(line);
+      out->record_delay.bounds_s.push_back(ParseValue(*le));
+      out->record_delay.cumulative.push_back(value);
+      continue;
+    }
     auto replica = Label(labels, "replica");
     if (!replica) return "no replica label: " + std::string(line);
     ReplicaCounters& r = out->replicas[*replica];
@@ -87,6 +97,9 @@ std::optional<std::string> ParseScrape(const std::string& body, Scrape* out) {
   if (!saw_probes) return std::string(kProbes) + " not found";
   if (!saw_answered) return std::string(kAnswered) + " not found";
   if (!saw_buckets) return std::string(kDelayBucket) + " not found";
+  if (out->record_delay.bounds_s.empty() || !std::isinf(out->record_delay.bounds_s.back())) {
+    return std::string(kRecordDelayBucket) + " not found, or without a +Inf bucket";
+  }
   for (const auto& [id, r] : out->replicas) {
     if (r.start_delay.bounds_s.empty() || !std::isinf(r.start_delay.bounds_s.back())) {
       return "replica " + id + ": start-delay histogram without a +Inf bucket";
@@ -120,6 +133,14 @@ ScrapeDelta Diff(const Scrape& before, const Scrape& after,
     for (size_t i = 0; i < hb.cumulative.size(); ++i) {
       d.start_delay.cumulative[i] += hb.cumulative[i] - ha.cumulative[i];
     }
+  }
+  return d;
+}
+
+BucketCounts Diff(const BucketCounts& before, const BucketCounts& after) {
+  BucketCounts d = after;
+  for (size_t i = 0; i < d.cumulative.size() && i < before.cumulative.size(); ++i) {
+    d.cumulative[i] -= before.cumulative[i];
   }
   return d;
 }

@@ -32,10 +32,12 @@ struct Scrape {
   double duration_ms = 0;
   size_t bytes = 0;
   std::map<std::string, ReplicaCounters> replicas;  // by the `replica` label, "host:port"
+  // lagwatch_redis_record_delay_seconds: from a measurement to Redis having its record.
+  BucketCounts record_delay;
 };
 
-// Fills `out->replicas` from a text-format exposition. Returns an error message if either family
-// is missing or a replica's histogram has no +Inf bucket; nullopt on success.
+// Fills `out` from a text-format exposition. Returns an error message if a family is missing or
+// a histogram has no +Inf bucket; nullopt on success.
 std::optional<std::string> ParseScrape(const std::string& body, Scrape* out);
 
 // What happened between two scrapes, summed over a set of replicas.
@@ -49,6 +51,8 @@ struct ScrapeDelta {
 };
 ScrapeDelta Diff(const Scrape& before, const Scrape& after,
                  const std::vector<std::string>& replicas);
+// `after` − `before`, bucket by bucket (REQUIRES: the same bounds).
+BucketCounts Diff(const BucketCounts& before, const BucketCounts& after);
 
 // The q-quantile (0 < q < 1) in seconds, interpolated the way PromQL's histogram_quantile does:
 // linearly inside the bucket the rank falls in, the first bucket starting at 0. A rank in the

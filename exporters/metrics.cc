@@ -369,6 +369,11 @@ Metrics::Metrics(const std::string& version)
                      "Time to write one batch of records to Redis.")
               .Add({}, prometheus::Histogram::BucketBoundaries(kLatencyBucketsSeconds.begin(),
                                                                kLatencyBucketsSeconds.end()))),
+      redis_record_delay_seconds(
+          Histograms(*registry_, "lagwatch_redis_record_delay_seconds",
+                     "Time from a replica's measurement to Redis acknowledging its record.")
+              .Add({}, prometheus::Histogram::BucketBoundaries(kLatencyBucketsSeconds.begin(),
+                                                               kLatencyBucketsSeconds.end()))),
       redis_connected(Gauges(*registry_, "lagwatch_redis_connected",
                              "1 while the publisher holds a working Redis connection.")
                           .Add({})),

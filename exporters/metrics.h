@@ -202,6 +202,8 @@ class Metrics {
   prometheus::Counter& redis_publishes;
   prometheus::Family<prometheus::Counter>& redis_errors;  // label reason
   prometheus::Histogram& redis_publish_duration_seconds;
+  // From a replica's measurement to Redis acknowledging its record.
+  prometheus::Histogram& redis_record_delay_seconds;
   prometheus::Gauge& redis_connected;
   prometheus::Counter& events_published;
   // Verdicts published at a limit's crossing while a probe was still in flight (agent/prober.h).

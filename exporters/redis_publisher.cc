@@ -163,7 +163,7 @@ Millis RedisPublisher::Remaining(MonoTime measured, MonoTime now) const {
 }
 
 size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot>& records,
-                                     MonoTime now, size_t* written) {
+                                     MonoTime now, std::vector<MonoTime>* written) {
   size_t replies = 0;
   for (const auto& [id, snap] : records) {
     const Millis remaining = Remaining(snap.measured_mono, now);
@@ -171,7 +171,7 @@ size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot
     AppendCommand(
         ctx_, MergeRecordArgs(script_sha_, config_.key_prefix + ":" + id, snap, remaining.count()));
     ++replies;
-    ++*written;
+    written->push_back(snap.measured_mono);
   }
   return replies;
 }
@@ -238,7 +238,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   const MonoTime started = clock_.Now();
   std::set<std::string> removing;
   size_t replies = with_members ? AppendMembership(removing) : 0;
-  size_t written = 0;
+  std::vector<MonoTime> written;
   replies += AppendRecords(records, started, &written);
   replies += AppendPrimary(primary, started);
   replies += AppendEvents(events);
@@ -251,7 +251,13 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     Requeue(std::move(records), std::move(primary), with_members, removing);
     return false;
   }
-  metrics_->redis_publishes.Increment(static_cast<double>(written));
+  metrics_->redis_publishes.Increment(static_cast<double>(written.size()));
+  // How old each record was when Redis had it: what a key's age adds to the probe interval.
+  const MonoTime acknowledged = clock_.Now();
+  for (MonoTime measured : written) {
+    metrics_->redis_record_delay_seconds.Observe(
+        std::chrono::duration<double>(acknowledged - measured).count());
+  }
   metrics_->events_published.Increment(static_cast<double>(events.size()));
   metrics_->redis_publish_duration_seconds.Observe(
       std::chrono::duration<double>(clock_.Now() - started).count());

@@ -76,9 +76,9 @@ class RedisPublisher {
   // agent's record from their keys; moves removed_ into `removing`.
   size_t AppendMembership(std::set<std::string>& removing);
   // The records measured within the TTL before `now`, each merged into its key for what remains
-  // of its TTL; counts them in `written`.
+  // of its TTL; adds the measurement time of each to `written`.
   size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
-                       size_t* written);
+                       std::vector<MonoTime>* written);
   // The primary's record, if there is one measured within the TTL before `now`: MULTI, HSET,
   // PEXPIRE by what remains of its TTL, EXEC.
   size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);

@@ -81,6 +81,7 @@ const std::vector<std::string> kOtherFamilies = {
     "lagwatch_redis_publishes_total",
     "lagwatch_redis_errors_total",
     "lagwatch_redis_publish_duration_seconds",
+    "lagwatch_redis_record_delay_seconds",
     "lagwatch_redis_connected",
     "lagwatch_events_published_total",
     "lagwatch_crossing_verdicts_total",
@@ -108,7 +109,7 @@ TEST_CASE("a live scrape passes promtool check metrics and has every documented 
   CHECK(MetricValue(scrape, "lagwatch_primary_threads_connected").value_or(0) >= 2);
   std::vector<std::string> families = kOtherFamilies;
   for (const auto& series : kPerReplica) families.push_back(FamilyOf(series));
-  CHECK(families.size() == 38);
+  CHECK(families.size() == 39);
   for (const auto& family : families) {
     CAPTURE(family);
     CHECK(scrape.find("# TYPE " + family + " ") != std::string::npos);
