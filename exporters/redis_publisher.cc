@@ -16,9 +16,9 @@ constexpr Millis kIoTimeout(250);
 constexpr Millis kMinBackoff(100);
 // Capped low so that every key is back within a second of Redis returning.
 constexpr Millis kMaxBackoff(500);
-// After the first record of a batch arrives, the publisher waits this long for more before
-// writing: replies to a burst of probes arrive over a few milliseconds, and one pipelined write
-// for all of them costs a fraction of one write each. It is added to every record's way to Redis.
+// After the first record of a batch arrives at an idle publisher, it waits this long for more
+// before writing: replies to a burst of probes arrive over a few milliseconds, and one pipelined
+// write for all of them costs a fraction of one write each.
 constexpr Micros kGather(1000);
 
 }  // namespace
@@ -285,14 +285,20 @@ void RedisPublisher::Run(std::stop_token stop) {
     std::optional<PrimarySnapshot> primary;
     std::deque<std::string> events;
     bool with_members = false;
+    bool waited = false;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, stop,
-               [&] { return !pending_.empty() || primary_ || !events_.empty() || members_dirty_; });
+      auto work = [&] {
+        return !pending_.empty() || primary_ || !events_.empty() || members_dirty_;
+      };
+      waited = !work();
+      cv_.wait(lock, stop, work);
       if (stop.stop_requested()) break;
     }
-    // Outside the lock, so probers keep adding to the batch meanwhile.
-    if (!clock_.SleepUntil(stop, clock_.Now() + kGather)) break;
+    // Records that came in while the last batch was written are a batch already; after an idle
+    // wait, the first record waits kGather for the rest of its burst (outside the lock, so probers
+    // keep adding to it).
+    if (waited && !clock_.SleepUntil(stop, clock_.Now() + kGather)) break;
     {
       std::lock_guard lock(mu_);
       records.swap(pending_);
