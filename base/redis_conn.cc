@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "base/log.h"
+#include "base/redis_pipeline.h"
 #include "base/strings.h"
 
 namespace lagwatch {
@@ -29,23 +30,6 @@ struct ContextDeleter {
   void operator()(redisContext* c) const { redisFree(c); }
 };
 using Context = std::unique_ptr<redisContext, ContextDeleter>;
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// Sends `args` and waits for the reply; null when the connection failed (ctx->errstr says why).
-Reply Command(redisContext* ctx, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return Reply(static_cast<redisReply*>(
-      redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data())));
-}
 
 // A string, status or error reply's text, safe to log (a server's text may hold anything).
 std::string Text(const redisReply& r) { return EscapeControl(std::string_view(r.str, r.len)); }
@@ -69,7 +53,7 @@ Status Auth(redisContext* ctx, const std::string& username, const std::string& p
   std::vector<std::string> args = {"AUTH"};
   if (!username.empty()) args.push_back(username);
   args.push_back(password);
-  Reply reply = Command(ctx, args);
+  RedisReply reply = RunCommand(ctx, args);
   if (!reply) return Status::Unavailable(who + " AUTH: " + ctx->errstr);
   if (reply->type != REDIS_REPLY_ERROR) return Status::Ok();
   return Status::Unavailable(who + " refused AUTH" + (username.empty() ? "" : " as " + username) +
@@ -90,7 +74,8 @@ Result<Endpoint> AskSentinel(const Endpoint& sentinel, const RedisConfig& config
   auto ctx = Open(sentinel, timeout, who);
   if (!ctx.ok()) return ctx.status();
   if (Status st = Auth(ctx->get(), "", config.sentinel_password, who); !st.ok()) return st;
-  Reply r = Command(ctx->get(), {"SENTINEL", "get-master-addr-by-name", config.master_name});
+  RedisReply r =
+      RunCommand(ctx->get(), {"SENTINEL", "get-master-addr-by-name", config.master_name});
   if (!r) return Status::Unavailable(who + ": " + (*ctx)->errstr);
   if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": " + Text(*r));
   if (r->type == REDIS_REPLY_NIL)
@@ -161,7 +146,7 @@ Status RedisAuthenticate(redisContext* ctx, const RedisConfig& config) {
 
 Status RedisCheckMaster(redisContext* ctx) {
   const std::string who = "Redis " + RedisServer(ctx);
-  Reply r = Command(ctx, {"ROLE"});
+  RedisReply r = RunCommand(ctx, {"ROLE"});
   if (!r) return Status::Unavailable(who + ": ROLE: " + ctx->errstr);
   if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": ROLE: " + Text(*r));
   if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||

@@ -5,9 +5,9 @@
 #include "base/event_loop.h"
 #include "base/log.h"
 #include "base/redis_conn.h"
+#include "base/redis_pipeline.h"
 #include "exporters/metrics.h"
 #include "exporters/record_merge.h"
-#include "exporters/redis_pipeline.h"
 
 namespace lagwatch {
 namespace {
@@ -101,8 +101,7 @@ bool RedisPublisher::Connect() {
   }
   ctx_ = ctx.value();
   // Loaded on every connection: a restarted or failed-over Redis has an empty script cache.
-  RedisReply sha =
-      AppendCommand(ctx_, {"SCRIPT", "LOAD", kMergeRecordScript}) ? NextReply(ctx_) : nullptr;
+  RedisReply sha = RunCommand(ctx_, {"SCRIPT", "LOAD", kMergeRecordScript});
   if (!sha || sha->type != REDIS_REPLY_STRING) {
     LogLimited(LogLevel::kWarn, "redis-connect",
                "Redis " + RedisServer(ctx_) +

@@ -7,7 +7,7 @@
 #include <prometheus/family.h>
 
 #include "base/log.h"
-#include "exporters/redis_pipeline.h"
+#include "base/redis_pipeline.h"
 
 namespace lagwatch {
 namespace {

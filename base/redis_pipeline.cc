@@ -1,4 +1,4 @@
-#include "exporters/redis_pipeline.h"
+#include "base/redis_pipeline.h"
 
 #include <hiredis/hiredis.h>
 
@@ -24,5 +24,9 @@ RedisReply NextReply(redisContext* c) {
 }
 
 std::string ReplyText(const redisReply& r) { return std::string(r.str, r.len); }
+
+RedisReply RunCommand(redisContext* c, const std::vector<std::string>& args) {
+  return AppendCommand(c, args) ? NextReply(c) : nullptr;
+}
 
 }  // namespace lagwatch

@@ -1,6 +1,7 @@
-// Pipelined Redis commands over one hiredis connection (base/redis_conn.h opens it), shared by the
-// Redis publisher and the router feedback reader: queue commands, then read their replies in
-// order. Not thread-safe: a connection belongs to one thread.
+// Pipelined Redis commands over one hiredis connection (base/redis_conn.h opens it), shared by
+// everything that talks to Redis (the connection set-up, the publisher, the router feedback
+// reader): queue commands, then read their replies in order. Not thread-safe: a connection
+// belongs to one thread.
 #pragma once
 
 #include <memory>
@@ -28,5 +29,8 @@ RedisReply NextReply(redisContext* c);
 
 // The text of a string, status or error reply.
 std::string ReplyText(const redisReply& r);
+
+// One command and its reply (AppendCommand, then NextReply): null when the connection failed.
+RedisReply RunCommand(redisContext* c, const std::vector<std::string>& args);
 
 }  // namespace lagwatch
