@@ -17,6 +17,14 @@ namespace lagwatch {
 namespace {
 
 constexpr Millis kMaxReconnectBackoff(500);
+// After a replica answers again (it was unreachable or hung), it is probed at the sampler's
+// cadence for this long while it is unhealthy: it is usually behind at first and catching up
+// fast, and the tick would see it caught up up to an interval late.
+constexpr Millis kCatchUpWindow(1000);
+// How long a statement past its deadline is still waited for before the connection is given up:
+// a hung replica is measured again the moment it answers, and costs one connection attempt per
+// this long, not a few a second (each a handshake the server counts as interrupted).
+constexpr Millis kLinger(10'000);
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
@@ -167,10 +175,14 @@ void ReplicaProber::OnTick() {
     next_status_ = probe_.started + Millis(config_.probe.status_interval_ms);
   }
   probe_.backing_off = !conn_.connected() && probe_.started < reconnect_at_;
-  if (probe_.backing_off) {
+  if (probe_.backing_off || conn_.lingering()) {
+    // No new statement: waiting to reconnect, or still for the answer to an earlier one (which
+    // probes again the moment it comes: OnLateAnswer).
     probe_.obs.sent = probe_.obs.received = probe_.started;
     probe_.received_wall = clock_.WallNow();
-    Evaluate(Status::Unavailable("waiting to reconnect to replica " + id_), std::nullopt);
+    Evaluate(probe_.backing_off ? Status::Unavailable("waiting to reconnect to replica " + id_)
+                                : Status::DeadlineExceeded("still no answer from replica " + id_),
+             std::nullopt);
     return;
   }
   in_flight_ = true;
@@ -190,14 +202,28 @@ void ReplicaProber::SendQueries() {
   }
 }
 
+void ReplicaProber::Ask(const std::string& sql, AsyncMysqlConn::Callback then) {
+  conn_.Query(sql, clock_.Now() + Millis(config_.probe.timeout_ms), std::move(then), kLinger,
+              [this] { OnLateAnswer(); });
+}
+
+void ReplicaProber::OnLateAnswer() {
+  if (!timer_) return;  // stopping
+  // The replica answered after all (or was given up on): probe now, not at the next tick.
+  loop_->Cancel(timer_);
+  timer_ = 0;
+  planned_ = clock_.Now();
+  OnTick();
+}
+
 void ReplicaProber::SendFlavorQuery() {
-  conn_.Query(kServerFlavorQuery, clock_.Now() + Millis(config_.probe.timeout_ms),
-              [this](Result<QueryResult> r) { OnFlavorReply(std::move(r)); });
+  Ask(kServerFlavorQuery, [this](Result<QueryResult> r) { OnFlavorReply(std::move(r)); });
 }
 
 void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
-  if (!r.ok() && !conn_.connected()) {
-    // No connection: the probe failed as a probe would have (and is retried as one).
+  if (!r.ok() && (!conn_.connected() || conn_.lingering())) {
+    // No connection, or no answer in time: the probe failed as a probe would have (and is
+    // retried as one).
     probe_.obs.sent = clock_.Now();
     OnProbeReply(std::move(r));
     return;
@@ -262,8 +288,7 @@ void ReplicaProber::SendProbe() {
   const std::string& sql = positions_ == PositionsKind::kMariaDbGtid ? sql_.probe
                            : positions_ == PositionsKind::kMysqlGtid ? sql_.probe_mysql_gtid
                                                                      : sql_.probe_heartbeat_only;
-  conn_.Query(sql, now + Millis(config_.probe.timeout_ms),
-              [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
+  Ask(sql, [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
 }
 
 void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
@@ -293,13 +318,12 @@ void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
 
 void ReplicaProber::SendStatus() {
   probe_.obs.sent = clock_.Now();
-  conn_.Query(status_statement_, probe_.obs.sent + Millis(config_.probe.timeout_ms),
-              [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
+  Ask(status_statement_, [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
 }
 
 void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
-  if (!s.ok() && !conn_.connected()) {
-    // No connection (or the poll timed out): the probe failed as a probe would have.
+  if (!s.ok() && (!conn_.connected() || conn_.lingering())) {
+    // No connection, or no answer in time: the probe failed as a probe would have.
     OnProbeReply(std::move(s));
     return;
   }
@@ -312,8 +336,7 @@ void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
     ShowServer();
     // Back through here; it is not retried again (ReplicaStatusRetry has nothing after SHOW
     // REPLICA STATUS).
-    conn_.Query(status_statement_, clock_.Now() + Millis(config_.probe.timeout_ms),
-                [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
+    Ask(status_statement_, [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
     return;
   }
   // The heartbeat query goes last, so the record is published the moment its answer is in.
@@ -339,6 +362,9 @@ void ReplicaProber::ScheduleNext() {
                  ? probe_.started + kMinProbeGap
                  : NextProbeAt(now, probe_.started, next_tick_,
                                bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
+  if (now < catching_up_until_ && !health_.last().healthy) {
+    planned_ = std::min(planned_, std::max(now + sample_interval, probe_.started + kMinProbeGap));
+  }
   planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
 }
@@ -465,6 +491,9 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   const HealthTracker::Verdict prev = health_.last();
   const HealthTracker::Verdict v = health_.Update(a.health);
   last_health_ = a.health;
+  if (a.health.reachable && prev.state == ReplicaState::kUnreachable) {
+    catching_up_until_ = a.obs.received + kCatchUpWindow;
+  }
   const ReplicaSnapshot snap =
       Snapshot(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
                a.obs.received, probe_.received_wall, v);

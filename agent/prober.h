@@ -91,6 +91,10 @@ class ReplicaProber {
   // with positions "none"), unless this replica refused it. On a change: the view, the info
   // metric, and a warning when heartbeat bounds are wider than the tier's limit.
   void UpdatePositions();
+  // Sends `sql` with the probe's deadline; a statement past it lingers (base/async_mysql.h).
+  void Ask(const std::string& sql, AsyncMysqlConn::Callback then);
+  // A statement that had passed its deadline ended (or was given up): probe at once.
+  void OnLateAnswer();
   void SendQueries();  // the status poll if due, else the heartbeat query
   void SendStatus();
   void OnStatusReply(Result<QueryResult> s);
@@ -176,6 +180,7 @@ class ReplicaProber {
   bool chained_ = false;              // binlog: the replica's source is not the primary
   bool warned_band_ = false;          // the heartbeat-only cost was logged
   int connect_failures_ = 0;          // consecutive probes that ended without a connection
+  MonoTime catching_up_until_{};      // probed at the sampler's cadence until then, if unhealthy
   MonoTime reconnect_at_{};           // no new connection attempt before this
   bool replication_stopped_ = false;  // the last status poll found a thread not running
   bool flavor_checked_ = false;       // the flavor was asked on the current connection

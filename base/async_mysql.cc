@@ -11,26 +11,42 @@ AsyncMysqlConn::AsyncMysqlConn(EventLoop* loop, Endpoint endpoint, std::string d
     : loop_(loop),
       conn_(std::move(endpoint), std::move(defaults_file), std::move(label), {}, loop->clock()) {}
 
-void AsyncMysqlConn::Query(std::string sql, MonoTime deadline, Callback done) {
+void AsyncMysqlConn::Query(std::string sql, MonoTime deadline, Callback done, Millis linger,
+                           std::function<void()> late) {
   done_ = std::move(done);
-  deadline_timer_ = loop_->At(deadline, [this] {
+  linger_ = late ? linger : Millis(0);
+  deadline_timer_ = loop_->At(deadline, [this, deadline, late = std::move(late)]() mutable {
     deadline_timer_ = 0;
-    Complete(conn_.Abort(Status::DeadlineExceeded("no answer from " + conn_.label() + " in time")));
+    Status late_status = Status::DeadlineExceeded("no answer from " + conn_.label() + " in time");
+    if (linger_ <= Millis(0)) {
+      Complete(conn_.Abort(std::move(late_status)));
+      return;
+    }
+    // Keep the watches: the statement goes on, its outcome will go to `late` instead.
+    late_ = std::move(late);
+    deadline_timer_ = loop_->At(deadline + linger_, [this] {
+      deadline_timer_ = 0;
+      Complete(conn_.Abort(Status::DeadlineExceeded("gave up on " + conn_.label())));
+    });
+    Callback done = std::move(done_);
+    done_ = nullptr;
+    done(std::move(late_status));
   });
   Handle(conn_.Begin(std::move(sql)));
 }
 
 bool AsyncMysqlConn::AnswerWaiting() const {
-  if (!done_ || watched_fd_ < 0) return false;
+  if (!busy() || watched_fd_ < 0) return false;
   pollfd p{watched_fd_, POLLIN, 0};
   return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 void AsyncMysqlConn::Cancel() {
-  if (!done_) return;
+  if (!done_ && !late_) return;
   Disarm();
   conn_.Abort(Status::Cancelled("abandoned"));
   done_ = nullptr;
+  late_ = nullptr;
 }
 
 void AsyncMysqlConn::Handle(std::optional<MysqlConn::Wait> wait) {
@@ -79,6 +95,14 @@ void AsyncMysqlConn::Disarm() {
 
 void AsyncMysqlConn::Complete(Result<QueryResult> outcome) {
   Disarm();
+  if (late_) {
+    // The statement ended after its deadline (or was given up): its outcome is stale, but the
+    // connection is free again, or closed if the server never answered.
+    std::function<void()> late = std::move(late_);
+    late_ = nullptr;
+    late();
+    return;
+  }
   Callback done = std::move(done_);
   done_ = nullptr;
   if (done) done(std::move(outcome));

@@ -112,6 +112,15 @@ TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and dela
   REQUIRE_MESSAGE(WaitFor([&] { return BothOk(redis); }, 10s), E().agent.Log());
   const pid_t pid = ServerPid("replica1");
   REQUIRE(pid > 0);
+  auto connections = [] {
+    return ParseInt<int64_t>(
+               AdminQuery(E().sandbox.socket("replica1"),
+                          "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                          "WHERE VARIABLE_NAME = 'CONNECTIONS'")
+                   .value_or(""))
+        .value_or(-1);
+  };
+  const int64_t connections_before = connections();
 
   REQUIRE(kill(pid, SIGSTOP) == 0);
   auto frozen = Clock::now();
@@ -147,6 +156,13 @@ TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and dela
   CHECK(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 3s));
   MESSAGE("back to ok " << Ms(Clock::now() - resumed) << " ms after SIGCONT");
   CHECK(Clock::now() - resumed < 1500ms);
+  // The probe that timed out was still waited for on its connection, and answered at SIGCONT:
+  // no connection attempt in the 3 s hang (a new one every backoff would be ~8 handshakes the
+  // server sees interrupted). Only this test's own two admin connections count.
+  const int64_t attempts = connections() - connections_before;
+  MESSAGE("connections to the hung replica while it hung and after: " << attempts);
+  CHECK(attempts >= 1);
+  CHECK(attempts <= 2);
 }
 
 // The events of replica `r` in `events`, in order.
