@@ -45,10 +45,12 @@ struct RedisConfig {
 // Without sentinels, to config.host:port. With sentinels, to the master they name: each sentinel
 // in turn is asked `SENTINEL get-master-addr-by-name`, and the connection to the address it
 // names is kept only if `ROLE` says master there (right after a failover a sentinel may still
-// name the old master, dead or demoted); otherwise the next sentinel is asked. Every connect and
-// command has the deadline `timeout`, at most six of them per sentinel. The master found is
-// logged when it differs from the one found last for that name in this process ("Redis master
-// for NAME is now HOST:PORT (via sentinel HOST:PORT)").
+// name the old master, dead or demoted); otherwise the next sentinel is asked. If none named a
+// master that answers as one, the replicas each sentinel lists (`SENTINEL REPLICAS`) are asked
+// for their ROLE: for about a second after promoting a replica the sentinels still name the old
+// master, and the promoted one already answers as a master. Every connect and command has the
+// deadline `timeout`. The master found is logged when it differs from the one found last for that
+// name in this process ("Redis master for NAME is now HOST:PORT (via sentinel HOST:PORT)").
 //
 // On success the caller owns the context (free it with redisFree). Unavailable: refused, timed
 // out, AUTH rejected, or no sentinel named a master that answered as one; the message names

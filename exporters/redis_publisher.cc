@@ -14,8 +14,9 @@ namespace {
 
 constexpr Millis kIoTimeout(250);
 constexpr Millis kMinBackoff(100);
-// Capped low so that every key is back within a second of Redis returning.
-constexpr Millis kMaxBackoff(500);
+// Capped low so that every key is back within a few hundred ms of Redis (or, with Sentinel, the
+// new master) answering; a connect attempt is cheap for Redis.
+constexpr Millis kMaxBackoff(200);
 // After the first record of a batch arrives at an idle publisher, it waits this long for more
 // before writing: replies to a burst of probes arrive over a few milliseconds, and one pipelined
 // write for all of them costs a fraction of one write each.
