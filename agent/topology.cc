@@ -1,0 +1,70 @@
+#include "agent/topology.h"
+
+#include "base/strings.h"
+
+namespace lagwatch {
+namespace {
+
+// The configured server `r` names as its source, if any.
+std::optional<size_t> SourceOf(const std::vector<ServerRole>& roles, const ServerRole& r) {
+  if (r.source_server_id && *r.source_server_id != 0) {
+    for (size_t i = 0; i < roles.size(); ++i) {
+      if (roles[i].server_id && *roles[i].server_id == *r.source_server_id) return i;
+    }
+  }
+  if (r.source_host.empty() || !r.source_port) return std::nullopt;
+  const std::string host = AsciiLower(r.source_host);
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (AsciiLower(roles[i].endpoint.host) == host && roles[i].endpoint.port == *r.source_port) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* TopologyStateName(TopologyState s) {
+  switch (s) {
+    case TopologyState::kOk:
+      return "ok";
+    case TopologyState::kUnknown:
+      return "unknown";
+    case TopologyState::kAmbiguous:
+      return "ambiguous";
+  }
+  return "unknown";
+}
+
+Topology DecideTopology(const std::vector<ServerRole>& roles) {
+  Topology t;
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const ServerRole& r = roles[i];
+    if (!r.answered || !r.read_only || *r.read_only || !r.replicates) continue;
+    (*r.replicates ? t.writable_replicas : t.writable).push_back(i);
+  }
+  if (t.writable.size() == 1) {
+    t.state = TopologyState::kOk;
+    t.primary = t.writable.front();
+  } else if (t.writable.size() > 1) {
+    t.state = TopologyState::kAmbiguous;
+  }
+  return t;
+}
+
+SourceRelation RelationTo(const std::vector<ServerRole>& roles, size_t replica, size_t primary) {
+  size_t at = replica;
+  // Each hop moves to another configured server; more hops than servers is a cycle.
+  for (size_t hops = 0; hops < roles.size(); ++hops) {
+    const std::optional<size_t> source = SourceOf(roles, roles[at]);
+    if (!source || *source == at) return SourceRelation::kUnknown;
+    if (*source == primary) return hops == 0 ? SourceRelation::kPrimary : SourceRelation::kChained;
+    // Only through a server that is itself a replica: a writable or unknown one breaks the chain.
+    const ServerRole& next = roles[*source];
+    if (!next.replicates || !*next.replicates) return SourceRelation::kUnknown;
+    at = *source;
+  }
+  return SourceRelation::kUnknown;
+}
+
+}  // namespace lagwatch
