@@ -10,13 +10,17 @@
 namespace lagwatch {
 namespace {
 
-// Reads our heartbeat row's seq from the probe's reply, and the text of the replica's applied
-// position when `want_pos`.
+// Reads our heartbeat row's seq from the probe's reply, the server's id and read_only (when the
+// reply has them), and the text of the replica's applied position when `want_pos`.
 Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
-                    std::optional<std::string>* pos_text) {
+                    std::optional<std::string>* pos_text, Assessment* a) {
   auto seq_cell = Cell(r, "seq");
   auto pos_cell = Cell(r, "pos");
   if (!seq_cell || (want_pos && !pos_cell)) return Status::DataError("probe returned no row");
+  if (auto sid = Cell(r, "sid"); sid && *sid) a->server_id = ParseInt<int64_t>(**sid);
+  if (auto ro = Cell(r, "ro"); ro && *ro) {
+    if (auto v = ParseInt<int>(**ro); v && (*v == 0 || *v == 1)) a->read_only = *v == 1;
+  }
   Status st = Status::Ok();
   if (*seq_cell) {
     obs->seq = ParseInt<uint64_t>(**seq_cell);
@@ -121,7 +125,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
       in.positions == PositionsKind::kMariaDbGtid || in.positions == PositionsKind::kMysqlGtid;
   std::optional<std::string> pos_text;
   a.probe_status = in.reply.status();
-  if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text);
+  if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text, &a);
   if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
     // Whatever parsed is still usable; bounds from a partial observation stay sound.
     a.measured = true;

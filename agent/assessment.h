@@ -87,7 +87,10 @@ struct Assessment {
   // so its coordinates are not the primary's: heartbeat bounds.
   bool chained = false;
   std::optional<Position> applied;  // the position read, to compare the next probe's with
-  ReplicationStatus status;         // the latest known replication status
+  // The server's @@server_id and @@read_only as this probe read them (nullopt: not read).
+  std::optional<int64_t> server_id;
+  std::optional<bool> read_only;
+  ReplicationStatus status;  // the latest known replication status
   HealthInput health;
 };
 

@@ -334,5 +334,28 @@ TEST_CASE("assessment: a bound that reaches back into the primary's outage is fl
   CHECK(a.health.delay_ms == 12);
 }
 
+TEST_CASE("assessment: the server's id and read_only are read from the probe's row") {
+  Primary primary(2100);
+  QueryResult row = ProbeRow("4", "0-1-4");
+  row.columns.insert(row.columns.end(), {"sid", "ro"});
+  row.rows[0].insert(row.rows[0].end(), {std::string("12"), std::string("1")});
+  Assessment a = Assess(Probe(2120, 2122, row), primary.log, primary.history);
+  CHECK(a.server_id == 12);
+  CHECK(a.read_only == true);
+  row.rows[0][3] = "0";
+  CHECK(Assess(Probe(2120, 2122, row), primary.log, primary.history).read_only == false);
+  // Anything else is not read: neither a guess nor an error (the bounds still count).
+  row.rows[0][2] = "twelve";
+  row.rows[0][3] = "ON";
+  a = Assess(Probe(2120, 2122, row), primary.log, primary.history);
+  CHECK(a.probe_status.ok());
+  CHECK_FALSE(a.server_id.has_value());
+  CHECK_FALSE(a.read_only.has_value());
+  // An older reply without the columns reads as unknown.
+  a = Assess(Probe(2120, 2122, ProbeRow("4", "0-1-4")), primary.log, primary.history);
+  CHECK_FALSE(a.server_id.has_value());
+  CHECK_FALSE(a.read_only.has_value());
+}
+
 }  // namespace
 }  // namespace lagwatch

@@ -87,7 +87,8 @@ inline SqlConnector FakeConnector(std::shared_ptr<FakeSqlConnection> fake) {
     unsigned last_errno() const override { return f->last_errno(); }
     std::shared_ptr<FakeSqlConnection> f;
   };
-  return [fake = std::move(fake)](std::stop_token) -> std::unique_ptr<SqlConnection> {
+  return [fake = std::move(fake)](const MysqlTarget&,
+                                  std::stop_token) -> std::unique_ptr<SqlConnection> {
     return std::make_unique<Forward>(fake);
   };
 }

@@ -224,8 +224,8 @@ Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
   return TakeResult();
 }
 
-SqlConnector MysqlConnector(MysqlTarget target, const Clock& clock) {
-  return [target = std::move(target), &clock](std::stop_token stop) {
+SqlConnector MysqlConnector(const Clock& clock) {
+  return [&clock](const MysqlTarget& target, std::stop_token stop) {
     return std::make_unique<MysqlConn>(target, std::move(stop), clock);
   };
 }

@@ -130,11 +130,12 @@ class MysqlConn final : public SqlConnection {
   std::optional<Result<QueryResult>> outcome_;
 };
 
-// Opens the connection a worker thread uses (a MysqlConn in the daemon, a fake in tests). The
-// connection must honour `stop` in its waits.
-using SqlConnector = std::function<std::unique_ptr<SqlConnection>(std::stop_token stop)>;
+// Opens the connection a worker thread uses to `target` (a MysqlConn in the daemon, a fake in
+// tests). The connection must honour `stop` in its waits.
+using SqlConnector =
+    std::function<std::unique_ptr<SqlConnection>(const MysqlTarget& target, std::stop_token stop)>;
 
-// A connector for real MySQL connections to `target`, whose deadlines are on `clock`.
-SqlConnector MysqlConnector(MysqlTarget target, const Clock& clock);
+// A connector for real MySQL connections, whose deadlines are on `clock`.
+SqlConnector MysqlConnector(const Clock& clock);
 
 }  // namespace lagwatch

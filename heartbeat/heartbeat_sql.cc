@@ -18,7 +18,9 @@ HeartbeatSql::HeartbeatSql(const HeartbeatConfig& heartbeat, int64_t agent_id) {
   // the code relies on").
   upsert_prefix =
       "INSERT INTO " + t + " (id, updated_at, seq, server_id) VALUES (" + id + ", NOW(6), ";
-  const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id + ") AS seq";
+  // Which server answers and whether it takes writes, for following the primary (agent/topology.h).
+  const std::string seq = "(SELECT seq FROM " + t + " WHERE id = " + id +
+                          ") AS seq, @@server_id AS sid, @@read_only AS ro";
   probe = "SELECT " + seq + ", " + ReplicaPositionVariable(PositionsKind::kMariaDbGtid) + " AS pos";
   probe_mysql_gtid =
       "SELECT " + seq + ", " + ReplicaPositionVariable(PositionsKind::kMysqlGtid) + " AS pos";

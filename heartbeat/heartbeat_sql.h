@@ -26,11 +26,13 @@ struct HeartbeatSql {
   std::string read_own_seq;   // SELECT seq ... WHERE id = agent_id
   std::string upsert_prefix;  // completed by Upsert()
   std::string Upsert(uint64_t seq) const;
-  // One autocommit round trip: our seq, and the replica's applied GTIDs as `pos`: MariaDB's
-  // @@gtid_slave_pos, or MySQL's @@GLOBAL.gtid_executed.
+  // One autocommit round trip: our seq, the server's @@server_id as `sid` and @@read_only as
+  // `ro` (on MySQL, super_read_only implies read_only), and the replica's applied GTIDs as `pos`:
+  // MariaDB's @@gtid_slave_pos, or MySQL's @@GLOBAL.gtid_executed.
   std::string probe;
   std::string probe_mysql_gtid;
-  // Our seq alone: positions "none", or "binlog" (whose coordinates the status poll reads).
+  // Our seq, `sid` and `ro` alone: positions "none", or "binlog" (whose coordinates the status
+  // poll reads).
   std::string probe_heartbeat_only;
 };
 

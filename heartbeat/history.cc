@@ -66,8 +66,31 @@ std::optional<HeartbeatRecord> HeartbeatLog::Latest() const {
 
 std::optional<MonoTime> HeartbeatLog::LastAck() const { return Guarded(mu_, last_ack_); }
 
-bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received) {
+void HeartbeatLog::Clear() {
   std::lock_guard lock(mu_);
+  records_.clear();
+  last_ack_.reset();
+  last_acked_sent_.reset();
+  last_failure_.reset();
+}
+
+void PositionHistory::Reset() {
+  std::lock_guard lock(mu_);
+  ++generation_;
+  runs_.clear();
+  last_gap_.reset();
+  kind_.reset();
+  server_id_.reset();
+  last_failure_.reset();
+  outstanding_since_.reset();
+}
+
+uint64_t PositionHistory::generation() const { return Guarded(mu_, generation_); }
+
+bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received,
+                          std::optional<uint64_t> generation) {
+  std::lock_guard lock(mu_);
+  if (generation && *generation != generation_) return true;  // the previous primary's
   outstanding_since_.reset();
   if (!runs_.empty() && sent - runs_.back().last_sent > gap_after_) {
     last_gap_ = Gap{runs_.back().last_sent, sent};
@@ -83,8 +106,10 @@ bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received)
   return forward;
 }
 
-void PositionHistory::SetSource(PositionsKind kind, std::optional<uint32_t> server_id) {
+void PositionHistory::SetSource(PositionsKind kind, std::optional<uint32_t> server_id,
+                                std::optional<uint64_t> generation) {
   std::lock_guard lock(mu_);
+  if (generation && *generation != generation_) return;
   if (kind != kind_ || server_id != server_id_) {
     runs_.clear();
     last_gap_.reset();
@@ -136,8 +161,9 @@ std::optional<MonoTime> PositionHistory::LastSample() const {
 
 namespace lagwatch {
 
-void PositionHistory::RecordFailure(MonoTime at) {
+void PositionHistory::RecordFailure(MonoTime at, std::optional<uint64_t> generation) {
   std::lock_guard lock(mu_);
+  if (generation && *generation != generation_) return;
   last_failure_ = at;
   outstanding_since_.reset();
 }

@@ -39,6 +39,9 @@ class HeartbeatLog {
   // A write that failed at `at` (no ack will come); cleared by the next acknowledgement.
   void RecordFailure(MonoTime at);
   std::optional<MonoTime> LastFailure() const;
+  // Forgets every record (the primary changed: what another server acknowledged proves nothing
+  // about the new one). Seqs recorded afterwards must still be greater than the forgotten ones.
+  void Clear();
 
  private:
   const size_t capacity_;
@@ -66,13 +69,21 @@ class PositionHistory {
   // Adds a sample read between `sent` and `received`. REQUIRES: calls in time order. Returns
   // false when the sample does not include the previous one (it went backwards: RESET MASTER, a
   // restored or replaced primary; or another kind or binary log): the older samples cannot be
-  // compared with it and are dropped.
-  bool Add(const Position& pos, MonoTime sent, MonoTime received);
+  // compared with it and are dropped. A sample of an older `generation` (read before a Reset) is
+  // ignored.
+  bool Add(const Position& pos, MonoTime sent, MonoTime received,
+           std::optional<uint64_t> generation = std::nullopt);
+
+  // Forgets everything (the primary changed): samples, gap, kind, server id, failures. Starts a
+  // new generation: what a sampler still adds for an older one is ignored.
+  void Reset();
+  uint64_t generation() const;
 
   // What is sampled: the positions kind (kNone until the sampler has decided, and when it samples
   // none) and the primary's @@server_id (binary log coordinates only mean something for replicas
   // of that server). A new kind drops the samples of the old one.
-  void SetSource(PositionsKind kind, std::optional<uint32_t> server_id);
+  void SetSource(PositionsKind kind, std::optional<uint32_t> server_id,
+                 std::optional<uint64_t> generation = std::nullopt);
   // nullopt until the first SetSource.
   std::optional<PositionsKind> kind() const;
   std::optional<uint32_t> primary_server_id() const;
@@ -102,8 +113,8 @@ class PositionHistory {
     MonoTime after;
   };
   std::optional<Gap> LastGap() const;
-  // A sample that failed at `at`.
-  void RecordFailure(MonoTime at);
+  // A sample that failed at `at` (ignored for an older `generation`, as Add).
+  void RecordFailure(MonoTime at, std::optional<uint64_t> generation = std::nullopt);
   std::optional<MonoTime> LastFailure() const;
   // A sample was sent at `sent` and has not answered yet (cleared by Add or RecordFailure).
   void BeginSample(MonoTime sent);
@@ -111,6 +122,7 @@ class PositionHistory {
   std::optional<MonoTime> OutstandingSince() const;
 
  private:
+  uint64_t generation_ = 0;  // GUARDED_BY(mu_)
   const size_t capacity_;
   const Millis gap_after_;
   mutable std::mutex mu_;

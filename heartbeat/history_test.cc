@@ -77,5 +77,45 @@ TEST_CASE("samples further apart than the gap threshold leave a gap, the latest 
   CHECK(h.LastGap()->before == T(2100));
 }
 
+TEST_CASE("a reset history forgets the old primary and ignores what its sampler still adds") {
+  PositionHistory h;
+  const uint64_t old = h.generation();
+  h.SetSource(PositionsKind::kMariaDbGtid, 1, old);
+  h.Add(P("0-1-5"), T(0), T(1), old);
+  h.RecordFailure(T(60), old);
+  h.Reset();
+  CHECK(h.generation() == old + 1);
+  CHECK_FALSE(h.LastSample().has_value());
+  CHECK_FALSE(h.LastFailure().has_value());
+  CHECK_FALSE(h.kind().has_value());
+  CHECK_FALSE(h.primary_server_id().has_value());
+  // The old primary's sampler, not moved yet, finishes a sample and a failure: both dropped.
+  h.Add(P("0-1-6"), T(100), T(101), old);
+  h.RecordFailure(T(110), old);
+  h.SetSource(PositionsKind::kBinlog, 1, old);
+  CHECK_FALSE(h.LastSample().has_value());
+  CHECK_FALSE(h.LastFailure().has_value());
+  CHECK_FALSE(h.kind().has_value());
+  // The new primary's are kept.
+  h.SetSource(PositionsKind::kMariaDbGtid, 2, old + 1);
+  h.Add(P("0-2-7"), T(200), T(201), old + 1);
+  CHECK(h.LastSample() == T(200));
+  CHECK(h.primary_server_id() == 2u);
+}
+
+TEST_CASE("a cleared heartbeat log forgets every record and acknowledgement") {
+  HeartbeatLog log;
+  log.RecordSent(10, T(0));
+  log.RecordAcked(10, T(2));
+  log.RecordFailure(T(600));
+  log.Clear();
+  CHECK_FALSE(log.Find(10).has_value());
+  CHECK_FALSE(log.LastAck().has_value());
+  CHECK_FALSE(log.LastAckedSent().has_value());
+  CHECK_FALSE(log.LastFailure().has_value());
+  log.RecordSent(11, T(700));  // seqs keep growing after a clear
+  CHECK(log.Latest()->seq == 11);
+}
+
 }  // namespace
 }  // namespace lagwatch

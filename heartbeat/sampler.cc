@@ -75,13 +75,22 @@ PositionSampler::PositionSampler(SamplerOptions options, PositionHistory* histor
       history_(history),
       sink_(sink),
       clock_(clock),
-      connect_(connect ? std::move(connect) : MysqlConnector(options_.primary, clock)) {}
+      connect_(connect ? std::move(connect) : MysqlConnector(clock)),
+      target_(options_.primary),
+      primary_id_(options_.primary.endpoint.Id()) {}
 
 void PositionSampler::Start() {
   worker_.Start([this](std::stop_token st) { Run(st); });
 }
 
 void PositionSampler::Stop() { worker_.Stop(); }
+
+void PositionSampler::SetPrimary(MysqlTarget primary) {
+  std::lock_guard lock(mu_);
+  target_ = std::move(primary);
+  ++target_generation_;
+  wake_.request_stop();
+}
 
 Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query(kServerFlavorQuery, deadline);
@@ -92,7 +101,7 @@ Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
   }
   if (flavor_ != last_flavor_) {
     // Logged when it changes, not on every reconnect of a flapping primary.
-    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + " is " + flavor_.Describe());
+    Log(LogLevel::kInfo, "primary " + primary_id_ + " is " + flavor_.Describe());
     last_flavor_ = flavor_;
   }
   auto id = conn.Query("SELECT @@server_id", deadline);
@@ -105,10 +114,9 @@ Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
       ChoosePositionsKind(conn, flavor_, options_.positions, deadline);
   if (!kind) return Status::Unavailable("the connection failed while choosing the positions kind");
   kind_ = *kind;
-  history_->SetSource(kind_, server_id_);
+  history_->SetSource(kind_, server_id_, history_generation_);
   if (kind_ != last_kind_) {
-    Log(LogLevel::kInfo, "primary " + options_.primary.endpoint.Id() + ": positions " +
-                             PositionsKindName(kind_) +
+    Log(LogLevel::kInfo, "primary " + primary_id_ + ": positions " + PositionsKindName(kind_) +
                              (options_.positions ? " (set)" : " (auto)"));
     last_kind_ = kind_;
   }
@@ -161,16 +169,15 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 }
 
 Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
-  history_->BeginSample(sent);
+  history_->BeginSample(sent);  // (a Reset clears it; its answer is then dropped by Add)
   Result<Position> pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
   const MonoTime received = clock_.Now();
   if (!pos.ok()) return pos.status();
-  if (!history_->Add(pos.value(), sent, received)) {
+  if (!history_->Add(pos.value(), sent, received, history_generation_)) {
     // Counted and logged; the new position starts a fresh history, so bounds stay sound.
     sink_->SampleFailed("position_backwards");
     LogLimited(LogLevel::kWarn, "sampler-backwards",
-               "primary " + options_.primary.endpoint.Id() + ": position " +
-                   pos.value().ToString() +
+               "primary " + primary_id_ + ": position " + pos.value().ToString() +
                    " does not include the previous sample (went backwards: RESET MASTER, a "
                    "restored or replaced primary?); earlier samples dropped");
   }
@@ -188,7 +195,7 @@ void PositionSampler::GiveUpKind(const Status& why, unsigned server_errno) {
     hint = std::string(" (") + kBinaryLogStatusGrantHint + ")";
   }
   Log(options_.positions ? LogLevel::kError : LogLevel::kWarn,
-      "primary " + options_.primary.endpoint.Id() + ": cannot sample " + PositionsKindName(failed) +
+      "primary " + primary_id_ + ": cannot sample " + PositionsKindName(failed) +
           " positions: " + why.ToString() + hint + "; " +
           (kind_ == PositionsKind::kNone ? std::string("heartbeat bounds only")
                                          : std::string("trying ") + PositionsKindName(kind_)) +
@@ -196,7 +203,7 @@ void PositionSampler::GiveUpKind(const Status& why, unsigned server_errno) {
                ? std::string(" although positions is \"") + PositionsKindName(failed) + "\""
                : "") +
           " until the sampler reconnects");
-  history_->SetSource(kind_, server_id_);
+  history_->SetSource(kind_, server_id_, history_generation_);
   last_kind_ = kind_;
   sink_->PrimaryFlavorRead(flavor_, kind_);
 }
@@ -217,12 +224,36 @@ void PositionSampler::Run(std::stop_token stop) {
   // unknown as soon as a sample is overdue (PositionHistory::OutstandingSince), not when it
   // finally fails.
   const Millis patience = std::max(interval, kPatience);
-  std::unique_ptr<SqlConnection> conn = connect_(stop);
+  std::unique_ptr<SqlConnection> conn;
+  uint64_t generation = ~uint64_t{0};
   MonoTime next = clock_.Now();
   int failures = 0;
   MonoTime next_status = next;
   bool source_known = false;
   while (!stop.stop_requested()) {
+    std::stop_source wake;
+    std::optional<MysqlTarget> moved;
+    {
+      std::lock_guard lock(mu_);
+      wake_ = wake;
+      if (generation != target_generation_) {
+        generation = target_generation_;
+        moved = target_;
+      }
+    }
+    if (moved) {
+      // Another server: ask again which it is and what to sample, at once, into the history the
+      // agent reset for it.
+      if (conn)
+        Log(LogLevel::kInfo, "sampler moves from " + primary_id_ + " to " + moved->endpoint.Id());
+      conn = connect_(*moved, stop);
+      primary_id_ = moved->endpoint.Id();
+      history_generation_ = history_->generation();
+      source_known = false;
+      failures = 0;
+      last_flavor_.reset();
+      last_kind_.reset();
+    }
     Status st = Status::Ok();
     if (!source_known) {
       st = AskSource(*conn, clock_.Now() + patience);
@@ -239,7 +270,7 @@ void PositionSampler::Run(std::stop_token stop) {
     if (!st.ok() && st.code() != Status::Code::kCancelled) {
       // The connection may have been reset, and the next one may reach another server.
       source_known = false;
-      history_->RecordFailure(received);
+      history_->RecordFailure(received, history_generation_);
       sink_->SampleFailed(st.reason());
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
     }
@@ -252,7 +283,8 @@ void PositionSampler::Run(std::stop_token stop) {
     next += st.ok() && !sampling ? kStatusInterval : Backoff(interval, failures);
     const MonoTime now = clock_.Now();
     if (next < now) next = now;
-    clock_.SleepUntil(stop, next);
+    std::stop_callback forward(stop, [&wake] { wake.request_stop(); });
+    clock_.SleepUntil(wake.get_token(), next);
   }
 }
 

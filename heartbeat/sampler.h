@@ -6,6 +6,10 @@
 // setting, or for "auto" the tightest the server has). Every 5 s it also reads the primary's
 // connection and buffer pool figures for the alerts and reports them to a SamplerSink.
 //
+// The primary can change under it (SetPrimary): it then samples the new one, in the generation of
+// the history the agent reset for it (PositionHistory::Reset), so no sample of the old one lands
+// in it.
+//
 // Owns one thread (Start/Stop; the destructor stops). Each read has a deadline of one interval.
 // Thread-safe.
 #pragma once
@@ -50,14 +54,16 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 
 class PositionSampler {
  public:
-  // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to a MysqlConn to
-  // options.primary.
+  // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to MysqlConns.
   PositionSampler(SamplerOptions options, PositionHistory* history, SamplerSink* sink,
                   const Clock& clock, SqlConnector connect = nullptr);
   ~PositionSampler() { Stop(); }
 
   void Start();
   void Stop();
+  // Samples `primary` from now on, into the history's current generation: the wait under way is
+  // cut short and the next round connects there.
+  void SetPrimary(MysqlTarget primary);
 
   // How long the sampler waits after a sample: one interval, doubled for each failure in a row
   // up to a second (a dead primary gets a connection a second, not one every 50 ms).
@@ -87,7 +93,16 @@ class PositionSampler {
   SamplerSink* const sink_;
   const Clock& clock_;
   const SqlConnector connect_;
-  // Used only by the sampler thread: the server counters' last values.
+
+  std::mutex mu_;
+  MysqlTarget target_;              // GUARDED_BY(mu_): where to sample
+  uint64_t target_generation_ = 0;  // GUARDED_BY(mu_): +1 on every SetPrimary
+  std::stop_source wake_;           // GUARDED_BY(mu_): the wait under way, cut short to move
+
+  // Used only by the sampler thread.
+  std::string primary_id_;           // the primary sampled
+  uint64_t history_generation_ = 0;  // the history's generation this primary's samples go to
+  // The server counters' last values.
   std::optional<uint64_t> last_read_requests_;
   std::optional<uint64_t> last_reads_;
   std::optional<ServerFlavor> last_flavor_;

@@ -299,5 +299,34 @@ TEST_CASE("auto's choice: MariaDB GTID on MariaDB, GTID sets only with gtid_mode
         PositionsKind::kNone);
 }
 
+TEST_CASE("sampler moves to a new primary at once, asks what it is, and samples into the reset") {
+  Fixture f([](const std::string& sql, size_t i) {
+    return IsSample(sql) ? GtidSample("0-1-" + std::to_string(100 + i))
+                         : FakeSqlConnection::Answer{};
+  });
+  f.clock.HoldAfter(Millis(120));
+  f.worker->Start();
+  REQUIRE(f.clock.WaitUntilHeld());  // sampled at 0, 50, 100; waiting for 150
+  const uint64_t before = f.history.generation();
+  f.history.Reset();  // as the agent does before it moves the sampler
+  CHECK(f.history.generation() == before + 1);
+  CHECK_FALSE(f.history.LastSample().has_value());
+  MysqlTarget next;
+  next.endpoint = {"10.0.0.2", 3306};
+  f.worker->SetPrimary(next);
+  // The sample is added after its answer: wait for it, in real time.
+  for (int i = 0; i < 1000 && !f.history.LastSample(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  f.worker->Stop();
+  // Asked again which server it is (its flavor and id) and sampled at once.
+  CHECK(f.TimesOf(IsServerId) == std::vector<int64_t>{0, 120});
+  CHECK(f.TimesOf(IsSample) == std::vector<int64_t>{0, 50, 100, 120});
+  auto last = f.history.LastSample();
+  REQUIRE(last);
+  CHECK(f.clock.ElapsedMs(*last) == 120);
+  CHECK(f.history.kind() == PositionsKind::kMariaDbGtid);
+}
+
 }  // namespace
 }  // namespace lagwatch

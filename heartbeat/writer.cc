@@ -9,18 +9,35 @@ namespace lagwatch {
 HeartbeatWriter::HeartbeatWriter(WriterOptions options, HeartbeatLog* log, WriterSink* sink,
                                  const Clock& clock, SqlConnector connect)
     : options_(std::move(options)),
-      primary_id_(options_.primary.endpoint.Id()),
       sql_(options_.heartbeat, options_.agent_id),
       log_(log),
       sink_(sink),
       clock_(clock),
-      connect_(connect ? std::move(connect) : MysqlConnector(options_.primary, clock)) {}
+      connect_(connect ? std::move(connect) : MysqlConnector(clock)),
+      primary_id_(options_.primary.endpoint.Id()),
+      target_(options_.primary) {}
 
 void HeartbeatWriter::Start() {
   worker_.Start([this](std::stop_token st) { Run(st); });
 }
 
 void HeartbeatWriter::Stop() { worker_.Stop(); }
+
+void HeartbeatWriter::SetPrimary(MysqlTarget primary) {
+  std::lock_guard lock(mu_);
+  target_ = std::move(primary);
+  ++target_generation_;
+  wake_.request_stop();
+}
+
+std::optional<MysqlTarget> HeartbeatWriter::Moved(uint64_t* generation,
+                                                  const std::stop_source& wake) {
+  std::lock_guard lock(mu_);
+  wake_ = wake;
+  if (*generation == target_generation_) return std::nullopt;
+  *generation = target_generation_;
+  return target_;
+}
 
 PrimaryView HeartbeatWriter::view() const {
   std::lock_guard lock(mu_);
@@ -81,11 +98,27 @@ bool HeartbeatWriter::WritableAgain(SqlConnection& conn, MonoTime deadline, Stat
 
 void HeartbeatWriter::Run(std::stop_token stop) {
   const Millis interval(options_.heartbeat.interval_ms);
-  std::unique_ptr<SqlConnection> conn = connect_(stop);
-  CircuitBreaker circuit;
+  std::unique_ptr<SqlConnection> conn;
+  uint64_t generation = ~uint64_t{0};
+  std::optional<CircuitBreaker> circuit;
   MonoTime next = clock_.Now();
 
   while (!stop.stop_requested()) {
+    std::stop_source wake;
+    if (auto moved = Moved(&generation, wake)) {
+      // Another server: its own connection, table check and circuit; seqs keep growing, so none
+      // is reused on the replicas of either.
+      if (conn) {
+        Log(LogLevel::kInfo,
+            "heartbeat writer moves from " + primary_id_ + " to " + moved->endpoint.Id());
+      }
+      conn = connect_(*moved, stop);
+      primary_id_ = moved->endpoint.Id();
+      prepared_ = false;
+      circuit.emplace();
+      std::lock_guard lock(mu_);
+      view_ = PrimaryView{};
+    }
     const MonoTime now = clock_.Now();
     const MonoTime deadline = now + interval;
     bool read_only;
@@ -99,12 +132,12 @@ void HeartbeatWriter::Run(std::stop_token stop) {
       // A read-only primary (demoted, or a failover in progress) is not written to; ask every
       // interval whether it is writable again.
       if (WritableAgain(*conn, deadline, &st)) read_only = false;
-    } else if (circuit.AllowAttempt(now)) {
+    } else if (circuit->AllowAttempt(now)) {
       attempted = true;
       Attempt a = WriteOnce(*conn, deadline);
       st = a.status;
       if (st.ok()) {
-        circuit.RecordSuccess(now, a.took);
+        circuit->RecordSuccess(now, a.took);
       } else if (conn->last_errno() == kErOptionPreventsStatement ||
                  conn->last_errno() == kErReadOnlyMode) {
         Log(LogLevel::kWarn, "primary " + primary_id_ +
@@ -113,7 +146,7 @@ void HeartbeatWriter::Run(std::stop_token stop) {
         read_only = true;
         st = Status::Ok();  // the primary answered; this is not a circuit failure
       } else if (st.code() != Status::Code::kCancelled) {
-        circuit.RecordFailure(now);
+        circuit->RecordFailure(now);
         log_->RecordFailure(clock_.Now());
       }
     }
@@ -123,14 +156,15 @@ void HeartbeatWriter::Run(std::stop_token stop) {
       sink_->HeartbeatFailed(st.reason());
       LogLimited(LogLevel::kWarn, "heartbeat", "heartbeat write failed: " + st.ToString());
     }
-    ReportState(circuit, read_only, attempted ? st : Status::Ok());
+    ReportState(*circuit, read_only, attempted ? st : Status::Ok());
 
     // Fixed rate: the next write is due one interval after this one was due; if we fell behind,
     // write now rather than bunching up.
     next += interval;
     MonoTime after = clock_.Now();
     if (next < after) next = after;
-    clock_.SleepUntil(stop, next);
+    std::stop_callback forward(stop, [&wake] { wake.request_stop(); });
+    clock_.SleepUntil(wake.get_token(), next);
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "heartbeat/fake_primary.h"
@@ -101,6 +103,30 @@ TEST_CASE("writer pauses on a read-only primary, asks every interval, and resume
   for (const auto& s : f.sink.states.Get()) saw_read_only |= s.read_only;
   CHECK(saw_read_only);
   CHECK_FALSE(f.sink.states.Get().back().read_only);
+}
+
+TEST_CASE("writer moves to a new primary at once, checks its table and keeps its seqs growing") {
+  Fixture f(Primary([](size_t) { return FakeSqlConnection::Answer{QueryResult{}, Millis(2)}; }));
+  f.clock.HoldAfter(Millis(1100));
+  f.worker->Start();
+  REQUIRE(f.clock.WaitUntilHeld());  // written at 0, 500, 1000; waiting for 1500
+  MysqlTarget next;
+  next.endpoint = {"10.0.0.2", 3306};
+  next.label = "primary 10.0.0.2:3306";
+  f.worker->SetPrimary(next);
+  // The round's report comes after its write: wait for it, in real time.
+  for (int i = 0; i < 1000 && f.sink.states.Get().back().id != "10.0.0.2:3306"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  f.worker->Stop();
+  // The wait was cut short: the new primary's own seq is read again (41 there too) and the next
+  // write goes out at once, with the next seq, not 42 again.
+  CHECK(f.TimesOf(IsUpsert) == std::vector<int64_t>{0, 500, 1000, 1100});
+  CHECK(f.TimesOf([](const std::string& s) { return s.rfind("SELECT seq", 0) == 0; }) ==
+        std::vector<int64_t>{0, 1100});
+  CHECK(f.sink.written.Get() == std::vector<uint64_t>{42, 43, 44, 45});
+  CHECK(f.sink.states.Get().front().id == "127.0.0.1:3306");
+  CHECK(f.sink.states.Get().back().id == "10.0.0.2:3306");
 }
 
 }  // namespace
