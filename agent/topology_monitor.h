@@ -1,0 +1,85 @@
+// Follows the primary (docs/measurement.md, "Following the primary"). Every configured server has
+// a prober, and each prober reports what its server said about itself (Report); the monitor
+// decides the topology (agent/topology.h) whenever a report changes something. When the primary
+// moves it calls `move` under its lock — the agent resets what it knew of the old primary and
+// moves the heartbeat writer and the position sampler — and then advances the epoch, so a prober
+// that reads its view (ViewOf) sees the new epoch only once the histories of the old primary are
+// gone. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/topology.h"
+#include "base/endpoint.h"
+
+namespace lagwatch {
+
+class TopologyMonitor {
+ public:
+  // What changed, for the log, the events and the metrics.
+  struct Change {
+    TopologyState state = TopologyState::kOk;
+    Endpoint primary;                  // the primary (kOk), or the last one known
+    std::optional<Endpoint> previous;  // set when the primary moved: the one before
+    std::vector<Endpoint> writable;    // kAmbiguous: the writable servers
+    uint64_t epoch = 0;
+  };
+  // Under the monitor's lock: must not block or call the monitor.
+  using MoveFn = std::function<void(const Endpoint& primary)>;
+  // After a change, outside the lock, on the reporting thread.
+  using ChangedFn = std::function<void(const Change& change)>;
+  // Told once per server, when a server is first seen writable while it replicates.
+  using WarnFn = std::function<void(const Endpoint& server)>;
+
+  // `servers`: every configured server; `primary` the one the agent starts with. The topology is
+  // kUnknown, with that primary, until the servers have said more.
+  TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& primary, MoveFn move,
+                  ChangedFn changed, WarnFn warn);
+
+  // What the server at role.endpoint said at its latest probe. A server not configured is ignored.
+  void Report(const ServerRole& role);
+
+  // What a prober needs to judge its server.
+  struct View {
+    uint64_t epoch = 0;  // +1 each time the primary moved
+    TopologyState state = TopologyState::kUnknown;
+    bool is_primary = false;  // this server is the primary
+    // How this server relates to the primary (kPrimary for the primary itself). A server whose
+    // replication status was never read (the probe account lacks the grant) cannot be checked,
+    // and counts as replicating from the primary, as configured.
+    SourceRelation relation = SourceRelation::kPrimary;
+  };
+  View ViewOf(const std::string& id) const;
+
+  Endpoint primary() const;
+  TopologyState state() const;
+  uint64_t epoch() const;
+
+ private:
+  // Recomputes the relations and the topology; fills `change` when something a caller must hear
+  // about changed. REQUIRES: mu_ held.
+  void Decide(std::optional<Change>* change, std::vector<Endpoint>* warn);
+
+  const std::vector<Endpoint> servers_;
+  std::map<std::string, size_t> index_;  // by Endpoint::Id()
+  const MoveFn move_;
+  const ChangedFn changed_;
+  const WarnFn warn_;
+
+  mutable std::mutex mu_;
+  std::vector<ServerRole> roles_;                  // GUARDED_BY(mu_), as servers_
+  std::vector<SourceRelation> relations_;          // GUARDED_BY(mu_), as servers_
+  std::vector<bool> warned_;                       // GUARDED_BY(mu_): writable replica said
+  size_t primary_ = 0;                             // GUARDED_BY(mu_)
+  TopologyState state_ = TopologyState::kUnknown;  // GUARDED_BY(mu_)
+  std::vector<size_t> writable_;                   // GUARDED_BY(mu_)
+  uint64_t epoch_ = 0;                             // GUARDED_BY(mu_)
+};
+
+}  // namespace lagwatch

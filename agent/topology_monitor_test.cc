@@ -1,0 +1,116 @@
+#include "agent/topology_monitor.h"
+
+#include <doctest/doctest.h>
+
+namespace lagwatch {
+namespace {
+
+Endpoint E(int n) { return {"10.0.0." + std::to_string(n), 3306}; }
+
+ServerRole Role(int n, bool read_only, std::optional<int> source = std::nullopt) {
+  ServerRole r;
+  r.endpoint = E(n);
+  r.answered = true;
+  r.server_id = n;
+  r.read_only = read_only;
+  r.replicates = source.has_value();
+  if (source) {
+    r.source_host = E(*source).host;
+    r.source_port = 3306;
+    r.source_server_id = *source;
+  }
+  return r;
+}
+
+struct Fixture {
+  std::vector<Endpoint> moves;
+  std::vector<TopologyMonitor::Change> changes;
+  std::vector<Endpoint> warnings;
+  TopologyMonitor monitor{{E(1), E(2), E(3)},
+                          E(1),
+                          [this](const Endpoint& p) { moves.push_back(p); },
+                          [this](const TopologyMonitor::Change& c) { changes.push_back(c); },
+                          [this](const Endpoint& s) { warnings.push_back(s); }};
+};
+
+TEST_CASE("topology: the configured primary confirmed, then a switchover moves it once") {
+  Fixture f;
+  f.monitor.Report(Role(2, true, 1));
+  f.monitor.Report(Role(3, true, 1));
+  CHECK(f.monitor.state() == TopologyState::kUnknown);  // the primary has not said yet
+  f.monitor.Report(Role(1, false));
+  CHECK(f.monitor.state() == TopologyState::kOk);
+  CHECK(f.moves.empty());
+  CHECK(f.monitor.ViewOf(E(1).Id()).is_primary);
+  CHECK(f.monitor.ViewOf(E(2).Id()).relation == SourceRelation::kPrimary);
+
+  // The old primary goes read-only: no writable server, nothing moves.
+  f.monitor.Report(Role(1, true));
+  CHECK(f.monitor.state() == TopologyState::kUnknown);
+  CHECK(f.monitor.primary() == E(1));
+  // Server 2 is promoted; server 3 still replicates from 1, which replicates from nobody.
+  f.monitor.Report(Role(2, false));
+  CHECK(f.moves == std::vector<Endpoint>{E(2)});
+  CHECK(f.monitor.primary() == E(2));
+  CHECK(f.monitor.epoch() == 1);
+  REQUIRE(f.changes.back().previous.has_value());
+  CHECK(*f.changes.back().previous == E(1));
+  CHECK(f.monitor.ViewOf(E(2).Id()).is_primary);
+  CHECK_FALSE(f.monitor.ViewOf(E(1).Id()).is_primary);
+  CHECK(f.monitor.ViewOf(E(3).Id()).relation == SourceRelation::kUnknown);
+  // Re-pointed: 3 and the old primary are the new one's replicas.
+  f.monitor.Report(Role(3, true, 2));
+  f.monitor.Report(Role(1, true, 2));
+  CHECK(f.monitor.ViewOf(E(3).Id()).relation == SourceRelation::kPrimary);
+  CHECK(f.monitor.ViewOf(E(1).Id()).relation == SourceRelation::kPrimary);
+  CHECK(f.moves.size() == 1);
+  CHECK(f.monitor.epoch() == 1);
+}
+
+TEST_CASE("topology: two writable servers are ambiguous and move nothing") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(3, true, 1));
+  f.monitor.Report(Role(2, false));
+  CHECK(f.monitor.state() == TopologyState::kAmbiguous);
+  CHECK(f.moves.empty());
+  CHECK(f.changes.back().state == TopologyState::kAmbiguous);
+  CHECK(f.changes.back().writable == std::vector<Endpoint>{E(1), E(2)});
+  CHECK(f.monitor.ViewOf(E(3).Id()).state == TopologyState::kAmbiguous);
+  // One of them goes read-only again: resolved, still the same primary.
+  f.monitor.Report(Role(2, true, 1));
+  CHECK(f.monitor.state() == TopologyState::kOk);
+  CHECK(f.moves.empty());
+}
+
+TEST_CASE("topology: a writable replica is warned about once and never taken for the primary") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(2, false, 1));
+  f.monitor.Report(Role(2, false, 1));
+  CHECK(f.warnings == std::vector<Endpoint>{E(2)});
+  CHECK(f.monitor.primary() == E(1));
+  CHECK(f.monitor.state() == TopologyState::kOk);
+}
+
+TEST_CASE("topology: a replica whose status was never read counts as the primary's") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  ServerRole unread = Role(2, true, 1);
+  unread.replicates.reset();  // the probe account may not read its replication status
+  unread.source_host.clear();
+  f.monitor.Report(unread);
+  CHECK(f.monitor.ViewOf(E(2).Id()).relation == SourceRelation::kPrimary);
+}
+
+TEST_CASE("topology: reports of servers not configured are ignored") {
+  Fixture f;
+  ServerRole stranger = Role(9, false);
+  f.monitor.Report(stranger);
+  CHECK(f.moves.empty());
+  CHECK(f.changes.empty());
+  CHECK(f.monitor.ViewOf(E(9).Id()).relation == SourceRelation::kUnknown);
+}
+
+}  // namespace
+}  // namespace lagwatch
