@@ -71,21 +71,127 @@ Agent::Agent(Config config, const Clock& clock)
                               initial_.sampler_interval_ms,
                               initial_.positions},
                &positions_, &reporter_, clock_),
+      topology_(
+          [&] {
+            std::vector<Endpoint> servers;
+            for (const auto& s : initial_.Servers()) servers.push_back(s.endpoint);
+            return servers;
+          }(),
+          initial_.primary, [this](const Endpoint& p) { MovePrimary(p); },
+          [this](const TopologyMonitor::Change& c) { TopologyChanged(c); },
+          [](const Endpoint& s) {
+            Log(LogLevel::kWarn, "server " + s.Id() +
+                                     " is writable (read_only=0) but replicates from "
+                                     "another: a replica with read_only forgotten? It is "
+                                     "not taken for the primary");
+          }),
       router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
       config_(std::move(config)) {
+  reporter_.SetTopology(&topology_);
+  metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
+  shown_primary_ = initial_.primary.Id();
   for (int i = 0; i < initial_.probe.threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>("lw-probe-" + std::to_string(i),
                                                  initial_.probe.realtime, clock_));
   }
   prober_settings_ = ProberSettings(config_);
-  for (const auto& r : config_.replicas) probers_[r.endpoint.Id()] = MakeProber(r);
+  for (const auto& r : config_.Servers()) {
+    probers_[r.endpoint.Id()] = MakeProber(r);
+    servers_.push_back(r.endpoint.Id());
+  }
+}
+
+MysqlTarget Agent::PrimaryTarget(const Endpoint& primary) const {
+  return {primary, initial_.primary_defaults_file, "primary " + primary.Id()};
+}
+
+void Agent::MovePrimary(const Endpoint& primary) {
+  // Positions and heartbeats of the old primary prove nothing about the new one: forgotten before
+  // any prober sees the new epoch. Then the writer and the sampler go there.
+  positions_.Reset();
+  heartbeat_log_.Clear();
+  writer_.SetPrimary(PrimaryTarget(primary));
+  sampler_.SetPrimary(PrimaryTarget(primary));
+  reporter_.SetPrimary(primary.Id());
+}
+
+void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
+  const std::string primary = change.primary.Id();
+  const char* state = TopologyStateName(change.state);
+  for (const char* s : kTopologyStates) {
+    metrics_.topology_state.Add({{"state", s}}).Set(std::string(s) == state ? 1 : 0);
+  }
+  {
+    std::lock_guard lock(servers_mu_);
+    if (shown_primary_ != primary) {
+      if (shown_primary_)
+        metrics_.primary_info.Remove(&metrics_.primary_info.Add({{"primary", *shown_primary_}}));
+      metrics_.primary_info.Add({{"primary", primary}}).Set(1);
+      shown_primary_ = primary;
+    }
+  }
+  nlohmann::json e = {{"event", "primary"},
+                      {"primary", primary},
+                      {"previous_primary", nullptr},
+                      {"topology", state},
+                      {"agent", initial_.agent_id}};
+  // Routers hear of a move and of ambiguity (and its end); the primary going silent or read-only
+  // shows in its own key and in the replicas' states.
+  bool event = true;
+  if (change.previous) {
+    metrics_.primary_changes.Increment();
+    e["previous_primary"] = change.previous->Id();
+    // Every replica's record was judged against the old primary: gone at once (no key: no fresh
+    // measurement), each written again once proven against the new one.
+    publisher_.RetireAll();
+    PublishReplicaSet();
+    Log(LogLevel::kWarn, "the primary is now " + primary + " (was " + change.previous->Id() +
+                             "): heartbeats and position samples move there; every replica is "
+                             "judged against it from now on");
+  } else if (change.state == TopologyState::kAmbiguous) {
+    std::string writable;
+    for (const auto& w : change.writable) writable += (writable.empty() ? "" : ", ") + w.Id();
+    e["writable"] = writable;
+    Log(LogLevel::kError, "the topology is ambiguous: " + writable +
+                              " are all writable and replicate from nobody; no replica is "
+                              "healthy until only one is (the primary stays " +
+                              primary + ")");
+  } else if (change.state == TopologyState::kUnknown) {
+    event = false;
+    LogLimited(LogLevel::kWarn, "topology-unknown",
+               "no writable server: the primary " + primary +
+                   " is down, hung or read-only, and no other server is writable");
+  } else {
+    event = false;
+    LogLimited(LogLevel::kInfo, "topology-ok",
+               "the primary is " + primary + " (writable, replicates from nobody)");
+  }
+  {
+    std::lock_guard lock(servers_mu_);
+    // The end of an ambiguity is news too.
+    event = event || (was_ambiguous_ && change.state == TopologyState::kOk);
+    was_ambiguous_ = change.state == TopologyState::kAmbiguous;
+  }
+  if (event) publisher_.PublishEvent(e.dump());
+}
+
+void Agent::PublishReplicaSet() {
+  const std::string primary = topology_.primary().Id();
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(servers_mu_);
+    for (const auto& id : servers_) {
+      if (id != primary) ids.push_back(id);
+    }
+  }
+  publisher_.SetReplicas(ids);
 }
 
 std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
   return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
-                                         &publisher_, &metrics_, clock_);
+                                         &topology_, &publisher_, &metrics_, clock_);
 }
 
 void Agent::StartProber(ReplicaProber& p) {
@@ -107,6 +213,7 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     nlohmann::json list = nlohmann::json::array();
     std::lock_guard lock(mu_);
     for (const auto& [id, p] : probers_) {
+      if (topology_.ViewOf(id).is_primary) continue;  // the primary is not a replica
       ReplicaView v = p->view();
       v.windows = p->windows();
       list.push_back(ReplicaJson(p->info(), v));
@@ -119,9 +226,13 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     std::optional<int64_t> sample_age;
     if (auto s = positions_.LastSample()) sample_age = ToMillis(clock_.Now() - *s);
     auto latest = heartbeat_log_.Latest();
-    return json(PrimaryJson(initial_.primary, writer_.view(), initial_.heartbeat.interval_ms,
-                            latest ? static_cast<int64_t>(latest->seq) : 0, sample_age,
-                            reporter_.primary_flavor()));
+    nlohmann::json j = PrimaryJson(
+        topology_.primary(), writer_.view(), initial_.heartbeat.interval_ms,
+        latest ? static_cast<int64_t>(latest->seq) : 0, sample_age, reporter_.primary_flavor());
+    j["topology"] = {{"state", TopologyStateName(topology_.state())},
+                     {"configured_primary", initial_.primary.Id()},
+                     {"changes", topology_.epoch()}};
+    return json(j);
   };
   routes["/api/v1/router"] = [this, json] { return json(RouterJson()); };
   routes["/readyz"] = [this] {
@@ -140,9 +251,7 @@ Status Agent::Start() {
   http_ = std::move(http).value();
 
   std::lock_guard lock(mu_);
-  std::vector<std::string> ids;
-  for (const auto& [id, p] : probers_) ids.push_back(id);
-  publisher_.SetReplicas(ids);
+  PublishReplicaSet();
   publisher_.Start(initial_.probe.realtime);
   router_feedback_.Start();
   sampler_.Start();
@@ -167,8 +276,9 @@ Status Agent::Start() {
                                "(needs root, CAP_SYS_NICE or LimitRTPRIO=1)");
   }
   started_ = true;
-  Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " + std::to_string(probers_.size()) +
-                           " replicas of primary " + initial_.primary.Id() + "; metrics on " +
+  Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " +
+                           std::to_string(probers_.size() - 1) + " replicas of primary " +
+                           initial_.primary.Id() + " (and the primary, for its role); metrics on " +
                            (initial_.http.web.tls() ? "https://" : "http://") +
                            initial_.http_listen + "/metrics" +
                            (initial_.http.web.auth() ? " (basic auth)" : ""));
@@ -202,9 +312,12 @@ Status Agent::Reload(const Config& next) {
   // New and restarted probers share the new settings; unchanged ones keep theirs.
   prober_settings_ = ProberSettings(next);
   const ReloadCounts n = ApplyReplicas(next, shared_changed);
-  std::vector<std::string> ids;
-  for (const auto& [id, p] : probers_) ids.push_back(id);
-  publisher_.SetReplicas(ids);
+  {
+    std::lock_guard servers_lock(servers_mu_);
+    servers_.clear();
+    for (const auto& [id, p] : probers_) servers_.push_back(id);
+  }
+  PublishReplicaSet();
   config_ = next;
   Log(LogLevel::kInfo, "configuration reloaded: " + std::to_string(n.added) + " added, " +
                            std::to_string(n.removed) + " removed, " + std::to_string(n.restarted) +
@@ -213,8 +326,11 @@ Status Agent::Reload(const Config& next) {
 }
 
 Agent::ReloadCounts Agent::ApplyReplicas(const Config& next, bool shared_changed) {
+  // Every server is probed, the primary too (its tier and weight are for when it is a replica).
+  const std::vector<ReplicaConfig> next_servers = next.Servers();
+  const std::vector<ReplicaConfig> running_servers = config_.Servers();
   std::map<std::string, const ReplicaConfig*> wanted;
-  for (const auto& r : next.replicas) wanted[r.endpoint.Id()] = &r;
+  for (const auto& r : next_servers) wanted[r.endpoint.Id()] = &r;
   ReloadCounts n;
   for (auto it = probers_.begin(); it != probers_.end();) {
     auto w = wanted.find(it->first);
@@ -226,7 +342,7 @@ Agent::ReloadCounts Agent::ApplyReplicas(const Config& next, bool shared_changed
       continue;
     }
     const ReplicaConfig* old_rc = nullptr;
-    for (const auto& r : config_.replicas) {
+    for (const auto& r : running_servers) {
       if (r.endpoint.Id() == it->first) old_rc = &r;
     }
     const bool changed = shared_changed || !old_rc || old_rc->tier != w->second->tier ||
@@ -334,17 +450,23 @@ std::string Agent::Summary() const {
   std::lock_guard lock(mu_);
   int healthy = 0;
   std::map<std::string, int> states;
+  size_t replicas = 0;
   for (const auto& [id, p] : probers_) {
+    if (topology_.ViewOf(id).is_primary) continue;
+    ++replicas;
     ReplicaView v = p->view();
     if (v.last && v.last->healthy) ++healthy;
     ++states[v.last ? v.last->state : "unmeasured"];
   }
-  std::string out =
-      std::to_string(healthy) + "/" + std::to_string(probers_.size()) + " replicas healthy";
+  std::string out = std::to_string(healthy) + "/" + std::to_string(replicas) + " replicas healthy";
   for (const auto& [state, n] : states) {
     if (state != "ok") out += ", " + std::to_string(n) + " " + state;
   }
   out += "; primary " + writer_.view().state;
+  if (const Endpoint primary = topology_.primary(); !(primary == initial_.primary)) {
+    out += " (now " + primary.Id() + ")";
+  }
+  if (topology_.state() == TopologyState::kAmbiguous) out += " (AMBIGUOUS: several writable)";
   out += publisher_.connected() ? "; redis connected" : "; redis DISCONNECTED";
   return out;
 }

@@ -15,6 +15,7 @@
 #include "agent/config.h"
 #include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
+#include "agent/topology_monitor.h"
 #include "agent/windows.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -71,6 +72,15 @@ class Agent {
   ReloadCounts ApplyReplicas(const Config& next, bool shared_changed);
   // The HTTP API's routes (docs/api.md).
   std::map<std::string, HttpServer::Handler> Routes();
+  // Following the primary (agent/topology_monitor.h). MovePrimary runs under the monitor's lock:
+  // it forgets the old primary's histories and moves the writer and the sampler. TopologyChanged
+  // runs on a probe loop: the log, the metrics, an event and the replica set. Neither takes mu_
+  // (a reload holding it waits for the loops).
+  void MovePrimary(const Endpoint& primary);
+  void TopologyChanged(const TopologyMonitor::Change& change);
+  // The members of `<prefix>:replicas`: every server but the primary.
+  void PublishReplicaSet();
+  MysqlTarget PrimaryTarget(const Endpoint& primary) const;
 
   const Clock& clock_;
   Metrics metrics_;
@@ -82,6 +92,12 @@ class Agent {
   HeartbeatReporter reporter_;
   HeartbeatWriter writer_;
   PositionSampler sampler_;
+  // Every configured server, as Reload last set them (for the replica set; not mu_: see above).
+  std::mutex servers_mu_;
+  std::vector<std::string> servers_;          // GUARDED_BY(servers_mu_)
+  std::optional<std::string> shown_primary_;  // GUARDED_BY(servers_mu_): lagwatch_primary_info's
+  bool was_ambiguous_ = false;  // GUARDED_BY(servers_mu_): the last change was to ambiguous
+  TopologyMonitor topology_;
 
   RouterFeedback router_feedback_;
   // Per router app: RWSR and DSR windows (1m, 5m) and their gauges.

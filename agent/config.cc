@@ -1,5 +1,6 @@
 #include "agent/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -100,6 +101,9 @@ void ReadPrimary(Obj& top, Config& c) {
   Obj p(top.Require("primary"), "primary");
   c.primary = ReadEndpoint(p);
   c.primary_defaults_file = p.Str("defaults_file", "", true);
+  // Checked against the tiers once they are read (ReadTiers comes later).
+  c.primary_tier = p.Str("tier", "");
+  c.primary_weight = static_cast<int>(p.Int("weight", 1, 0, 1000));
   p.RejectUnknownKeys();
 }
 
@@ -302,6 +306,12 @@ Config Parse(const json& root) {
   }
   if (const json* j = top.Get("probe")) ReadProbe(*j, c.probe);
   c.tiers = ReadTiers(top.Get("tiers"));
+  if (c.primary_tier.empty()) {
+    c.primary_tier = c.tiers.front().name;
+  } else if (std::none_of(c.tiers.begin(), c.tiers.end(),
+                          [&](const TierConfig& t) { return t.name == c.primary_tier; })) {
+    Fail("primary.tier", "unknown tier \"" + c.primary_tier + "\"");
+  }
   ReadReplicas(top.Require("replicas"), c);
   if (const json* j = top.Get("health")) ReadHealth(*j, c.health);
   if (const json* j = top.Get("redis")) ReadRedis(*j, c.redis);
@@ -314,6 +324,12 @@ Config Parse(const json& root) {
 }
 
 }  // namespace
+
+std::vector<ReplicaConfig> Config::Servers() const {
+  std::vector<ReplicaConfig> out = {{primary, primary_tier, primary_weight}};
+  out.insert(out.end(), replicas.begin(), replicas.end());
+  return out;
+}
 
 const TierConfig& Config::Tier(const std::string& name) const {
   for (const auto& t : tiers) {

@@ -60,6 +60,11 @@ struct Config {
   InsecureFiles insecure_files = InsecureFiles::kRefuse;
   Endpoint primary;
   std::string primary_defaults_file;  // MySQL option file with [client] user/password
+  // The configured primary's tier and weight for when it is a replica (after a switchover it
+  // rejoins as one: docs/measurement.md, "Following the primary"); the first tier and 1 by
+  // default.
+  std::string primary_tier;
+  int primary_weight = 1;
   std::string replica_defaults_file;
   HeartbeatConfig heartbeat;
   int sampler_interval_ms = 50;
@@ -75,6 +80,10 @@ struct Config {
 
   // REQUIRES: name is a tier in `tiers` (guaranteed after ParseConfig succeeds).
   const TierConfig& Tier(const std::string& name) const;
+  // Every configured server, each as a replica may be probed: the primary first (with
+  // primary_tier and primary_weight), then `replicas`. Which one is the primary is for the
+  // topology to say (agent/topology_monitor.h).
+  std::vector<ReplicaConfig> Servers() const;
 };
 
 // Parses JSON text (comments allowed). On error returns InvalidArgument whose message starts with

@@ -138,6 +138,26 @@ TEST_CASE("duplicate replicas, a replica that is the primary and unknown tiers a
   Rejects([](json& j) { j["tiers"][1]["name"] = "tier1"; }, "tiers[1].name");
 }
 
+TEST_CASE("the primary's tier and weight as a replica: the first tier and 1, or as given") {
+  json j = Valid();
+  auto c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  CHECK(c->primary_tier == c->tiers.front().name);
+  CHECK(c->primary_weight == 1);
+  j["primary"]["tier"] = "tier2";
+  j["primary"]["weight"] = 30;
+  c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  const auto servers = c->Servers();
+  REQUIRE(servers.size() == c->replicas.size() + 1);
+  CHECK(servers.front().endpoint == c->primary);
+  CHECK(servers.front().tier == "tier2");
+  CHECK(servers.front().weight == 30);
+  CHECK(servers[1].endpoint == c->replicas.front().endpoint);
+  Rejects([](json& j) { j["primary"]["tier"] = "gold"; }, "primary.tier");
+  Rejects([](json& j) { j["primary"]["weight"] = 1001; }, "primary.weight");
+}
+
 TEST_CASE("missing required keys are named") {
   Rejects([](json& j) { j.erase("primary"); }, "primary");
   Rejects([](json& j) { j["primary"].erase("defaults_file"); }, "primary.defaults_file");

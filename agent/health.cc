@@ -16,6 +16,8 @@ const char* StateName(ReplicaState s) {
       return "primary_unknown";
     case ReplicaState::kDisabled:
       return "disabled";
+    case ReplicaState::kUnverified:
+      return "unverified";
   }
   return "unknown";
 }
@@ -72,6 +74,8 @@ HealthTracker::Verdict HealthTracker::Update(const HealthInput& in) {
     v.state = ReplicaState::kUnreachable;
   } else if (!in.threads_running) {
     v.state = ReplicaState::kStopped;
+  } else if (!in.source_verified) {
+    v.state = ReplicaState::kUnverified;
   } else if (!in.primary_known) {
     v.state = ReplicaState::kPrimaryUnknown;
   } else if (!lag_ok) {

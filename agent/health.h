@@ -17,7 +17,15 @@
 
 namespace lagwatch {
 
-enum class ReplicaState { kOk, kLagging, kStopped, kUnreachable, kPrimaryUnknown, kDisabled };
+enum class ReplicaState {
+  kOk,
+  kLagging,
+  kStopped,
+  kUnreachable,
+  kPrimaryUnknown,
+  kDisabled,
+  kUnverified,
+};
 
 const char* StateName(ReplicaState s);
 
@@ -25,7 +33,10 @@ const char* StateName(ReplicaState s);
 struct HealthInput {
   bool reachable = false;
   bool threads_running = false;  // Slave_IO_Running and Slave_SQL_Running both Yes
-  bool primary_known = true;     // the primary answered lately (heartbeat acked or position read)
+  // It replicates from the current primary (directly, or through configured replicas), and the
+  // topology is not ambiguous (agent/topology.h): otherwise its data is in doubt whatever its lag.
+  bool source_verified = true;
+  bool primary_known = true;  // the primary answered lately (heartbeat acked or position read)
   // The replica had applied everything the primary had when it was last heard from.
   bool caught_up_with_primary = false;
   bool tier_enabled = true;
@@ -57,6 +68,13 @@ class HealthTracker {
   };
   Verdict Update(const HealthInput& in);
   const Verdict& last() const { return last_; }
+  // Forgets the lag verdict and its streak (the primary moved: nothing measured against the old
+  // one counts), keeping the last verdict so the next one still reports a change.
+  void Reset() {
+    measured_ = false;
+    lag_ok_ = false;
+    good_streak_ = 0;
+  }
   // Coming back from lag: the last probe was within the recovery ratio, but the streak is not
   // complete yet. The prober probes again at once, so recovery costs round trips, not ticks.
   bool recovering() const { return !lag_ok_ && good_streak_ > 0; }

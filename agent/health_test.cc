@@ -53,16 +53,19 @@ TEST_CASE("a replica hovering at its limit does not flap") {
   CHECK(flips == 1);
 }
 
-TEST_CASE("states take precedence: unreachable, stopped, primary_unknown, lagging, disabled") {
+TEST_CASE("states take precedence: unreachable, stopped, unverified, primary_unknown, lagging") {
   HealthTracker h;
   HealthInput in = Measured(500);
   in.reachable = false;
+  in.source_verified = false;
   CHECK(h.Update(in).state == ReplicaState::kUnreachable);
   in.reachable = true;
   in.threads_running = false;
   CHECK(h.Update(in).state == ReplicaState::kStopped);
   in.threads_running = true;
   in.primary_known = false;
+  CHECK(h.Update(in).state == ReplicaState::kUnverified);
+  in.source_verified = true;
   CHECK(h.Update(in).state == ReplicaState::kPrimaryUnknown);
   in.primary_known = true;
   CHECK(h.Update(in).state == ReplicaState::kLagging);
@@ -195,6 +198,26 @@ TEST_CASE("right after an outage a bound reaching back into it is judged on the 
   CHECK(h.Update(in).state == ReplicaState::kLagging);
   CHECK(h.Update(Measured(20)).state == ReplicaState::kLagging);
   CHECK(h.Update(Measured(20)).state == ReplicaState::kOk);
+}
+
+TEST_CASE("a replica whose source is in doubt is never healthy, however fresh; and after a reset") {
+  HealthTracker h;
+  HealthInput in = Measured(5);
+  in.source_verified = false;
+  auto v = h.Update(in);
+  CHECK(v.state == ReplicaState::kUnverified);
+  CHECK_FALSE(v.healthy);
+  // Even kept by health.primary_unknown's default while the primary is unknown.
+  in.primary_known = false;
+  in.caught_up_with_primary = true;
+  CHECK_FALSE(h.Update(in).healthy);
+  // Verified again (the primary moved; Reset forgot what was judged against the old one): the
+  // first measurement decides at once.
+  h.Reset();
+  v = h.Update(Measured(5));
+  CHECK(v.state == ReplicaState::kOk);
+  CHECK(v.healthy);
+  CHECK(v.changed);
 }
 
 }  // namespace

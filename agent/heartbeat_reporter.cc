@@ -13,6 +13,16 @@ void HeartbeatReporter::HeartbeatFailed(std::string_view reason) {
   metrics_->heartbeat_errors.Add({{"reason", std::string(reason)}}).Increment();
 }
 
+void HeartbeatReporter::SetTopology(const TopologyMonitor* topology) {
+  std::lock_guard lock(mu_);
+  topology_ = topology;
+}
+
+void HeartbeatReporter::SetPrimary(std::string primary) {
+  std::lock_guard lock(mu_);
+  primary_ = std::move(primary);
+}
+
 void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
                                      std::optional<Micros> since_last_ack) {
   for (const char* state : kPrimaryStates) {
@@ -20,7 +30,13 @@ void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
   }
   metrics_->primary_consecutive_failures.Set(primary.consecutive_failures);
   metrics_->primary_read_only.Set(primary.read_only ? 1 : 0);
-  publisher_->PublishPrimary(primary);
+  PrimarySnapshot published = primary;
+  {
+    std::lock_guard lock(mu_);
+    if (topology_) published.topology = TopologyStateName(topology_->state());
+  }
+  if (published.topology == "ambiguous") published.state = "ambiguous";
+  publisher_->PublishPrimary(published);
   if (since_last_ack) {
     metrics_->heartbeat_age_seconds.Set(std::chrono::duration<double>(*since_last_ack).count());
   }
@@ -46,8 +62,8 @@ void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {
 }
 
 void HeartbeatReporter::PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) {
-  metrics_->SetServerInfo(primary_, "primary", flavor, PositionsKindName(positions));
   std::lock_guard lock(mu_);
+  metrics_->SetServerInfo(primary_, "primary", flavor, PositionsKindName(positions));
   primary_flavor_ = flavor;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/topology_monitor.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
 #include "heartbeat/sink.h"
@@ -16,9 +17,14 @@ namespace lagwatch {
 class HeartbeatReporter final : public WriterSink, public SamplerSink {
  public:
   // Both must outlive the reporter.
-  // `primary` ("host:port") labels the primary's lagwatch_server_info series.
+  // `primary` ("host:port") labels the primary's lagwatch_server_info series (SetPrimary when
+  // it moves).
   HeartbeatReporter(Metrics* metrics, RedisPublisher* publisher, std::string primary)
       : metrics_(metrics), publisher_(publisher), primary_(std::move(primary)) {}
+
+  // The topology whose state the primary's record carries; must outlive the reporter.
+  void SetTopology(const TopologyMonitor* topology);
+  void SetPrimary(std::string primary);
 
   void HeartbeatWritten(uint64_t seq) override;
   void HeartbeatFailed(std::string_view reason) override;
@@ -35,8 +41,9 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
  private:
   Metrics* const metrics_;
   RedisPublisher* const publisher_;
-  const std::string primary_;
   mutable std::mutex mu_;
+  std::string primary_;                         // GUARDED_BY(mu_)
+  const TopologyMonitor* topology_ = nullptr;   // GUARDED_BY(mu_)
   std::optional<ServerFlavor> primary_flavor_;  // GUARDED_BY(mu_)
 };
 

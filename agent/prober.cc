@@ -47,8 +47,8 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
 
 ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                              EventLoop* loop, const HeartbeatLog* log,
-                             const PositionHistory* history, RedisPublisher* publisher,
-                             Metrics* metrics, const Clock& clock)
+                             const PositionHistory* history, TopologyMonitor* topology,
+                             RedisPublisher* publisher, Metrics* metrics, const Clock& clock)
     : settings_(std::move(settings)),
       config_(*settings_),
       replica_(replica),
@@ -57,9 +57,9 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       sql_(config_.heartbeat, config_.agent_id),
       log_(log),
       history_(history),
+      topology_(topology),
       publisher_(publisher),
       metrics_(metrics),
-      m_(metrics->Replica(id_, replica.tier)),
       clock_(clock),
       loop_(loop),
       conn_(loop, replica.endpoint, config_.replica_defaults_file,
@@ -74,9 +74,20 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
   std::sort(limits_ms_.begin(), limits_ms_.end());
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   last_probe_done_ = clock_.Now();
-  m_.lag_upper_seconds.Set(std::nan(""));
-  m_.lag_lower_seconds.Set(std::nan(""));
-  m_.SetState("unreachable");
+  const TopologyMonitor::View view = topology_->ViewOf(id_);
+  epoch_ = view.epoch;
+  acting_primary_ = view.is_primary;
+  if (!acting_primary_) Metric();
+}
+
+ReplicaMetrics& ReplicaProber::Metric() {
+  if (!m_) {
+    m_ = &metrics_->Replica(id_, replica_.tier);
+    m_->lag_upper_seconds.Set(std::nan(""));
+    m_->lag_lower_seconds.Set(std::nan(""));
+    m_->SetState("unreachable");
+  }
+  return *m_;
 }
 
 void ReplicaProber::Start(Millis phase) {
@@ -128,10 +139,10 @@ void ReplicaProber::UpdateWindowGauges(MonoTime now) {
     std::lock_guard lock(mu_);
     windows = WindowsLocked(now);
   }
-  for (size_t w = 0; w < windows.size(); ++w) {
+  for (size_t w = 0; w < windows.size() && m_; ++w) {
     const double q[] = {windows[w].p50_ms, windows[w].p95_ms, windows[w].p99_ms};
-    for (size_t i = 0; i < std::size(q); ++i) m_.lag_window_seconds[w][i].Set(q[i] / 1000.0);
-    m_.slar_ratio[w].Set(windows[w].slar.value_or(std::nan("")));
+    for (size_t i = 0; i < std::size(q); ++i) m_->lag_window_seconds[w][i].Set(q[i] / 1000.0);
+    m_->slar_ratio[w].Set(windows[w].slar.value_or(std::nan("")));
   }
 }
 
@@ -157,8 +168,10 @@ void ReplicaProber::OnTick() {
   timer_ = 0;
   probe_ = InFlight{};
   probe_.started = clock_.Now();
-  m_.probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
-      std::max(probe_.started - planned_, MonoTime::duration::zero()))));
+  if (m_) {
+    m_->probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
+        std::max(probe_.started - planned_, MonoTime::duration::zero()))));
+  }
   // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
   // asked again before the probe, and what the old one had applied says nothing about it.
   if (!conn_.connected()) {
@@ -247,7 +260,8 @@ void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
 
 void ReplicaProber::ShowServer() {
   const char* kind = PositionsKindName(positions_);
-  if (flavor_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
+  // The primary's own series is the sampler's (role "primary").
+  if (flavor_ && !acting_primary_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
   std::lock_guard lock(mu_);
   view_.server = flavor_;
   view_.status_statement = status_statement_;
@@ -371,7 +385,7 @@ void ReplicaProber::ScheduleNext() {
 
 void ReplicaProber::ArmCrossing() {
   CancelCrossing();
-  if (!bounds_ || !bounds_->fresh_at) return;
+  if (acting_primary_ || !bounds_ || !bounds_->fresh_at) return;
   const auto at =
       CrossingVerdictAt(*bounds_->fresh_at, limits_ms_, published_delay_ms_,
                         CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
@@ -409,10 +423,10 @@ void ReplicaProber::OnCrossing() {
   const HealthTracker::Verdict v = health_.Update(h);
   const ReplicaSnapshot snap = Snapshot(h, 0, now, clock_.WallNow(), v);
   metrics_->crossing_verdicts.Increment();
-  m_.lag_upper_seconds.Set(static_cast<double>(snap.delay_ms) / 1000.0);
-  m_.lag_lower_seconds.Set(0);
-  m_.healthy.Set(snap.healthy ? 1 : 0);
-  m_.SetState(snap.state);
+  Metric().lag_upper_seconds.Set(static_cast<double>(snap.delay_ms) / 1000.0);
+  Metric().lag_lower_seconds.Set(0);
+  Metric().healthy.Set(snap.healthy ? 1 : 0);
+  Metric().SetState(snap.state);
   PublishVerdict(snap, prev, v, " (no answer yet at the crossing)");
   {
     std::lock_guard lock(mu_);
@@ -423,11 +437,73 @@ void ReplicaProber::OnCrossing() {
   ArmCrossing();  // the next limit, if the answer is still not in when the bound reaches it
 }
 
+void ReplicaProber::ReportRole(const Assessment& a) {
+  ServerRole role;
+  role.endpoint = replica_.endpoint;
+  role.answered = a.health.reachable;
+  role.server_id = a.server_id;
+  role.read_only = a.read_only;
+  if (a.status.known) {
+    role.replicates = a.status.configured;
+    role.source_host = a.status.source_host;
+    role.source_port = a.status.source_port;
+    role.source_server_id = a.status.source_server_id;
+  }
+  if (last_role_ == role) return;
+  last_role_ = role;
+  topology_->Report(role);
+}
+
+void ReplicaProber::StartOver(uint64_t epoch) {
+  // Bounds and verdicts were against the previous primary; they prove nothing about this one.
+  epoch_ = epoch;
+  bounds_.reset();
+  applied_.reset();
+  chained_ = false;
+  health_.Reset();
+  last_health_ = HealthInput{};
+  published_delay_ms_ = 0;
+  // Probed at the sampler's cadence until it is proven fresh against the new primary.
+  catching_up_until_ = clock_.Now() + kCatchUpWindow;
+}
+
+void ReplicaProber::ActAsPrimary(const Assessment& a) {
+  if (!acting_primary_) {
+    acting_primary_ = true;
+    StartOver(epoch_);
+    // Not a replica: its key goes (the agent takes it out of the replica set) and its series too.
+    if (m_) metrics_->RemoveReplica(id_);
+    m_ = nullptr;
+    Log(LogLevel::kInfo, "server " + id_ +
+                             " is the primary: probed for its role only, not published as a "
+                             "replica");
+  }
+  replication_stopped_ = false;
+  std::lock_guard lock(mu_);
+  view_.state = "primary";
+  view_.healthy = false;
+  view_.status = a.status;
+  ++view_.probes;
+}
+
+void ReplicaProber::LeavePrimary() {
+  acting_primary_ = false;
+  StartOver(epoch_);
+  ShowServer();
+  Log(LogLevel::kInfo, "server " + id_ + " is no longer the primary: probed as a replica");
+}
+
+void ReplicaProber::MarkProbeDone() {
+  std::lock_guard lock(mu_);
+  probed_once_ = true;
+  last_probe_done_ = clock_.Now();
+}
+
 void ReplicaProber::Evaluate(Result<QueryResult> r,
                              std::optional<Result<QueryResult>> status_reply) {
   in_flight_ = false;
   CancelCrossing();
-  m_.probes.Increment();
+  if (const auto view = topology_->ViewOf(id_); view.epoch != epoch_) StartOver(view.epoch);
   ProbeInput in;
   // The replies and the last position move in and back out: a probe copies no result set.
   in.status_access_denied =
@@ -453,12 +529,32 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
+  ReportRole(a);
+  const TopologyMonitor::View view = topology_->ViewOf(id_);
+  if (view.epoch != epoch_) {
+    // The primary moved with this very report: this probe was judged against the old one.
+    StartOver(view.epoch);
+    MarkProbeDone();
+    ScheduleNext();
+    return;
+  }
+  if (view.is_primary) {
+    ActAsPrimary(a);
+    MarkProbeDone();
+    ScheduleNext();
+    return;
+  }
+  if (acting_primary_) LeavePrimary();
+  // Judged against the current primary only: not while its source is in doubt.
+  a.health.source_verified =
+      view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
+  Metric().probes.Increment();
   if (a.inconsistent) {
     LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
                "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
   }
   if (a.position_error) {
-    m_.ProbeError("bad_position").Increment();
+    m_->ProbeError("bad_position").Increment();
     LogLimited(LogLevel::kWarn, "position:" + id_,
                "replica " + id_ + ": " + a.position_error->ToString() +
                    "; heartbeat bounds for this probe");
@@ -483,10 +579,10 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   }
   if (in.reply.ok()) {
     const auto rtt = std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent);
-    m_.probe_duration_seconds.Observe(Seconds(rtt));
+    m_->probe_duration_seconds.Observe(Seconds(rtt));
     rtts_[next_rtt_++ % rtts_.size()] = rtt;
   }
-  if (a.status_polled) m_.status_polls.Increment();
+  if (a.status_polled) m_->status_polls.Increment();
 
   const HealthTracker::Verdict prev = health_.last();
   const HealthTracker::Verdict v = health_.Update(a.health);
@@ -524,29 +620,29 @@ ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lowe
 
 void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap) {
   if (!a.probe_status.ok() && !probe_.backing_off) {
-    m_.ProbeError(a.probe_status.reason()).Increment();
+    m_->ProbeError(a.probe_status.reason()).Increment();
   }
-  if (a.status_error) m_.ProbeError(a.status_error->reason()).Increment();
+  if (a.status_error) m_->ProbeError(a.status_error->reason()).Increment();
   if (a.health.delay_ms) {
     const double upper = static_cast<double>(*a.health.delay_ms) / 1000.0;
-    m_.lag_upper_seconds.Set(upper);
-    m_.lag_lower_seconds.Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
-    m_.lag_seconds.Observe(upper);
+    m_->lag_upper_seconds.Set(upper);
+    m_->lag_lower_seconds.Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
+    m_->lag_seconds.Observe(upper);
     if (a.health.reachable && *a.health.delay_ms <= config_.slo_delay_ms) {
-      m_.probes_within_slo.Increment();
+      m_->probes_within_slo.Increment();
     }
   }
-  m_.healthy.Set(snap.healthy ? 1 : 0);
-  m_.SetState(snap.state);
+  m_->healthy.Set(snap.healthy ? 1 : 0);
+  m_->SetState(snap.state);
   // Unknown (no status poll has answered, e.g. a missing grant) is NaN, not a stopped thread.
   const ReplicationStatus& status = a.status;
-  m_.io_thread_running.Set(!status.known ? std::nan("") : status.io_running ? 1 : 0);
-  m_.sql_thread_running.Set(!status.known ? std::nan("") : status.sql_running ? 1 : 0);
-  m_.seconds_behind_master.Set(status.seconds_behind_master
-                                   ? static_cast<double>(*status.seconds_behind_master)
-                                   : std::nan(""));
+  m_->io_thread_running.Set(!status.known ? std::nan("") : status.io_running ? 1 : 0);
+  m_->sql_thread_running.Set(!status.known ? std::nan("") : status.sql_running ? 1 : 0);
+  m_->seconds_behind_master.Set(status.seconds_behind_master
+                                    ? static_cast<double>(*status.seconds_behind_master)
+                                    : std::nan(""));
   if (status.relay_log_space) {
-    m_.relay_log_space_bytes.Set(static_cast<double>(*status.relay_log_space));
+    m_->relay_log_space_bytes.Set(static_cast<double>(*status.relay_log_space));
   }
 }
 

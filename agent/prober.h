@@ -21,6 +21,7 @@
 #include "agent/assessment.h"
 #include "agent/config.h"
 #include "agent/health.h"
+#include "agent/topology_monitor.h"
 #include "agent/windows.h"
 #include "base/async_mysql.h"
 #include "base/clock.h"
@@ -45,11 +46,18 @@ class ReplicaProber {
  public:
   // `settings` is shared by every prober of one configuration (ProberSettings: the
   // configuration without its replica list, which a copy per prober would make memory grow with
-  // the square of the fleet). `loop`, `log`, `history`, `publisher` and `metrics` must outlive
-  // the prober.
+  // the square of the fleet). `loop`, `log`, `history`, `topology`, `publisher` and `metrics`
+  // must outlive the prober.
+  //
+  // Every configured server has a prober, the primary's too: each reports what its server says
+  // about itself to `topology`, which decides which one is the primary. While its server is the
+  // primary a prober only does that (no key, no replica series, state "primary"); while it is a
+  // replica, it is judged against the current primary only (a new primary starts it over) and is
+  // `unverified` while its source is in doubt.
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
-                RedisPublisher* publisher, Metrics* metrics, const Clock& clock);
+                TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics,
+                const Clock& clock);
   ~ReplicaProber() { Stop(); }
 
   // Schedules the first probe `phase` from now (spreading replicas over the interval keeps a
@@ -101,6 +109,17 @@ class ReplicaProber {
   void SendProbe();
   void OnProbeReply(Result<QueryResult> r);
   void Evaluate(Result<QueryResult> r, std::optional<Result<QueryResult>> status);
+  // Following the primary: what the server said about itself goes to the topology (when it
+  // changed); StartOver forgets what was judged against the previous primary; ActAsPrimary and
+  // LeavePrimary switch between the primary's prober and a replica's.
+  void ReportRole(const Assessment& a);
+  void StartOver(uint64_t epoch);
+  void ActAsPrimary(const Assessment& a);
+  void LeavePrimary();
+  // The replica's series, created when it is first judged as a replica.
+  ReplicaMetrics& Metric();
+  // The probe is done: for readiness and the watchdog.
+  void MarkProbeDone();
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
   ReplicaSnapshot Snapshot(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
@@ -135,9 +154,9 @@ class ReplicaProber {
   std::vector<int64_t> limits_ms_;
   const HeartbeatLog* const log_;
   const PositionHistory* const history_;
+  TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;
   Metrics* const metrics_;
-  ReplicaMetrics& m_;
   const Clock& clock_;
 
   EventLoop* const loop_;
@@ -161,6 +180,10 @@ class ReplicaProber {
     std::optional<Result<QueryResult>> status_reply;
   };
   InFlight probe_;
+  ReplicaMetrics* m_ = nullptr;          // this replica's series; null while it is the primary
+  uint64_t epoch_ = 0;                   // the topology's epoch this prober's judgement belongs to
+  bool acting_primary_ = false;          // its server is the primary
+  std::optional<ServerRole> last_role_;  // what was last reported to the topology
   HealthTracker health_;
   HealthInput last_health_;         // the last probe's, which a crossing verdict starts from
   int64_t published_delay_ms_ = 0;  // the upper bound of the last verdict

@@ -25,6 +25,8 @@ struct ServerRole {
   std::string source_host;         // Master_Host / Source_Host
   std::optional<int64_t> source_port;
   std::optional<int64_t> source_server_id;  // 0 or nullopt before the first connect
+
+  bool operator==(const ServerRole&) const = default;
 };
 
 enum class TopologyState {

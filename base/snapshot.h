@@ -41,6 +41,9 @@ struct PrimarySnapshot {
   int64_t last_write_ms = 0;  // unix ms of the last acknowledged heartbeat; 0: none yet
   int consecutive_failures = 0;
   bool read_only = false;  // the primary is read-only, so the writer is paused
+  // The topology's state (agent/topology.h): "ok", "unknown" or "ambiguous" (then `state` says
+  // "ambiguous" too: writes have no one primary to go to).
+  std::string topology = "ok";
   MonoTime measured_mono;  // when this was decided (not published)
 };
 

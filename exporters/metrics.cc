@@ -340,6 +340,15 @@ Metrics::Metrics(const std::string& version)
       primary_read_only(Gauges(*registry_, "lagwatch_primary_read_only",
                                "1 while the primary is read-only and heartbeats are paused.")
                             .Add({})),
+      primary_info(Gauges(*registry_, "lagwatch_primary_info",
+                          "1 for the server lagwatch takes for the primary (label primary).")),
+      primary_changes(Counters(*registry_, "lagwatch_primary_changes_total",
+                               "Times the primary moved to another server (a switchover or a "
+                               "failover followed).")
+                          .Add({})),
+      topology_state(Gauges(*registry_, "lagwatch_topology_state",
+                            "1 for the topology's state: ok (one writable server, the primary), "
+                            "unknown (none), ambiguous (two or more).")),
       primary_threads_connected(Gauges(*registry_, "lagwatch_primary_threads_connected",
                                        "The primary's Threads_connected.")
                                     .Add({})),
@@ -411,6 +420,9 @@ Metrics::Metrics(const std::string& version)
   config_reloads.Add({{"result", "failure"}});
   for (const char* state : kPrimaryStates) {
     primary_state.Add({{"state", state}}).Set(std::string(state) == "down" ? 1 : 0);
+  }
+  for (const char* state : kTopologyStates) {
+    topology_state.Add({{"state", state}}).Set(std::string(state) == "unknown" ? 1 : 0);
   }
 }
 

@@ -30,8 +30,10 @@
 namespace lagwatch {
 
 // The replica states of docs/redis.md, in the order of the enum gauge's series.
-inline constexpr const char* kReplicaStates[] = {"ok",          "lagging",         "stopped",
-                                                 "unreachable", "primary_unknown", "disabled"};
+inline constexpr const char* kReplicaStates[] = {
+    "ok", "lagging", "stopped", "unreachable", "primary_unknown", "disabled", "unverified"};
+// The topology's states (agent/topology.h), in the order of the enum gauge's series.
+inline constexpr const char* kTopologyStates[] = {"ok", "unknown", "ambiguous"};
 
 // The rolling windows the agent keeps per replica (and for router ratios), with their labels.
 inline constexpr const char* kWindowNames[] = {"1m", "5m"};
@@ -192,6 +194,12 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& primary_state;  // label state: 1 for the current one
   prometheus::Gauge& primary_consecutive_failures;
   prometheus::Gauge& primary_read_only;
+  // Following the primary (agent/topology_monitor.h): which server it is (label primary, 1 for the
+  // current one), how often it moved, and the topology's state (label state, one of
+  // kTopologyStates: 1 for the current one).
+  prometheus::Family<prometheus::Gauge>& primary_info;
+  prometheus::Counter& primary_changes;
+  prometheus::Family<prometheus::Gauge>& topology_state;
   // The primary's own load, read by the sampler every 5 s.
   prometheus::Gauge& primary_threads_connected;
   prometheus::Gauge& primary_max_connections;

@@ -275,9 +275,9 @@ class TwinUpdates {
           old.relay_log_space_bytes->Set(v * 1e9);
           break;
         case 3: {
-          static const char* const states[] = {"ok",           "lagging",         "stopped",
-                                               "unreachable",  "primary_unknown", "disabled",
-                                               "no_such_state"};
+          static const char* const states[] = {"ok",          "lagging",         "stopped",
+                                               "unreachable", "primary_unknown", "disabled",
+                                               "unverified",  "no_such_state"};
           const char* s = states[rng_() % std::size(states)];
           now.SetState(s);
           old.SetState(s);

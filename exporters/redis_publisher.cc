@@ -55,6 +55,14 @@ void RedisPublisher::SetReplicas(const std::vector<std::string>& ids) {
   cv_.notify_all();
 }
 
+void RedisPublisher::RetireAll() {
+  std::lock_guard lock(mu_);
+  pending_.clear();
+  retire_all_ = true;
+  members_dirty_ = true;
+  cv_.notify_all();
+}
+
 void RedisPublisher::Publish(const ReplicaSnapshot& snap) {
   std::lock_guard lock(mu_);
   pending_[snap.id] = snap;
@@ -89,7 +97,9 @@ std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
           "consecutive_failures",
           std::to_string(s.consecutive_failures),
           "read_only",
-          s.read_only ? "1" : "0"};
+          s.read_only ? "1" : "0",
+          "topology",
+          s.topology};
 }
 
 bool RedisPublisher::Connect() {
@@ -130,7 +140,7 @@ void RedisPublisher::Disconnect() {
   metrics_->redis_connected.Set(0);
 }
 
-size_t RedisPublisher::AppendMembership(std::set<std::string>& removing) {
+size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* retired_all) {
   const std::string set_key = config_.key_prefix + ":replicas";
   size_t replies = 0;
   std::vector<std::string> sadd = {"SADD", set_key};
@@ -138,6 +148,13 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing) {
     std::lock_guard lock(mu_);
     sadd.insert(sadd.end(), members_.begin(), members_.end());
     removing.swap(removed_);
+    *retired_all = std::exchange(retire_all_, false);
+  }
+  if (*retired_all) {
+    for (auto it = sadd.begin() + 2; it != sadd.end(); ++it) {
+      AppendCommand(ctx_, RetireRecordArgs(script_sha_, config_.key_prefix + ":" + *it, agent_id_));
+      ++replies;
+    }
   }
   if (sadd.size() > 2) {
     AppendCommand(ctx_, sadd);
@@ -181,12 +198,18 @@ size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& prima
   const Millis remaining = Remaining(primary->measured_mono, now);
   if (remaining <= Millis(0)) return 0;
   static const std::vector<std::string> kMulti = {"MULTI"}, kExec = {"EXEC"};
+  const std::string ttl = std::to_string(remaining.count());
   std::vector<std::string> hset = HsetArgs(*primary);
+  // Which server is the primary, under a name routers know without knowing it: the pointer.
+  const std::string pointer = config_.key_prefix + ":primary";
   AppendCommand(ctx_, kMulti);
   AppendCommand(ctx_, hset);
-  AppendCommand(ctx_, {"PEXPIRE", hset[1], std::to_string(remaining.count())});  // [1]: the key
+  AppendCommand(ctx_, {"PEXPIRE", hset[1], ttl});  // [1]: the key
+  AppendCommand(ctx_, {"HSET", pointer, "primary", primary->id, "state", primary->state, "topology",
+                       primary->topology});
+  AppendCommand(ctx_, {"PEXPIRE", pointer, ttl});
   AppendCommand(ctx_, kExec);
-  return 4;
+  return 6;
 }
 
 size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
@@ -221,8 +244,9 @@ Status RedisPublisher::ReadReplies(size_t n) {
 
 void RedisPublisher::Requeue(std::map<std::string, ReplicaSnapshot> records,
                              std::optional<PrimarySnapshot> primary, bool with_members,
-                             const std::set<std::string>& removing) {
+                             const std::set<std::string>& removing, bool retired_all) {
   std::lock_guard lock(mu_);
+  if (retired_all) retire_all_ = true;
   // Put back what may not have been written, unless a newer record arrived meanwhile.
   for (auto& [id, snap] : records) pending_.try_emplace(id, std::move(snap));
   if (primary && !primary_) primary_ = std::move(primary);
@@ -237,7 +261,8 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
                            bool with_members) {
   const MonoTime started = clock_.Now();
   std::set<std::string> removing;
-  size_t replies = with_members ? AppendMembership(removing) : 0;
+  bool retired_all = false;
+  size_t replies = with_members ? AppendMembership(removing, &retired_all) : 0;
   std::vector<MonoTime> written;
   replies += AppendRecords(records, started, &written);
   replies += AppendPrimary(primary, started);
@@ -248,7 +273,7 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
     metrics_->redis_errors.Add({{"reason", readonly ? "readonly" : "io"}}).Increment();
     LogLimited(LogLevel::kWarn, readonly ? "redis-readonly" : "redis-io",
                "Redis write failed: " + st.message());
-    Requeue(std::move(records), std::move(primary), with_members, removing);
+    Requeue(std::move(records), std::move(primary), with_members, removing, retired_all);
     return false;
   }
   metrics_->redis_publishes.Increment(static_cast<double>(written.size()));

@@ -46,6 +46,9 @@ class RedisPublisher {
   // The members of `<prefix>:replicas`; members no longer listed are removed from the set and
   // this agent's records removed from their keys (a key goes when no agent's record is left).
   void SetReplicas(const std::vector<std::string>& ids);
+  // Drops every record not written yet and removes this agent's record from every member's key
+  // (the primary moved: they were judged against the old one), before any record queued after.
+  void RetireAll();
   // Queues `snap` for writing, replacing an unwritten older record of the same replica.
   void Publish(const ReplicaSnapshot& snap);
   // Queues the primary's record (`lagwatch:primary:<host>:<port>`), replacing an unwritten one.
@@ -73,14 +76,15 @@ class RedisPublisher {
              std::deque<std::string> events, bool with_members);
   // Each Append* queues commands on ctx_ and returns how many replies they will have.
   // SADD of every member and, for the replicas removed since, SREM and the retirement of this
-  // agent's record from their keys; moves removed_ into `removing`.
-  size_t AppendMembership(std::set<std::string>& removing);
+  // agent's record from their keys; moves removed_ into `removing`. After RetireAll, first this
+  // agent's record leaves every member's key (`*retired_all` says so).
+  size_t AppendMembership(std::set<std::string>& removing, bool* retired_all);
   // The records measured within the TTL before `now`, each merged into its key for what remains
   // of its TTL; adds the measurement time of each to `written`.
   size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
                        std::vector<MonoTime>* written);
-  // The primary's record, if there is one measured within the TTL before `now`: MULTI, HSET,
-  // PEXPIRE by what remains of its TTL, EXEC.
+  // The primary's record, if there is one measured within the TTL before `now`, and the pointer
+  // `<prefix>:primary` naming it: MULTI, both HSETs and PEXPIREs by what remains of its TTL, EXEC.
   size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);
   // PUBLISH of each event on `<prefix>:events`.
   size_t AppendEvents(const std::deque<std::string>& events);
@@ -91,7 +95,7 @@ class RedisPublisher {
   // Puts back what a failed Flush may not have written, unless newer data arrived meanwhile.
   void Requeue(std::map<std::string, ReplicaSnapshot> records,
                std::optional<PrimarySnapshot> primary, bool with_members,
-               const std::set<std::string>& removing);
+               const std::set<std::string>& removing, bool retired_all);
 
   const RedisConfig config_;
   const int64_t agent_id_;
@@ -106,6 +110,7 @@ class RedisPublisher {
   std::set<std::string> members_;                   // GUARDED_BY(mu_)
   std::set<std::string> removed_;                   // GUARDED_BY(mu_): to SREM and DEL
   bool members_dirty_ = true;                       // GUARDED_BY(mu_)
+  bool retire_all_ = false;                         // GUARDED_BY(mu_)
   bool connected_ = false;                          // GUARDED_BY(mu_)
 
   // Used only by the publisher thread.

@@ -131,7 +131,7 @@ TEST_CASE("SIGHUP applies a changed weight to that replica only") {
   json j = E().base;
   j["replicas"][1]["weight"] = 7;
   E().WriteConfig(j);
-  Hup("configuration reloaded: 0 added, 0 removed, 1 restarted, 1 unchanged");
+  Hup("configuration reloaded: 0 added, 0 removed, 1 restarted, 2 unchanged");
   CHECK(WaitFor([&] { return redis.HGetAll(Key(2))["weight"] == "7"; }, 2s));
   CHECK(redis.HGetAll(Key(1))["weight"] == "50");
   CHECK(WaitFor([&] { return redis.HGetAll(Key(2))["state"] == "ok"; }, 2s));
