@@ -372,7 +372,7 @@ void ReplicaProber::ScheduleNext() {
   // A probe due while this one still ran is due now: its start delay measures the loop, not the
   // server that made this probe slow. A replica coming back from lag is probed again at once, so
   // the recovery streak takes round trips, not ticks.
-  planned_ = health_.recovering()
+  planned_ = health_.recovering() || std::exchange(probe_soon_, false)
                  ? probe_.started + kMinProbeGap
                  : NextProbeAt(now, probe_.started, next_tick_,
                                bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
@@ -449,6 +449,14 @@ void ReplicaProber::ReportRole(const Assessment& a) {
     role.source_port = a.status.source_port;
     role.source_server_id = a.status.source_server_id;
   }
+  // In a switchover read_only and replication change together, but the status is polled once a
+  // second: a change of read_only waits for the status, polled at once, to say the rest.
+  if (last_role_ && last_role_->answered && role.answered &&
+      role.read_only != last_role_->read_only && !a.status_polled) {
+    role.read_only = last_role_->read_only;
+    next_status_ = probe_.started;
+    probe_soon_ = true;
+  }
   if (last_role_ == role) return;
   last_role_ = role;
   topology_->Report(role);
@@ -467,7 +475,7 @@ void ReplicaProber::StartOver(uint64_t epoch) {
   catching_up_until_ = clock_.Now() + kCatchUpWindow;
 }
 
-void ReplicaProber::ActAsPrimary(const Assessment& a) {
+void ReplicaProber::ActAsPrimary() {
   if (!acting_primary_) {
     acting_primary_ = true;
     StartOver(epoch_);
@@ -479,16 +487,17 @@ void ReplicaProber::ActAsPrimary(const Assessment& a) {
                              "replica");
   }
   replication_stopped_ = false;
+  bounds_.reset();  // its own freshness as the primary is no bound as a replica
   std::lock_guard lock(mu_);
   view_.state = "primary";
   view_.healthy = false;
-  view_.status = a.status;
   ++view_.probes;
 }
 
 void ReplicaProber::LeavePrimary() {
   acting_primary_ = false;
   StartOver(epoch_);
+  probe_soon_ = true;
   ShowServer();
   Log(LogLevel::kInfo, "server " + id_ + " is no longer the primary: probed as a replica");
 }
@@ -529,6 +538,10 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
+  {
+    std::lock_guard lock(mu_);
+    view_.status = a.status;  // the latest known, for the next probe whatever this one decides
+  }
   ReportRole(a);
   const TopologyMonitor::View view = topology_->ViewOf(id_);
   if (view.epoch != epoch_) {
@@ -539,12 +552,18 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
     return;
   }
   if (view.is_primary) {
-    ActAsPrimary(a);
+    ActAsPrimary();
     MarkProbeDone();
     ScheduleNext();
     return;
   }
-  if (acting_primary_) LeavePrimary();
+  if (acting_primary_) {
+    // What it measured as the primary says nothing of it as a replica: the next probe judges.
+    LeavePrimary();
+    MarkProbeDone();
+    ScheduleNext();
+    return;
+  }
   // Judged against the current primary only: not while its source is in doubt.
   a.health.source_verified =
       view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
@@ -601,10 +620,16 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
 
 ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lower_ms,
                                         MonoTime measured, WallTime measured_wall,
-                                        const HealthTracker::Verdict& v) const {
+                                        const HealthTracker::Verdict& v) {
   ReplicaSnapshot snap;
   snap.id = id_;
+  // The bound judged (the crossings are scheduled from it, whatever is published).
+  if (bounds_ && h.delay_ms) published_delay_ms_ = *h.delay_ms;
   snap.delay_ms = h.delay_ms.value_or(0);
+  // Kept healthy while the primary is unknown (health.primary_unknown's default): it had all
+  // the primary had when last heard from, and the bound grows only with the silence. Published
+  // as 0, so that a router comparing delay_ms with the limit decides as one reading healthy.
+  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) snap.delay_ms = 0;
   snap.delay_lower_ms = delay_lower_ms;
   snap.state = StateName(v.state);
   snap.healthy = v.healthy;
@@ -668,7 +693,6 @@ void ReplicaProber::PublishVerdict(const ReplicaSnapshot& snap, const HealthTrac
   // before that its key stays absent, which routers read as "unusable" (docs/redis.md). A bound
   // comes with the first measurement (bounds_), and the positions kind decides how tight it is.
   if (bounds_ && positions_decided_) publisher_->Publish(snap);
-  if (bounds_) published_delay_ms_ = snap.delay_ms;
   if (v.changed) {
     nlohmann::json e = {{"replica", id_},
                         {"state", snap.state},
@@ -707,7 +731,6 @@ void ReplicaProber::RecordWindows(const Assessment& a, const ReplicaSnapshot& sn
   std::lock_guard lock(mu_);
   view_.state = snap.state;
   view_.healthy = snap.healthy;
-  view_.status = a.status;
   if (a.bounds) view_.last = snap;
   ++view_.probes;
   if (!a.probe_status.ok() || a.status_error) {

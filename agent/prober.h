@@ -114,7 +114,7 @@ class ReplicaProber {
   // LeavePrimary switch between the primary's prober and a replica's.
   void ReportRole(const Assessment& a);
   void StartOver(uint64_t epoch);
-  void ActAsPrimary(const Assessment& a);
+  void ActAsPrimary();
   void LeavePrimary();
   // The replica's series, created when it is first judged as a replica.
   ReplicaMetrics& Metric();
@@ -122,8 +122,9 @@ class ReplicaProber {
   void MarkProbeDone();
   // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
   // log lines), and the windows and view.
+  // Also notes the bound judged (published_delay_ms_).
   ReplicaSnapshot Snapshot(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
-                           WallTime measured_wall, const HealthTracker::Verdict& v) const;
+                           WallTime measured_wall, const HealthTracker::Verdict& v);
   void RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap);
   void Publish(const Assessment& a, const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
                const HealthTracker::Verdict& v);
@@ -180,13 +181,14 @@ class ReplicaProber {
     std::optional<Result<QueryResult>> status_reply;
   };
   InFlight probe_;
-  ReplicaMetrics* m_ = nullptr;          // this replica's series; null while it is the primary
-  uint64_t epoch_ = 0;                   // the topology's epoch this prober's judgement belongs to
-  bool acting_primary_ = false;          // its server is the primary
+  ReplicaMetrics* m_ = nullptr;  // this replica's series; null while it is the primary
+  uint64_t epoch_ = 0;           // the topology's epoch this prober's judgement belongs to
+  bool acting_primary_ = false;  // its server is the primary
+  bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
   std::optional<ServerRole> last_role_;  // what was last reported to the topology
   HealthTracker health_;
   HealthInput last_health_;         // the last probe's, which a crossing verdict starts from
-  int64_t published_delay_ms_ = 0;  // the upper bound of the last verdict
+  int64_t published_delay_ms_ = 0;  // the upper bound the last verdict judged
   std::array<Micros, 8> rtts_{};    // the last answered probes' round trips (a ring)
   size_t next_rtt_ = 0;
   std::optional<LagBounds> bounds_;  // the last successful estimate
