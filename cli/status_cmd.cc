@@ -80,6 +80,34 @@ std::string ServerCell(const nlohmann::json& r) {
 
 }  // namespace
 
+std::string RenderPrimaryLine(const std::string& primary_json) {
+  auto doc = nlohmann::json::parse(primary_json, nullptr, /*allow_exceptions=*/false);
+  auto str = [&](const nlohmann::json& j, const char* key) -> std::optional<std::string> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return std::nullopt;
+    return EscapeControl(it->get<std::string>().substr(0, 256));
+  };
+  if (!doc.is_object()) return "";
+  auto primary = str(doc, "primary");
+  auto topology = doc.find("topology");
+  if (!primary || topology == doc.end() || !topology->is_object()) return "";
+  auto state = str(*topology, "state");
+  auto configured = str(*topology, "configured_primary");
+  auto changes = topology->find("changes");
+  if (!state || !configured || changes == topology->end() || !changes->is_number_unsigned()) {
+    return "";
+  }
+  const uint64_t moves = changes->get<uint64_t>();
+  std::string out =
+      "primary " + *primary + " (" + str(doc, "state").value_or("-") + "; topology " + *state;
+  if (*state == "ambiguous") out += ": SEVERAL WRITABLE SERVERS, NO REPLICA HEALTHY";
+  if (moves > 0 || *configured != *primary) {
+    out += "; moved " + std::to_string(moves) + (moves == 1 ? " time" : " times") +
+           " since start, configured " + *configured;
+  }
+  return out + ")\n";
+}
+
 // Never throws: whatever the JSON holds, a replica is healthy only if its "healthy" is 1.
 std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) {
   auto doc = nlohmann::json::parse(replicas_json, nullptr, /*allow_exceptions=*/false);
@@ -202,8 +230,10 @@ std::optional<std::string> Authorization(const StatusFlags& f) {
   return BasicAuthorization(f.user, std::move(password.value()));
 }
 
-// Prints the table for a 200 answer; the exit code.
-int Report(const HttpReply& reply, const std::string& url, bool sent_credentials) {
+// Prints the primary's line (when `primary` answered) and the table for a 200 answer; the exit
+// code.
+int Report(const HttpReply& reply, const HttpReply& primary, const std::string& url,
+           bool sent_credentials) {
   if (reply.code != 200) {
     std::string why = reply.code == 0 ? reply.error : "HTTP " + std::to_string(reply.code);
     if (reply.code == 401) {
@@ -221,6 +251,7 @@ int Report(const HttpReply& reply, const std::string& url, bool sent_credentials
                  url.c_str());
     return kExitUnreachable;
   }
+  if (primary.code == 200) std::fputs(RenderPrimaryLine(primary.body).c_str(), stdout);
   std::fputs(table.c_str(), stdout);
   return unhealthy > 0 ? kExitUnhealthy : 0;
 }
@@ -241,8 +272,13 @@ int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromCon
   request.authorization = std::move(*authorization);
   const bool sent_credentials = !request.authorization.empty();
   HttpReply reply = HttpGet(target, request);
+  HttpReply primary;
+  if (reply.code == 200) {
+    request.path = "/api/v1/primary";
+    primary = HttpGet(target, request);
+  }
   OPENSSL_cleanse(request.authorization.data(), request.authorization.size());
-  return Report(reply, url, sent_credentials);
+  return Report(reply, primary, url, sent_credentials);
 }
 
 }  // namespace lagwatch

@@ -37,4 +37,9 @@ int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromCon
 // type show as "-". Never throws. Exposed for tests.
 std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy);
 
+// Renders GET /api/v1/primary's JSON as the line above the table: "primary HOST:PORT (state;
+// topology STATE; N moves since start, configured HOST:PORT)". "" when the text is not that JSON
+// (an agent too old to say, or nonsense): the table still prints. Never throws. For tests.
+std::string RenderPrimaryLine(const std::string& primary_json);
+
 }  // namespace lagwatch

@@ -7,6 +7,29 @@
 namespace lagwatch {
 namespace {
 
+TEST_CASE("RenderPrimaryLine: the primary, the topology, and its moves when it moved") {
+  CHECK(RenderPrimaryLine(R"({"primary": "127.0.0.1:3306", "state": "up",
+      "topology": {"state": "ok", "configured_primary": "127.0.0.1:3306", "changes": 0}})") ==
+        "primary 127.0.0.1:3306 (up; topology ok)\n");
+  CHECK(RenderPrimaryLine(R"({"primary": "127.0.0.1:3307", "state": "up",
+      "topology": {"state": "ok", "configured_primary": "127.0.0.1:3306", "changes": 1}})") ==
+        "primary 127.0.0.1:3307 (up; topology ok; moved 1 time since start, configured "
+        "127.0.0.1:3306)\n");
+  CHECK(RenderPrimaryLine(R"({"primary": "127.0.0.1:3307", "state": "up",
+      "topology": {"state": "ambiguous", "configured_primary": "127.0.0.1:3307", "changes": 0}})")
+            .find("topology ambiguous: SEVERAL WRITABLE SERVERS") != std::string::npos);
+  // Not the API, or fields of the wrong type: no line, never a throw.
+  for (const char* bad : {"", "[]", "nonsense", R"({"primary": 3})",
+                          R"({"primary": "a", "topology": {"state": "ok"}})",
+                          R"({"primary": "a", "topology": {"state": "ok",
+                              "configured_primary": "a", "changes": -1}})"}) {
+    CHECK(RenderPrimaryLine(bad).empty());
+  }
+  CHECK(RenderPrimaryLine(R"({"primary": "a\u001b[2J", "topology": {"state": "ok",
+      "configured_primary": "a", "changes": 2}})")
+            .find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("RenderStatusTable: one row per replica, unhealthy counted, last error shown") {
   int unhealthy = -2;
   std::string table = RenderStatusTable(R"({"replicas": [
