@@ -1,6 +1,8 @@
 #include "agent/agent.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +53,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   }
   if (a.redis != b.redis) return "redis";
   if (a.http_listen != b.http_listen || a.http != b.http) return "http";
+  if (a.discovery != b.discovery) return "discovery";
   return "";
 }
 
@@ -79,14 +82,11 @@ Agent::Agent(Config config, const Clock& clock)
           }(),
           initial_.primary, [this](const Endpoint& p) { MovePrimary(p); },
           [this](const TopologyMonitor::Change& c) { TopologyChanged(c); },
-          [](const Endpoint& s) {
-            Log(LogLevel::kWarn, "server " + s.Id() +
-                                     " is writable (read_only=0) but replicates from "
-                                     "another: a replica with read_only forgotten? It is "
-                                     "not taken for the primary");
-          }),
+          [this](const TopologyMonitor::Notice& n) { TopologyNotice(n); }),
       router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
-      config_(std::move(config)) {
+      config_(std::move(config)),
+      discovered_(Millis(initial_.discovery.grace_ms),
+                  static_cast<size_t>(initial_.discovery.max_replicas)) {
   reporter_.SetTopology(&topology_);
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
   shown_primary_ = initial_.primary.Id();
@@ -98,6 +98,18 @@ Agent::Agent(Config config, const Clock& clock)
   for (const auto& r : config_.Servers()) {
     probers_[r.endpoint.Id()] = MakeProber(r);
     servers_.push_back(r.endpoint.Id());
+  }
+  if (initial_.discovery.enabled) {
+    discovery_ = std::make_unique<ReplicaDiscovery>(
+        PrimaryTarget(initial_.primary), Millis(initial_.discovery.interval_ms),
+        static_cast<size_t>(initial_.discovery.max_replicas),
+        [this](const std::vector<ListedReplica>& listed, int skipped) {
+          OnListed(listed, skipped);
+        },
+        [this](const std::string& reason) {
+          metrics_.discovery_errors.Add({{"reason", reason}}).Increment();
+        },
+        clock_);
   }
 }
 
@@ -112,6 +124,7 @@ void Agent::MovePrimary(const Endpoint& primary) {
   heartbeat_log_.Clear();
   writer_.SetPrimary(PrimaryTarget(primary));
   sampler_.SetPrimary(PrimaryTarget(primary));
+  if (discovery_) discovery_->SetPrimary(PrimaryTarget(primary));
   reporter_.SetPrimary(primary.Id());
 }
 
@@ -173,6 +186,75 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
     was_ambiguous_ = change.state == TopologyState::kAmbiguous;
   }
   if (event) publisher_.PublishEvent(e.dump());
+}
+
+void Agent::TopologyNotice(const TopologyMonitor::Notice& n) {
+  const std::string server = n.role.endpoint.Id();
+  if (n.kind == TopologyMonitor::Notice::Kind::kWritableReplica) {
+    Log(LogLevel::kWarn, "server " + server +
+                             " is writable (read_only=0) but replicates from another: a replica "
+                             "with read_only forgotten? It is not taken for the primary");
+    return;
+  }
+  metrics_.source_doubts.Add({{"replica", server}}).Increment();
+  // The source as the replica names it, quoted: it comes from the server, not from the config.
+  std::string source = "nobody";
+  if (n.role.replicates && *n.role.replicates) {
+    source = "'" + n.role.source_host + "' port " +
+             (n.role.source_port ? std::to_string(*n.role.source_port) : "?");
+    if (n.role.source_server_id && *n.role.source_server_id != 0) {
+      source += " (server id " + std::to_string(*n.role.source_server_id) + ")";
+    }
+  }
+  LogLimited(LogLevel::kWarn, "source-doubt:" + server,
+             "replica " + server + " replicates from " + source + ", which is not the primary " +
+                 n.primary.Id() +
+                 " nor a configured replica leading to it: unverified (not healthy) "
+                 "until it replicates from the primary");
+}
+
+void Agent::OnListed(const std::vector<ListedReplica>& listed, int skipped) {
+  if (skipped > 0) {
+    metrics_.discovery_errors.Add({{"reason", "row"}}).Increment(skipped);
+    LogLimited(LogLevel::kWarn, "discovery-rows",
+               "replica discovery: " + std::to_string(skipped) +
+                   " listed replicas skipped (no report_host, an unusable host or port, or over "
+                   "discovery.max_replicas)",
+               60);
+  }
+  std::lock_guard lock(mu_);
+  if (!started_) return;
+  std::set<std::string> configured;
+  for (const auto& r : config_.Servers()) configured.insert(r.endpoint.Id());
+  // The primary lists its replicas, not itself: a discovered replica promoted stays probed.
+  std::vector<ListedReplica> seen = listed;
+  seen.push_back({topology_.primary(), 0});
+  const std::vector<ReplicaConfig> running = EffectiveServers(config_);
+  if (!discovered_.Update(seen, clock_.Now(), configured, topology_.ServerIds(configured))) {
+    return;
+  }
+  for (const auto& e : discovered_.added()) {
+    Log(LogLevel::kInfo, "discovered replica " + e.Id() + " in the primary's listing: probed in " +
+                             config_.discovery.tier + " with weight " +
+                             std::to_string(config_.discovery.weight));
+  }
+  for (const auto& e : discovered_.dropped()) {
+    Log(LogLevel::kInfo, "replica " + e.Id() + " is no longer listed by the primary (for " +
+                             std::to_string(config_.discovery.grace_ms) +
+                             " ms): no longer probed or published");
+  }
+  const std::vector<ReplicaConfig> next = EffectiveServers(config_);
+  std::vector<Endpoint> servers;
+  for (const auto& r : next) servers.push_back(r.endpoint);
+  topology_.SetServers(servers);
+  ApplyServers(next, running, false);
+  {
+    std::lock_guard servers_lock(servers_mu_);
+    servers_.clear();
+    for (const auto& [id, p] : probers_) servers_.push_back(id);
+  }
+  metrics_.discovered_replicas.Set(static_cast<double>(discovered_.replicas().size()));
+  PublishReplicaSet();
 }
 
 void Agent::PublishReplicaSet() {
@@ -276,6 +358,7 @@ Status Agent::Start() {
                                "(needs root, CAP_SYS_NICE or LimitRTPRIO=1)");
   }
   started_ = true;
+  if (discovery_) discovery_->Start();
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " +
                            std::to_string(probers_.size() - 1) + " replicas of primary " +
                            initial_.primary.Id() + " (and the primary, for its role); metrics on " +
@@ -286,6 +369,7 @@ Status Agent::Start() {
 }
 
 void Agent::Stop() {
+  if (discovery_) discovery_->Stop();  // before mu_: its listings take it
   {
     std::lock_guard lock(mu_);
     // Loops first: then each prober's Stop runs inline instead of a round trip to its loop.
@@ -309,9 +393,22 @@ Status Agent::Reload(const Config& next) {
   const bool shared_changed = !SameTiers(config_.tiers, next.tiers) ||
                               !SameHealth(config_.health, next.health) ||
                               config_.slo_delay_ms != next.slo_delay_ms;
+  // The server acting as the primary is never dropped (after a switchover it may be a replica in
+  // the configuration).
+  const Endpoint primary = topology_.primary();
+  const std::vector<ReplicaConfig> running_servers = EffectiveServers(config_);
+  const std::vector<ReplicaConfig> next_servers = EffectiveServers(next);
+  std::vector<Endpoint> servers;
+  for (const auto& s : next_servers) servers.push_back(s.endpoint);
+  if (std::find(servers.begin(), servers.end(), primary) == servers.end()) {
+    return Status::InvalidArgument("replicas: " + primary.Id() +
+                                   " is the primary now and cannot be removed");
+  }
+  // The monitor knows the new servers before their probers report.
+  topology_.SetServers(servers);
   // New and restarted probers share the new settings; unchanged ones keep theirs.
   prober_settings_ = ProberSettings(next);
-  const ReloadCounts n = ApplyReplicas(next, shared_changed);
+  const ReloadCounts n = ApplyServers(next_servers, running_servers, shared_changed);
   {
     std::lock_guard servers_lock(servers_mu_);
     servers_.clear();
@@ -325,10 +422,20 @@ Status Agent::Reload(const Config& next) {
   return Status::Ok();
 }
 
-Agent::ReloadCounts Agent::ApplyReplicas(const Config& next, bool shared_changed) {
+std::vector<ReplicaConfig> Agent::EffectiveServers(const Config& c) const {
   // Every server is probed, the primary too (its tier and weight are for when it is a replica).
-  const std::vector<ReplicaConfig> next_servers = next.Servers();
-  const std::vector<ReplicaConfig> running_servers = config_.Servers();
+  std::vector<ReplicaConfig> out = c.Servers();
+  std::set<std::string> named;
+  for (const auto& r : out) named.insert(r.endpoint.Id());
+  for (const auto& e : discovered_.replicas()) {
+    if (!named.count(e.Id())) out.push_back({e, c.discovery.tier, c.discovery.weight});
+  }
+  return out;
+}
+
+Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_servers,
+                                        const std::vector<ReplicaConfig>& running_servers,
+                                        bool shared_changed) {
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next_servers) wanted[r.endpoint.Id()] = &r;
   ReloadCounts n;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/config.h"
+#include "agent/discovery.h"
 #include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
 #include "agent/topology_monitor.h"
@@ -69,7 +70,14 @@ class Agent {
   struct ReloadCounts {
     int added = 0, removed = 0, restarted = 0, kept = 0;
   };
-  ReloadCounts ApplyReplicas(const Config& next, bool shared_changed);
+  ReloadCounts ApplyServers(const std::vector<ReplicaConfig>& next,
+                            const std::vector<ReplicaConfig>& running, bool shared_changed);
+  // `c`'s servers and the discovered replicas it does not name (with discovery's tier and
+  // weight). REQUIRES: mu_ held.
+  std::vector<ReplicaConfig> EffectiveServers(const Config& c) const;
+  // A listing of the primary's replicas (on the discovery thread): probers for replicas found,
+  // none for those gone for the grace period.
+  void OnListed(const std::vector<ListedReplica>& listed, int skipped);
   // The HTTP API's routes (docs/api.md).
   std::map<std::string, HttpServer::Handler> Routes();
   // Following the primary (agent/topology_monitor.h). MovePrimary runs under the monitor's lock:
@@ -78,6 +86,8 @@ class Agent {
   // (a reload holding it waits for the loops).
   void MovePrimary(const Endpoint& primary);
   void TopologyChanged(const TopologyMonitor::Change& change);
+  // A writable replica, or a replica whose source went into doubt: logged (and the latter counted).
+  void TopologyNotice(const TopologyMonitor::Notice& n);
   // The members of `<prefix>:replicas`: every server but the primary.
   void PublishReplicaSet();
   MysqlTarget PrimaryTarget(const Endpoint& primary) const;
@@ -98,6 +108,7 @@ class Agent {
   std::optional<std::string> shown_primary_;  // GUARDED_BY(servers_mu_): lagwatch_primary_info's
   bool was_ambiguous_ = false;  // GUARDED_BY(servers_mu_): the last change was to ambiguous
   TopologyMonitor topology_;
+  std::unique_ptr<ReplicaDiscovery> discovery_;  // when discovery.enabled
 
   RouterFeedback router_feedback_;
   // Per router app: RWSR and DSR windows (1m, 5m) and their gauges.
@@ -119,6 +130,7 @@ class Agent {
   std::shared_ptr<const Config> prober_settings_;  // GUARDED_BY(mu_): ProberSettings(config_)
   std::map<std::string, std::unique_ptr<ReplicaProber>> probers_;  // GUARDED_BY(mu_), by id
   bool started_ = false;                                           // GUARDED_BY(mu_)
+  DiscoveredSet discovered_;                                       // GUARDED_BY(mu_)
   std::unique_ptr<HttpServer> http_;
 };
 

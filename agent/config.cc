@@ -282,6 +282,34 @@ int ReadSingleInt(const json& j, const std::string& section, const std::string& 
   return v;
 }
 
+void ReadDiscovery(const json& j, Config& c) {
+  Obj o(j, "discovery");
+  DiscoveryConfig& d = c.discovery;
+  if (const json* e = o.Get("enabled")) {
+    if (!e->is_boolean()) Fail("discovery.enabled", "must be true or false");
+    d.enabled = e->get<bool>();
+  }
+  d.interval_ms = static_cast<int>(o.Int("interval_ms", d.interval_ms, 100, 3'600'000));
+  d.tier = o.Str("tier", "");
+  d.weight = static_cast<int>(o.Int("weight", d.weight, 0, 1000));
+  d.grace_ms = static_cast<int>(o.Int("grace_ms", d.grace_ms, 0, 86'400'000));
+  d.max_replicas = static_cast<int>(o.Int("max_replicas", d.max_replicas, 1, 10000));
+  o.RejectUnknownKeys();
+  if (d.grace_ms < d.interval_ms) {
+    Fail("discovery.grace_ms",
+         "must be at least discovery.interval_ms (" + std::to_string(d.interval_ms) + ")");
+  }
+  if (d.tier.empty()) {
+    for (const auto& t : c.tiers) {
+      if (t.enabled) d.tier = t.name;
+    }
+    if (d.tier.empty()) d.tier = c.tiers.back().name;
+  } else if (std::none_of(c.tiers.begin(), c.tiers.end(),
+                          [&](const TierConfig& t) { return t.name == d.tier; })) {
+    Fail("discovery.tier", "unknown tier \"" + d.tier + "\"");
+  }
+}
+
 Config Parse(const json& root) {
   Config c;
   Obj top(root, "");
@@ -319,6 +347,7 @@ Config Parse(const json& root) {
   if (const json* j = top.Get("slo")) {
     c.slo_delay_ms = ReadSingleInt(*j, "slo", "delay_ms", 200, 1, 3'600'000);
   }
+  if (const json* j = top.Get("discovery")) ReadDiscovery(*j, c);
   top.RejectUnknownKeys();
   return c;
 }

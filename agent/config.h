@@ -30,6 +30,17 @@ struct ReplicaConfig {
   int weight = 1;    // 0..1000, passed through to routers
 };
 
+// Replicas found from the primary's listing (agent/discovery.h); off by default.
+struct DiscoveryConfig {
+  bool enabled = false;
+  int interval_ms = 5000;
+  std::string tier;  // the tier discovered replicas get; the last enabled tier by default
+  int weight = 1;
+  int grace_ms = 60000;     // unlisted this long: no longer probed
+  int max_replicas = 1000;  // more listed than this are ignored (and counted)
+  bool operator==(const DiscoveryConfig&) const = default;
+};
+
 struct ProbeConfig {
   int interval_ms = 200;
   int timeout_ms = 150;
@@ -77,6 +88,7 @@ struct Config {
   std::string http_listen = "127.0.0.1:9877";
   HttpConfig http;
   int slo_delay_ms = 200;
+  DiscoveryConfig discovery;
 
   // REQUIRES: name is a tier in `tiers` (guaranteed after ParseConfig succeeds).
   const TierConfig& Tier(const std::string& name) const;

@@ -158,6 +158,35 @@ TEST_CASE("the primary's tier and weight as a replica: the first tier and 1, or 
   Rejects([](json& j) { j["primary"]["weight"] = 1001; }, "primary.weight");
 }
 
+TEST_CASE("discovery: off by default; its keys checked, its tier the last enabled one") {
+  json j = Valid();
+  auto c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->discovery.enabled);
+  j["discovery"] = {{"enabled", true}, {"interval_ms", 500}, {"grace_ms", 2000}, {"weight", 7}};
+  c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  CHECK(c->discovery.enabled);
+  CHECK(c->discovery.interval_ms == 500);
+  CHECK(c->discovery.grace_ms == 2000);
+  CHECK(c->discovery.weight == 7);
+  std::string last_enabled;
+  for (const auto& t : c->tiers) {
+    if (t.enabled) last_enabled = t.name;
+  }
+  CHECK(c->discovery.tier == last_enabled);
+  Rejects([](json& j) { j["discovery"] = {{"enabled", "yes"}}; }, "discovery.enabled");
+  Rejects([](json& j) { j["discovery"] = {{"tier", "gold"}}; }, "discovery.tier");
+  Rejects([](json& j) { j["discovery"] = {{"interval_ms", 50}}; }, "discovery.interval_ms");
+  Rejects(
+      [](json& j) {
+        j["discovery"] = {{"interval_ms", 5000}, {"grace_ms", 1000}};
+      },
+      "discovery.grace_ms");
+  Rejects([](json& j) { j["discovery"] = {{"max_replicas", 0}}; }, "discovery.max_replicas");
+  Rejects([](json& j) { j["discovery"] = {{"hosts", 1}}; }, "discovery.hosts");
+}
+
 TEST_CASE("missing required keys are named") {
   Rejects([](json& j) { j.erase("primary"); }, "primary");
   Rejects([](json& j) { j["primary"].erase("defaults_file"); }, "primary.defaults_file");

@@ -448,14 +448,21 @@ void ReplicaProber::ReportRole(const Assessment& a) {
     role.source_host = a.status.source_host;
     role.source_port = a.status.source_port;
     role.source_server_id = a.status.source_server_id;
+    role.source_connected = a.status.io_running;
   }
   // In a switchover read_only and replication change together, but the status is polled once a
-  // second: a change of read_only waits for the status, polled at once, to say the rest.
+  // second, and before the probe's query reads read_only: a change of read_only waits for the
+  // status of a later probe, polled at once, to say the rest.
   if (last_role_ && last_role_->answered && role.answered &&
-      role.read_only != last_role_->read_only && !a.status_polled) {
-    role.read_only = last_role_->read_only;
-    next_status_ = probe_.started;
-    probe_soon_ = true;
+      role.read_only != last_role_->read_only) {
+    if (!read_only_flip_seen_) read_only_flip_seen_ = probe_.started;
+    if (!a.status_polled || probe_.started == *read_only_flip_seen_) {
+      role.read_only = last_role_->read_only;
+      next_status_ = probe_.started;
+      probe_soon_ = true;
+    }
+  } else {
+    read_only_flip_seen_.reset();
   }
   if (last_role_ == role) return;
   last_role_ = role;

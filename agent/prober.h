@@ -186,6 +186,8 @@ class ReplicaProber {
   bool acting_primary_ = false;  // its server is the primary
   bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
   std::optional<ServerRole> last_role_;  // what was last reported to the topology
+  // When a change of read_only not yet reported was first seen (the probe's start).
+  std::optional<MonoTime> read_only_flip_seen_;
   HealthTracker health_;
   HealthInput last_health_;         // the last probe's, which a crossing verdict starts from
   int64_t published_delay_ms_ = 0;  // the upper bound the last verdict judged

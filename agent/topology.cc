@@ -7,7 +7,8 @@ namespace {
 
 // The configured server `r` names as its source, if any.
 std::optional<size_t> SourceOf(const std::vector<ServerRole>& roles, const ServerRole& r) {
-  if (r.source_server_id && *r.source_server_id != 0) {
+  const bool id_fresh = r.source_connected && r.source_server_id && *r.source_server_id != 0;
+  if (id_fresh) {
     for (size_t i = 0; i < roles.size(); ++i) {
       if (roles[i].server_id && *roles[i].server_id == *r.source_server_id) return i;
     }
@@ -15,9 +16,12 @@ std::optional<size_t> SourceOf(const std::vector<ServerRole>& roles, const Serve
   if (r.source_host.empty() || !r.source_port) return std::nullopt;
   const std::string host = AsciiLower(r.source_host);
   for (size_t i = 0; i < roles.size(); ++i) {
-    if (AsciiLower(roles[i].endpoint.host) == host && roles[i].endpoint.port == *r.source_port) {
-      return i;
+    if (AsciiLower(roles[i].endpoint.host) != host || roles[i].endpoint.port != *r.source_port) {
+      continue;
     }
+    // Connected to a server whose id is not this one's: the name points elsewhere now.
+    if (id_fresh && roles[i].server_id) return std::nullopt;
+    return i;
   }
   return std::nullopt;
 }

@@ -25,6 +25,9 @@ struct ServerRole {
   std::string source_host;         // Master_Host / Source_Host
   std::optional<int64_t> source_port;
   std::optional<int64_t> source_server_id;  // 0 or nullopt before the first connect
+  // The IO thread is connected (Slave_IO_Running: Yes): only then is source_server_id the id of
+  // the server it names. After CHANGE MASTER it keeps the old source's id until it connects.
+  bool source_connected = false;
 
   bool operator==(const ServerRole&) const = default;
 };
@@ -62,7 +65,8 @@ enum class SourceRelation {
 };
 
 // `replica`'s relation to `primary` (indexes into `roles`). The source is matched by server id
-// when both are known, else by host and port as the replica names them against the configured
+// while the replica's IO thread is connected (the id is then fresh, and names the server whatever
+// it is called), else by host and port as the replica names them against the configured
 // endpoints (exactly: names are not resolved). A chain is followed through configured replicas.
 SourceRelation RelationTo(const std::vector<ServerRole>& roles, size_t replica, size_t primary);
 

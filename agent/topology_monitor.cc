@@ -1,16 +1,19 @@
 #include "agent/topology_monitor.h"
 
+#include <algorithm>
+
 namespace lagwatch {
 
 TopologyMonitor::TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& primary,
-                                 MoveFn move, ChangedFn changed, WarnFn warn)
-    : servers_(std::move(servers)),
-      move_(std::move(move)),
+                                 MoveFn move, ChangedFn changed, NoticeFn notice)
+    : move_(std::move(move)),
       changed_(std::move(changed)),
-      warn_(std::move(warn)),
+      notice_(std::move(notice)),
+      servers_(std::move(servers)),
       roles_(servers_.size()),
       relations_(servers_.size(), SourceRelation::kPrimary),
-      warned_(servers_.size(), false) {
+      warned_(servers_.size(), false),
+      doubted_(servers_.size(), false) {
   for (size_t i = 0; i < servers_.size(); ++i) {
     index_[servers_[i].Id()] = i;
     roles_[i].endpoint = servers_[i];
@@ -20,23 +23,67 @@ TopologyMonitor::TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& 
 }
 
 void TopologyMonitor::Report(const ServerRole& role) {
-  auto it = index_.find(role.endpoint.Id());
-  if (it == index_.end()) return;
   std::optional<Change> change;
-  std::vector<Endpoint> warn;
+  std::vector<Notice> notices;
   {
     std::lock_guard lock(mu_);
+    auto it = index_.find(role.endpoint.Id());
+    if (it == index_.end()) return;
     roles_[it->second] = role;
-    Decide(&change, &warn);
+    Decide(&change, &notices);
   }
-  for (const Endpoint& w : warn) warn_(w);
+  for (const Notice& n : notices) notice_(n);
   if (change) changed_(*change);
 }
 
-void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Endpoint>* warn) {
+void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
+  std::optional<Change> change;
+  std::vector<Notice> notices;
+  {
+    std::lock_guard lock(mu_);
+    const Endpoint primary = servers_[primary_];
+    std::vector<ServerRole> roles(servers.size());
+    std::vector<bool> warned(servers.size(), false), doubted(servers.size(), false);
+    std::map<std::string, size_t> index;
+    size_t primary_at = 0;
+    bool found = false;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      index[servers[i].Id()] = i;
+      roles[i].endpoint = servers[i];
+      if (auto it = index_.find(servers[i].Id()); it != index_.end()) {
+        roles[i] = roles_[it->second];
+        warned[i] = warned_[it->second];
+        doubted[i] = doubted_[it->second];
+      }
+      if (servers[i] == primary) {
+        primary_at = i;
+        found = true;
+      }
+    }
+    if (!found) return;            // refused by the agent before it gets here
+    std::vector<size_t> writable;  // as indexes into the new list, so a reload is no change
+    for (size_t w : writable_) {
+      if (auto it = index.find(servers_[w].Id()); it != index.end()) writable.push_back(it->second);
+    }
+    std::sort(writable.begin(), writable.end());
+    writable_ = std::move(writable);
+    servers_ = servers;
+    index_ = std::move(index);
+    roles_ = std::move(roles);
+    warned_ = std::move(warned);
+    doubted_ = std::move(doubted);
+    relations_.assign(servers_.size(), SourceRelation::kPrimary);
+    primary_ = primary_at;
+    Decide(&change, &notices);
+  }
+  for (const Notice& n : notices) notice_(n);
+  if (change) changed_(*change);
+}
+
+void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>* notices) {
   const Topology t = DecideTopology(roles_);
   for (size_t i : t.writable_replicas) {
-    if (!warned_[i]) warn->push_back(servers_[i]);
+    if (!warned_[i]) notices->push_back({Notice::Kind::kWritableReplica, roles_[i], {}});
     warned_[i] = true;
   }
   std::optional<Endpoint> previous;
@@ -49,6 +96,12 @@ void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Endpoint
   for (size_t i = 0; i < servers_.size(); ++i) {
     relations_[i] = i == primary_ || !roles_[i].replicates ? SourceRelation::kPrimary
                                                            : RelationTo(roles_, i, primary_);
+    // Said once each time a replica's source goes into doubt (while it answers and replicates).
+    const bool doubt = relations_[i] == SourceRelation::kUnknown && roles_[i].answered;
+    if (doubt && !doubted_[i]) {
+      notices->push_back({Notice::Kind::kSourceInDoubt, roles_[i], servers_[primary_]});
+    }
+    doubted_[i] = doubt;
   }
   if (!previous && t.state == state_ && t.writable == writable_) return;
   state_ = t.state;
@@ -64,8 +117,8 @@ void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Endpoint
 
 TopologyMonitor::View TopologyMonitor::ViewOf(const std::string& id) const {
   View v;
-  auto it = index_.find(id);
   std::lock_guard lock(mu_);
+  auto it = index_.find(id);
   v.epoch = epoch_;
   v.state = state_;
   if (it != index_.end()) {
@@ -80,6 +133,15 @@ TopologyMonitor::View TopologyMonitor::ViewOf(const std::string& id) const {
 Endpoint TopologyMonitor::primary() const {
   std::lock_guard lock(mu_);
   return servers_[primary_];
+}
+
+std::set<int64_t> TopologyMonitor::ServerIds(const std::set<std::string>& ids) const {
+  std::set<int64_t> out;
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    if (roles_[i].server_id && ids.count(servers_[i].Id())) out.insert(*roles_[i].server_id);
+  }
+  return out;
 }
 
 TopologyState TopologyMonitor::state() const {

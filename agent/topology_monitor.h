@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,16 +35,30 @@ class TopologyMonitor {
   using MoveFn = std::function<void(const Endpoint& primary)>;
   // After a change, outside the lock, on the reporting thread.
   using ChangedFn = std::function<void(const Change& change)>;
-  // Told once per server, when a server is first seen writable while it replicates.
-  using WarnFn = std::function<void(const Endpoint& server)>;
+  // What the operator should hear of once per occurrence, outside the lock.
+  struct Notice {
+    enum class Kind {
+      kWritableReplica,  // first seen writable while it replicates: never taken for the primary
+      kSourceInDoubt,    // a replica's source became one that does not lead to the primary
+    };
+    Kind kind = Kind::kWritableReplica;
+    ServerRole role;  // what the server said (its source, for kSourceInDoubt)
+    Endpoint primary;
+  };
+  using NoticeFn = std::function<void(const Notice& notice)>;
 
   // `servers`: every configured server; `primary` the one the agent starts with. The topology is
   // kUnknown, with that primary, until the servers have said more.
   TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& primary, MoveFn move,
-                  ChangedFn changed, WarnFn warn);
+                  ChangedFn changed, NoticeFn notice);
 
   // What the server at role.endpoint said at its latest probe. A server not configured is ignored.
   void Report(const ServerRole& role);
+
+  // The configured servers after a reload (or discovery): what kept servers said is kept, new ones
+  // are unknown until they report, and removed ones are forgotten. The current primary must be
+  // among them (the agent refuses a reload that removes it).
+  void SetServers(const std::vector<Endpoint>& servers);
 
   // What a prober needs to judge its server.
   struct View {
@@ -58,24 +73,27 @@ class TopologyMonitor {
   View ViewOf(const std::string& id) const;
 
   Endpoint primary() const;
+  // The server ids the servers among `ids` (Endpoint::Id()) last reported.
+  std::set<int64_t> ServerIds(const std::set<std::string>& ids) const;
   TopologyState state() const;
   uint64_t epoch() const;
 
  private:
   // Recomputes the relations and the topology; fills `change` when something a caller must hear
   // about changed. REQUIRES: mu_ held.
-  void Decide(std::optional<Change>* change, std::vector<Endpoint>* warn);
+  void Decide(std::optional<Change>* change, std::vector<Notice>* notices);
 
-  const std::vector<Endpoint> servers_;
-  std::map<std::string, size_t> index_;  // by Endpoint::Id()
   const MoveFn move_;
   const ChangedFn changed_;
-  const WarnFn warn_;
+  const NoticeFn notice_;
 
   mutable std::mutex mu_;
+  std::vector<Endpoint> servers_;                  // GUARDED_BY(mu_)
+  std::map<std::string, size_t> index_;            // GUARDED_BY(mu_), by Endpoint::Id()
   std::vector<ServerRole> roles_;                  // GUARDED_BY(mu_), as servers_
   std::vector<SourceRelation> relations_;          // GUARDED_BY(mu_), as servers_
   std::vector<bool> warned_;                       // GUARDED_BY(mu_): writable replica said
+  std::vector<bool> doubted_;                      // GUARDED_BY(mu_): source in doubt said
   size_t primary_ = 0;                             // GUARDED_BY(mu_)
   TopologyState state_ = TopologyState::kUnknown;  // GUARDED_BY(mu_)
   std::vector<size_t> writable_;                   // GUARDED_BY(mu_)

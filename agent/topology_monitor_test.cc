@@ -18,6 +18,7 @@ ServerRole Role(int n, bool read_only, std::optional<int> source = std::nullopt)
     r.source_host = E(*source).host;
     r.source_port = 3306;
     r.source_server_id = *source;
+    r.source_connected = true;
   }
   return r;
 }
@@ -26,11 +27,16 @@ struct Fixture {
   std::vector<Endpoint> moves;
   std::vector<TopologyMonitor::Change> changes;
   std::vector<Endpoint> warnings;
-  TopologyMonitor monitor{{E(1), E(2), E(3)},
-                          E(1),
-                          [this](const Endpoint& p) { moves.push_back(p); },
-                          [this](const TopologyMonitor::Change& c) { changes.push_back(c); },
-                          [this](const Endpoint& s) { warnings.push_back(s); }};
+  std::vector<Endpoint> doubts;
+  TopologyMonitor monitor{
+      {E(1), E(2), E(3)},
+      E(1),
+      [this](const Endpoint& p) { moves.push_back(p); },
+      [this](const TopologyMonitor::Change& c) { changes.push_back(c); },
+      [this](const TopologyMonitor::Notice& n) {
+        auto& to = n.kind == TopologyMonitor::Notice::Kind::kWritableReplica ? warnings : doubts;
+        to.push_back(n.role.endpoint);
+      }};
 };
 
 TEST_CASE("topology: the configured primary confirmed, then a switchover moves it once") {
@@ -58,6 +64,9 @@ TEST_CASE("topology: the configured primary confirmed, then a switchover moves i
   CHECK(f.monitor.ViewOf(E(2).Id()).is_primary);
   CHECK_FALSE(f.monitor.ViewOf(E(1).Id()).is_primary);
   CHECK(f.monitor.ViewOf(E(3).Id()).relation == SourceRelation::kUnknown);
+  // Said once each: the old primary replicates from nobody, 3 from a server that does not lead to
+  // the new primary.
+  CHECK(f.doubts == std::vector<Endpoint>{E(1), E(3)});
   // Re-pointed: 3 and the old primary are the new one's replicas.
   f.monitor.Report(Role(3, true, 2));
   f.monitor.Report(Role(1, true, 2));
@@ -65,6 +74,29 @@ TEST_CASE("topology: the configured primary confirmed, then a switchover moves i
   CHECK(f.monitor.ViewOf(E(1).Id()).relation == SourceRelation::kPrimary);
   CHECK(f.moves.size() == 1);
   CHECK(f.monitor.epoch() == 1);
+  CHECK(f.doubts.size() == 2);
+}
+
+TEST_CASE(
+    "topology: a replica re-pointed outside the configuration is in doubt, said once per "
+    "time") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(2, true, 1));
+  ServerRole away = Role(2, true, 7);  // server 7 is not configured
+  f.monitor.Report(away);
+  f.monitor.Report(away);
+  CHECK(f.monitor.ViewOf(E(2).Id()).relation == SourceRelation::kUnknown);
+  CHECK(f.doubts == std::vector<Endpoint>{E(2)});
+  ServerRole garbled = away;  // no id yet, a host no configured server has
+  garbled.source_server_id = 0;
+  garbled.source_host = "db-7.invalid";
+  f.monitor.Report(garbled);
+  CHECK(f.doubts.size() == 1);  // still the same doubt
+  f.monitor.Report(Role(2, true, 1));
+  CHECK(f.monitor.ViewOf(E(2).Id()).relation == SourceRelation::kPrimary);
+  f.monitor.Report(garbled);
+  CHECK(f.doubts == std::vector<Endpoint>{E(2), E(2)});
 }
 
 TEST_CASE("topology: two writable servers are ambiguous and move nothing") {
@@ -110,6 +142,32 @@ TEST_CASE("topology: reports of servers not configured are ignored") {
   CHECK(f.moves.empty());
   CHECK(f.changes.empty());
   CHECK(f.monitor.ViewOf(E(9).Id()).relation == SourceRelation::kUnknown);
+}
+
+TEST_CASE("topology: servers added and removed at run time keep what the others said") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(2, true, 1));
+  f.monitor.Report(Role(3, true, 1));
+  const size_t changes = f.changes.size();
+  f.monitor.SetServers({E(4), E(1), E(3)});  // 2 removed, 4 added
+  CHECK(f.changes.size() == changes);        // nothing a caller must hear about changed
+  CHECK(f.monitor.state() == TopologyState::kOk);
+  CHECK(f.monitor.primary() == E(1));
+  CHECK(f.monitor.ViewOf(E(3).Id()).relation == SourceRelation::kPrimary);
+  // The removed server is forgotten; the new one reports like any other.
+  CHECK(f.monitor.ViewOf(E(2).Id()).relation == SourceRelation::kUnknown);
+  f.monitor.Report(Role(4, true, 1));
+  CHECK(f.monitor.ViewOf(E(4).Id()).relation == SourceRelation::kPrimary);
+  // Server 4 promoted: a move among the new list.
+  f.monitor.Report(Role(1, true));
+  f.monitor.Report(Role(4, false));
+  CHECK(f.monitor.primary() == E(4));
+  CHECK(f.moves == std::vector<Endpoint>{E(4)});
+  // A list without the current primary is refused: nothing changes.
+  f.monitor.SetServers({E(1), E(3)});
+  CHECK(f.monitor.primary() == E(4));
+  CHECK(f.monitor.ViewOf(E(3).Id()).relation == SourceRelation::kUnknown);  // still from 1
 }
 
 }  // namespace

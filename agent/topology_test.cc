@@ -22,6 +22,7 @@ ServerRole ReplicaOf(int n, int source) {
   r.source_host = "10.0.0." + std::to_string(source);
   r.source_port = 3306;
   r.source_server_id = source;
+  r.source_connected = true;
   return r;
 }
 
@@ -122,9 +123,23 @@ TEST_CASE("a source is matched by server id first, then by host and port as conf
   roles[1].source_port = 3306;
   roles[1].source_host = "10.0.0.1";  // the same machine under another name: not matched
   CHECK(RelationTo(roles, 1, 0) == SourceRelation::kUnknown);
-  // A server id wins over a host that points elsewhere.
+  // While connected, the server id wins over a host that points elsewhere, and an id no
+  // configured server has is a server outside the configuration, whatever its host and port.
   r = ReplicaOf(2, 1);
   r.source_host = "elsewhere";
+  roles = {Primary(1), r};
+  CHECK(RelationTo(roles, 1, 0) == SourceRelation::kPrimary);
+  r = ReplicaOf(2, 9);
+  r.source_host = "10.0.0.1";
+  roles = {Primary(1), r};
+  CHECK(RelationTo(roles, 1, 0) == SourceRelation::kUnknown);
+  // Not connected (just re-pointed, or its source is down): the id is the previous source's.
+  r = ReplicaOf(2, 1);
+  r.source_connected = false;
+  r.source_host = "10.0.0.9";
+  roles = {Primary(1), r};
+  CHECK(RelationTo(roles, 1, 0) == SourceRelation::kUnknown);
+  r.source_host = "10.0.0.1";  // re-pointed to the primary, connecting: matched by name
   roles = {Primary(1), r};
   CHECK(RelationTo(roles, 1, 0) == SourceRelation::kPrimary);
 }

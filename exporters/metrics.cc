@@ -349,6 +349,16 @@ Metrics::Metrics(const std::string& version)
       topology_state(Gauges(*registry_, "lagwatch_topology_state",
                             "1 for the topology's state: ok (one writable server, the primary), "
                             "unknown (none), ambiguous (two or more).")),
+      source_doubts(Counters(*registry_, "lagwatch_source_doubts_total",
+                             "Times a replica's source went into doubt (outside the configuration, "
+                             "not leading to the primary, unmatched, or none): unverified until "
+                             "it replicates from the primary again.")),
+      discovered_replicas(Gauges(*registry_, "lagwatch_discovery_found",
+                                 "Replicas probed because the primary lists them (discovery).")
+                              .Add({})),
+      discovery_errors(Counters(*registry_, "lagwatch_discovery_errors_total",
+                                "Failed listings of the primary's replicas (reason privilege or "
+                                "query) and listed rows skipped (reason row).")),
       primary_threads_connected(Gauges(*registry_, "lagwatch_primary_threads_connected",
                                        "The primary's Threads_connected.")
                                     .Add({})),

@@ -200,6 +200,14 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& primary_info;
   prometheus::Counter& primary_changes;
   prometheus::Family<prometheus::Gauge>& topology_state;
+  // Times a replica's source went into doubt (label replica): it replicates from a server outside
+  // the configuration, one that does not lead to the primary, one it names that cannot be matched,
+  // or from nobody. Unverified (not healthy) until it replicates from the primary again.
+  prometheus::Family<prometheus::Counter>& source_doubts;
+  // Discovery (agent/discovery.h): replicas probed because the primary lists them, and failed
+  // listings or skipped rows (label reason: privilege, query, row).
+  prometheus::Gauge& discovered_replicas;
+  prometheus::Family<prometheus::Counter>& discovery_errors;
   // The primary's own load, read by the sampler every 5 s.
   prometheus::Gauge& primary_threads_connected;
   prometheus::Gauge& primary_max_connections;

@@ -160,6 +160,104 @@ std::optional<std::string> AdminQuery(const std::string& socket, const std::stri
   return out;
 }
 
+AdminSession::AdminSession(const std::string& socket) : mysql_(mysql_init(nullptr)) {
+  REQUIRE(mysql_ != nullptr);
+  unsigned timeout = 10;
+  mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+  if (!mysql_real_connect(mysql_, nullptr, "root", nullptr, nullptr, 0, socket.c_str(), 0)) {
+    std::string err = mysql_error(mysql_);
+    mysql_close(mysql_);
+    mysql_ = nullptr;
+    FAIL("admin connect to " << socket << " failed: " << err);
+  }
+}
+
+AdminSession::~AdminSession() {
+  if (mysql_) mysql_close(mysql_);
+}
+
+std::optional<std::string> AdminSession::Query(const std::string& sql) {
+  if (mysql_query(mysql_, sql.c_str()) != 0)
+    FAIL("admin query failed: " << sql << ": " << mysql_error(mysql_));
+  std::optional<std::string> out;
+  if (MYSQL_RES* res = mysql_store_result(mysql_)) {
+    if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) out = row[0];
+    mysql_free_result(res);
+  }
+  return out;
+}
+
+ExtraServer::ExtraServer(const Sandbox& sandbox, std::string name, int port, int server_id)
+    : dir_(sandbox.dir() + "/" + name), port_(port) {
+  RunCommand({"/bin/rm", "-rf", dir_});
+  RunCommand({"/bin/mkdir", "-p", dir_ + "/tmp"});
+  const std::string cnf = dir_ + "/my.cnf";
+  std::ofstream(cnf) << "[mysqld]\nuser=root\ndatadir=" << dir_ << "/data\nsocket=" << socket()
+                     << "\npid-file=" << dir_ << "/mysqld.pid\nlog-error=" << dir_
+                     << "/error.log\ntmpdir=" << dir_ << "/tmp\nport=" << port
+                     << "\nbind-address=127.0.0.1\nskip-name-resolve\nperformance_schema=OFF\n"
+                     << "innodb_buffer_pool_size=16M\ninnodb_log_file_size=16M\nserver_id="
+                     << server_id << "\nlog_bin=" << dir_ << "/binlog\nbinlog_format=ROW\n"
+                     << "gtid_strict_mode=1\nrelay_log=" << dir_ << "/relay\nread_only=1\n"
+                     << "log_slave_updates=1\nreport_host=127.0.0.1\n";
+  RunResult install =
+      RunCommand({"/usr/bin/mariadb-install-db", "--defaults-file=" + cnf, "--skip-test-db"});
+  INFO(install.output);
+  REQUIRE(install.exit_code == 0);
+  pid_ = fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    if (chdir(dir_.c_str()) != 0) _exit(127);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    for (int fd = 3; fd < 1024; ++fd) close(fd);  // not the sandbox's lock, nor our sockets
+    const std::string defaults = "--defaults-file=" + cnf;
+    execl("/usr/sbin/mariadbd", "mariadbd", defaults.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const bool up = WaitFor(
+      [&] {
+        MYSQL* m = mysql_init(nullptr);
+        const bool ok =
+            mysql_real_connect(m, nullptr, "root", nullptr, nullptr, 0, socket().c_str(), 0);
+        mysql_close(m);
+        return ok;
+      },
+      std::chrono::seconds(20));
+  REQUIRE_MESSAGE(up, name << " did not start; see " << dir_ << "/error.log");
+}
+
+ExtraServer::~ExtraServer() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 200; ++i) {  // 10 s, then SIGKILL
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+void ExtraServer::ReplicateFrom(int source_port, const std::string& user,
+                                const std::string& password) {
+  AdminQuery(socket(), "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=" +
+                           std::to_string(source_port) + ", MASTER_USER='" + user +
+                           "', MASTER_PASSWORD='" + password +
+                           "', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1");
+  AdminQuery(socket(), "START SLAVE");
+  const bool running = WaitFor(
+      [&] {
+        AdminSession s(socket());
+        return s.Query(
+                   "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = "
+                   "'Slave_IO' AND STATE LIKE 'Waiting for master%'") == "1";
+      },
+      std::chrono::seconds(20));
+  REQUIRE_MESSAGE(running, "the IO thread of " << dir_ << " did not connect");
+}
+
 Agent::Agent(const std::string& config_path, std::string log_path, std::vector<std::string> env)
     : log_path_(std::move(log_path)) {
   pid_ = fork();

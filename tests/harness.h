@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 struct redisContext;
+struct st_mysql;
 
 namespace lagwatch::test {
 
@@ -70,6 +71,44 @@ class Sandbox {
 // Runs one statement as root over `socket`; fails the test on error. Returns the first column
 // of the first row, if any.
 std::optional<std::string> AdminQuery(const std::string& socket, const std::string& sql);
+
+// One root session over `socket` kept open (for a lock that lasts as long as the session, e.g.
+// FLUSH TABLES WITH READ LOCK); closed on destruction.
+class AdminSession {
+ public:
+  explicit AdminSession(const std::string& socket);
+  ~AdminSession();
+  AdminSession(const AdminSession&) = delete;
+  AdminSession& operator=(const AdminSession&) = delete;
+  // Runs one statement; fails the test on error. The first column of the first row, if any.
+  std::optional<std::string> Query(const std::string& sql);
+
+ private:
+  ::st_mysql* mysql_ = nullptr;  // MYSQL
+};
+
+// A fourth mariadbd beside a sandbox's three, for tests that need a server the agent does not
+// know: its own datadir under DIR/NAME, its own port, `report_host` 127.0.0.1 (so it is listed by
+// the primary's SHOW SLAVE HOSTS once it replicates). Started by the constructor (install, start,
+// wait until it answers); stopped by PID on destruction, before the sandbox removes DIR.
+class ExtraServer {
+ public:
+  ExtraServer(const Sandbox& sandbox, std::string name, int port, int server_id);
+  ~ExtraServer();
+  ExtraServer(const ExtraServer&) = delete;
+  ExtraServer& operator=(const ExtraServer&) = delete;
+  std::string socket() const { return dir_ + "/mysqld.sock"; }
+  int port() const { return port_; }
+  std::string id() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Replicates from the sandbox server at `source_port` by GTID from the start of its binary log,
+  // as `user`/`password` (an account the test made there); waits until the IO thread runs.
+  void ReplicateFrom(int source_port, const std::string& user, const std::string& password);
+
+ private:
+  std::string dir_;
+  int port_;
+  pid_t pid_ = -1;
+};
 
 // The lagwatch daemon as a child process, stderr captured to `log_path`.
 class Agent {
