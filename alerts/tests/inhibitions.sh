@@ -126,6 +126,29 @@ expect inhibited alertname=LagwatchReplicaLagHigh replica=r3
 expect inhibited alertname=LagwatchSLARLow replica=r3
 expect active alertname=LagwatchReplicationThreadStopped replica=r3
 
+echo "# an ambiguous topology mutes that agent's unverified and lagging replicas and whole tiers out"
+start_am
+fire alertname=LagwatchTopologyAmbiguous "${P1[@]}" job=lagwatch instance=lwA state=ambiguous
+fire alertname=LagwatchReplicaSourceInDoubt "${P2[@]}" job=lagwatch instance=lwA replica=a1 tier=tier1 state=unverified
+fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwA replica=a2 tier=tier1
+fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" tier=tier1
+fire alertname=LagwatchReplicationThreadStopped "${P1[@]}" job=lagwatch instance=lwA replica=a3 tier=tier1 thread=io
+fire alertname=LagwatchReplicaSourceInDoubt "${P2[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1 state=unverified
+expect active alertname=LagwatchTopologyAmbiguous instance=lwA
+expect inhibited alertname=LagwatchReplicaSourceInDoubt instance=lwA replica=a1
+expect inhibited alertname=LagwatchReplicaLagHigh instance=lwA replica=a2
+expect inhibited alertname=LagwatchTierAllUnhealthy tier=tier1
+expect active alertname=LagwatchReplicationThreadStopped instance=lwA replica=a3
+expect active alertname=LagwatchReplicaSourceInDoubt instance=lwB replica=b1
+
+echo "# one agent down does not mute another agent's ambiguous topology"
+start_am
+fire alertname=LagwatchAgentDown "${P1[@]}" job=lagwatch instance=lwA
+fire alertname=LagwatchTopologyAmbiguous "${P1[@]}" job=lagwatch instance=lwB state=ambiguous
+fire alertname=LagwatchNoWritablePrimary "${P1[@]}" job=lagwatch instance=lwB state=unknown primary=10.0.0.11:3306
+expect active alertname=LagwatchTopologyAmbiguous instance=lwB
+expect active alertname=LagwatchNoWritablePrimary instance=lwB
+
 if ((FAILURES > 0)); then
   echo "inhibitions: $FAILURES expectation(s) failed" >&2
   exit 1
