@@ -526,6 +526,17 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   REQUIRE(Reached(kReplica2, Position(kReplica1), 15));
   CHECK_MESSAGE(WaitFor([&] { return Is(redis, kReplica2, "ok", "1"); }, 5s), agent.Log());
   CHECK(PointerPrimary(redis) == Id(kReplica1));
+  // While no server was writable (the second before the promotion) the replicas, caught up when
+  // the primary went silent, stayed healthy as primary_unknown, publishing delay_ms 0.
+  int unknown = 0;
+  for (const auto& s : watch.Of(Key(kReplica2))) {
+    if (s.fields.count("state") && s.fields.at("state") == "primary_unknown") {
+      ++unknown;
+      CHECK(s.fields.at("healthy") == "1");
+      CHECK(s.fields.at("delay_ms") == "0");
+    }
+  }
+  CHECK(unknown > 0);
   auto [healthy, n] = HealthyIn(watch.Of(Key(kReplica2)), first_commit + 600ms, released);
   CHECK(n > 100);
   CHECK_MESSAGE(healthy == 0, healthy << " of " << n << " samples said healthy=1 while behind");
