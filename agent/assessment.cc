@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "base/binlog_coords.h"
+#include "base/gtid.h"
+#include "base/gtid_set.h"
 #include "base/strings.h"
-#include "heartbeat/gtid.h"
-#include "heartbeat/gtid_set.h"
 
 namespace lagwatch {
 namespace {

@@ -9,11 +9,11 @@
 #include "base/binlog_coords.h"
 #include "base/mysql_conn.h"
 #include "base/mysql_errors.h"
+#include "base/position.h"
 #include "base/server_flavor.h"
 #include "base/slave_status.h"
 #include "base/strings.h"
 #include "heartbeat/heartbeat_sql.h"
-#include "heartbeat/position.h"
 #include "heartbeat/sampler.h"
 #include "version.h"
 

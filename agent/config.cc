@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/gtid.h"
 #include "base/log.h"
 #include "base/strings.h"
-#include "heartbeat/gtid.h"
 
 namespace lagwatch {
 namespace {

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "base/endpoint.h"
+#include "base/position.h"
 #include "base/redis_conn.h"
 #include "base/secret_file.h"
 #include "base/status.h"
 #include "exporters/web_config.h"
 #include "heartbeat/heartbeat_sql.h"
-#include "heartbeat/position.h"
 
 namespace lagwatch {
 

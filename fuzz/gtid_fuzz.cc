@@ -1,4 +1,4 @@
-// Fuzzes GtidPos::Parse (heartbeat/gtid.h). The input is one position's text; if it contains '|',
+// Fuzzes GtidPos::Parse (base/gtid.h). The input is one position's text; if it contains '|',
 // the parts before and after the first '|' are also parsed as two positions to compare.
 // Properties: a rejection is DataError; an accepted position prints (ToString) as text that
 // parses back to the same position and prints the same again; Reaches is reflexive, everything
@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/gtid.h"
 #include "fuzz/check.h"
-#include "heartbeat/gtid.h"
 
 namespace lagwatch {
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes GtidSet::Parse (heartbeat/gtid_set.h). The input is one GTID set's text; with a '|' in
+// Fuzzes GtidSet::Parse (base/gtid_set.h). The input is one GTID set's text; with a '|' in
 // it, the text on each side of the first '|' is also parsed, and the two sets are compared.
 // Properties of one set: a rejection is a DataError; an accepted set prints (ToString) as text
 // that parses back to the same set, and prints the same again; it contains itself and the empty
@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/gtid_set.h"
 #include "fuzz/check.h"
-#include "heartbeat/gtid_set.h"
 
 namespace lagwatch {
 namespace {

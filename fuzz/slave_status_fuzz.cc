@@ -1,5 +1,5 @@
 // Fuzzes ParseSlaveStatus (base/slave_status.h) on a QueryResult built from the input, and the
-// executed source coordinates it reads as binary log positions (heartbeat/position.h).
+// executed source coordinates it reads as binary log positions (base/position.h).
 //
 // Input: lines (fuzz::Lines), cells separated by tabs, as `mariadb --batch` prints a result. The
 // first line holds the column names: "*" alone stands for the 54 columns of MariaDB 10.11's
@@ -22,10 +22,10 @@
 #include <utility>
 
 #include "base/binlog_coords.h"
+#include "base/position.h"
 #include "base/query_result.h"
 #include "base/slave_status.h"
 #include "fuzz/check.h"
-#include "heartbeat/position.h"
 
 namespace lagwatch {
 namespace {

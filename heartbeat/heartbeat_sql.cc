@@ -1,6 +1,6 @@
 #include "heartbeat/heartbeat_sql.h"
 
-#include "heartbeat/position.h"
+#include "base/position.h"
 
 namespace lagwatch {
 

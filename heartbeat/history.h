@@ -1,6 +1,6 @@
 // What the agent remembers about the primary, on its own monotonic clock: when each heartbeat was
 // sent and acknowledged (HeartbeatLog) and the primary's replication position over time
-// (PositionHistory, of one positions kind: heartbeat/position.h). Both are bounded rings, written
+// (PositionHistory, of one positions kind: base/position.h). Both are bounded rings, written
 // by one thread and read by every prober. Thread-safe.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "base/clock.h"
-#include "heartbeat/position.h"
+#include "base/position.h"
 
 namespace lagwatch {
 

@@ -1,10 +1,10 @@
 #include "heartbeat/sampler.h"
 
+#include "base/gtid.h"
+#include "base/gtid_set.h"
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/strings.h"
-#include "heartbeat/gtid.h"
-#include "heartbeat/gtid_set.h"
 
 namespace lagwatch {
 namespace {

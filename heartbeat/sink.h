@@ -9,9 +9,9 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/position.h"
 #include "base/server_flavor.h"
 #include "base/snapshot.h"
-#include "heartbeat/position.h"
 
 namespace lagwatch {
 

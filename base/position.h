@@ -12,8 +12,8 @@
 #include <variant>
 
 #include "base/binlog_coords.h"
-#include "heartbeat/gtid.h"
-#include "heartbeat/gtid_set.h"
+#include "base/gtid.h"
+#include "base/gtid_set.h"
 
 namespace lagwatch {
 

@@ -1,4 +1,4 @@
-#include "heartbeat/gtid_set.h"
+#include "base/gtid_set.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "heartbeat/position.h"
+#include "base/position.h"
 
 #include <cstdio>
 

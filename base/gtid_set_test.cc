@@ -2,7 +2,7 @@
 // (https://dev.mysql.com/doc/refman/8.4/en/replication-gtids-concepts.html), and what MySQL's
 // parser and printer do (Gtid_set::add_gtid_text and Gtid_set::to_string in sql/rpl_gtid_set.cc,
 // Tag::from_cstring in libs/mysql/gtid/tag.cpp, of github.com/mysql/mysql-server).
-#include "heartbeat/gtid_set.h"
+#include "base/gtid_set.h"
 
 #include <doctest/doctest.h>
 

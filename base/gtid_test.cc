@@ -1,4 +1,4 @@
-#include "heartbeat/gtid.h"
+#include "base/gtid.h"
 
 #include <doctest/doctest.h>
 

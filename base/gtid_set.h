@@ -88,7 +88,7 @@ class GtidSet {
     bool SameAs(const Source& o) const { return uuid == o.uuid && Tag() == o.Tag(); }
     bool operator==(const Source&) const = default;
   };
-  class Parser;  // heartbeat/gtid_set.cc
+  class Parser;  // base/gtid_set.cc
 
   // Sorted by (uuid, tag), each with at least one interval. Two flat vectors rather than a vector
   // per source: with the mysql_gtid positions kind, sets are sampled every 50 ms and kept by the

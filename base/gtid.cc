@@ -1,4 +1,4 @@
-#include "heartbeat/gtid.h"
+#include "base/gtid.h"
 
 #include <algorithm>
 #include <charconv>
