@@ -646,6 +646,12 @@ ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lowe
   snap.seq = last_seq_;
   snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
   snap.agent_id = config_.agent_id;
+  // The position the last probe read (positions only move forward, so an earlier read is still a
+  // proof). Binary log coordinates of a chained replica are its source's, not the primary's.
+  if (applied_ && !(chained_ && applied_->kind() == PositionsKind::kBinlog)) {
+    snap.position = applied_->ToString();
+    snap.position_kind = PositionsKindName(applied_->kind());
+  }
   snap.measured_mono = measured;
   return snap;
 }

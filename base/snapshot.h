@@ -31,6 +31,11 @@ struct ReplicaSnapshot {
   uint64_t seq = 0;                     // last heartbeat seq seen on the replica
   int64_t measured_at_ms = 0;           // agent wall clock, unix ms
   int64_t agent_id = 0;
+  // The replica's applied position at the probe (read-your-writes: docs/redis.md), as the server
+  // prints it, and its kind's name (PositionsKindName); "" and "none" when there is none to
+  // compare with the primary's.
+  std::string position;
+  std::string position_kind = "none";
   MonoTime measured_mono;  // the same moment on the monotonic clock (not published)
 };
 

@@ -44,8 +44,11 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
     j["seq"] = view.last->seq;
     j["measured_at_ms"] = view.last->measured_at_ms;
     j["agent"] = view.last->agent_id;
+    j["position"] = view.last->position;
+    j["position_kind"] = view.last->position_kind;
   } else {
-    for (const char* k : {"delay_ms", "delay_lower_ms", "seq", "measured_at_ms", "agent"}) {
+    for (const char* k : {"delay_ms", "delay_lower_ms", "seq", "measured_at_ms", "agent",
+                          "position", "position_kind"}) {
       j[k] = nullptr;
     }
   }

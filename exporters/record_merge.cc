@@ -56,26 +56,14 @@ return 1
 )lua";
 
 std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s) {
-  return {"delay_ms",
-          std::to_string(s.delay_ms),
-          "delay_lower_ms",
-          std::to_string(s.delay_lower_ms),
-          "state",
-          s.state,
-          "healthy",
-          s.healthy ? "1" : "0",
-          "tier",
-          s.tier,
-          "weight",
-          std::to_string(s.weight),
-          "max_delay_ms",
-          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1",
-          "seq",
-          std::to_string(s.seq),
-          "measured_at_ms",
-          std::to_string(s.measured_at_ms),
-          "agent",
-          std::to_string(s.agent_id)};
+  return {"delay_ms", std::to_string(s.delay_ms), "delay_lower_ms",
+          std::to_string(s.delay_lower_ms), "state", s.state, "healthy", s.healthy ? "1" : "0",
+          "tier", s.tier, "weight", std::to_string(s.weight), "max_delay_ms",
+          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1", "seq", std::to_string(s.seq),
+          "measured_at_ms", std::to_string(s.measured_at_ms), "agent", std::to_string(s.agent_id),
+          // Always written, "" when unknown: a record without them must not leave another
+          // record's position in the key.
+          "position", s.position, "position_kind", s.position_kind};
 }
 
 std::vector<std::string> MergeRecordArgs(const std::string& sha, const std::string& key,

@@ -258,6 +258,37 @@ void ExtraServer::ReplicateFrom(int source_port, const std::string& user,
   REQUIRE_MESSAGE(running, "the IO thread of " << dir_ << " did not connect");
 }
 
+std::vector<std::string> AdminSession::QueryRow(const std::string& sql) {
+  if (mysql_query(mysql_, sql.c_str()) != 0) {
+    FAIL("admin query failed: " << sql << ": " << mysql_error(mysql_));
+  }
+  std::vector<std::string> out;
+  if (MYSQL_RES* res = mysql_store_result(mysql_)) {
+    if (MYSQL_ROW row = mysql_fetch_row(res)) {
+      for (unsigned i = 0; i < mysql_num_fields(res); ++i) out.push_back(row[i] ? row[i] : "");
+    }
+    mysql_free_result(res);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> AdminSession::QueryNamed(const std::string& sql) {
+  if (mysql_query(mysql_, sql.c_str()) != 0) {
+    FAIL("admin query failed: " << sql << ": " << mysql_error(mysql_));
+  }
+  std::map<std::string, std::string> out;
+  if (MYSQL_RES* res = mysql_store_result(mysql_)) {
+    MYSQL_FIELD* fields = mysql_fetch_fields(res);
+    if (MYSQL_ROW row = mysql_fetch_row(res)) {
+      for (unsigned i = 0; i < mysql_num_fields(res); ++i) {
+        out[fields[i].name] = row[i] ? row[i] : "";
+      }
+    }
+    mysql_free_result(res);
+  }
+  return out;
+}
+
 Agent::Agent(const std::string& config_path, std::string log_path, std::vector<std::string> env)
     : log_path_(std::move(log_path)) {
   pid_ = fork();

@@ -82,6 +82,10 @@ class AdminSession {
   AdminSession& operator=(const AdminSession&) = delete;
   // Runs one statement; fails the test on error. The first column of the first row, if any.
   std::optional<std::string> Query(const std::string& sql);
+  // The same, the whole first row ("" for NULL); empty when there is none.
+  std::vector<std::string> QueryRow(const std::string& sql);
+  // The first row by column name ("" for NULL); empty when there is none.
+  std::map<std::string, std::string> QueryNamed(const std::string& sql);
 
  private:
   ::st_mysql* mysql_ = nullptr;  // MYSQL

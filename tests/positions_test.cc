@@ -11,6 +11,9 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/binlog_coords.h"
+#include "base/gtid.h"
+#include "base/position.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {
@@ -212,6 +215,95 @@ TEST_CASE("positions binlog without BINLOG MONITOR: an error naming the grant, h
 TEST_CASE("positions mysql_gtid on MariaDB: it says it cannot, and measures by heartbeats") {
   ExpectHeartbeatBoundsInstead(
       "mysql_gtid", {"cannot sample mysql_gtid positions", "although positions is \"mysql_gtid\""});
+}
+
+// Read-your-writes (docs/redis.md, "Read-your-writes"): a write's token, taken on the writing
+// session, is included in a replica's published position once the replica has the write, and
+// never while it is held behind (asking the replica itself agrees both times: a zero-timeout
+// MASTER_GTID_WAIT, or with coordinates its executed position from SHOW SLAVE STATUS, since
+// MASTER_POS_WAIT takes a timeout of 0 as "wait forever"); for MariaDB GTIDs and for binary log
+// coordinates.
+void CheckReadYourWrites(const std::string& kind) {
+  CAPTURE(kind);
+  Agent agent(ConfigWith(kind == "mariadb_gtid" ? "auto" : kind), kDir + "/ryw-" + kind + ".log");
+  Redis redis(E().sandbox.redis_port());
+  auto key = [&](int r) { return redis.HGetAll(E().sandbox.replica_key(r)); };
+  REQUIRE_MESSAGE(WaitFor(
+                      [&] {
+                        return key(1)["position_kind"] == kind && key(2)["position_kind"] == kind &&
+                               BothReplicasOk(redis, E().sandbox);
+                      },
+                      10s),
+                  agent.Log());
+  AdminSession primary(E().sandbox.socket("primary"));
+  primary.Query("CREATE TABLE IF NOT EXISTS lwtest.ryw (id INT AUTO_INCREMENT PRIMARY KEY, v INT)");
+  const std::string created = *primary.Query("SELECT @@gtid_binlog_pos");
+  REQUIRE(AdminQuery(E().sandbox.socket("replica2"),
+                     "SELECT MASTER_GTID_WAIT('" + created + "', 10)") == "0");
+
+  // The token as the contract says to take it, and what a replica's published position must be
+  // to include it.
+  std::optional<Position> token;
+  std::string wait_sql;
+  // Whether the replica itself says it has the token.
+  auto has = [&](int r) {
+    AdminSession replica(E().sandbox.socket("replica" + std::to_string(r)));
+    if (kind == "mariadb_gtid") return replica.Query(wait_sql) == "0";
+    auto st = replica.QueryNamed("SHOW SLAVE STATUS");
+    auto executed = ParseBinlogCoords(st["Relay_Master_Log_File"], st["Exec_Master_Log_Pos"]);
+    return executed.ok() && Position(executed.value()).Includes(*token);
+  };
+  auto includes = [&](int r) {
+    auto h = key(r);
+    if (h["position_kind"] != kind || !token) return false;
+    std::optional<Position> pos;
+    if (kind == "mariadb_gtid") {
+      if (auto p = GtidPos::Parse(h["position"]); p.ok()) pos = Position(p.value());
+    } else {
+      const size_t colon = h["position"].rfind(':');
+      if (colon == std::string::npos) return false;
+      if (auto c =
+              ParseBinlogCoords(h["position"].substr(0, colon), h["position"].substr(colon + 1));
+          c.ok()) {
+        pos = Position(c.value());
+      }
+    }
+    return pos && pos->Includes(*token);
+  };
+  {
+    AdminSession held(E().sandbox.socket("replica2"));
+    held.Query("FLUSH TABLES WITH READ LOCK");
+    primary.Query("INSERT INTO lwtest.ryw (v) VALUES (1)");
+    if (kind == "mariadb_gtid") {
+      const std::string gtid = *primary.Query("SELECT @@last_gtid");
+      auto parsed = GtidPos::Parse(gtid);
+      REQUIRE(parsed.ok());
+      token = Position(parsed.value());
+      wait_sql = "SELECT MASTER_GTID_WAIT('" + gtid + "', 0)";
+    } else {
+      const auto row = primary.QueryRow("SHOW MASTER STATUS");
+      REQUIRE(row.size() >= 2);
+      auto parsed = ParseBinlogCoords(row[0], row[1]);
+      REQUIRE(parsed.ok());
+      token = Position(parsed.value());
+    }
+    CHECK_MESSAGE(WaitFor([&] { return includes(1); }, 3s), key(1)["position"]);
+    CHECK(has(1));
+    bool ever = false;
+    for (int i = 0; i < 50; ++i) {  // a second of samples
+      ever = ever || includes(2);
+      std::this_thread::sleep_for(20ms);
+    }
+    CHECK_FALSE(ever);
+    CHECK_FALSE(has(2));
+  }
+  CHECK_MESSAGE(WaitFor([&] { return includes(2); }, 5s), key(2)["position"]);
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("read-your-writes: the published position includes a write's token once it is applied") {
+  CheckReadYourWrites("mariadb_gtid");
+  CheckReadYourWrites("binlog");
 }
 
 }  // namespace

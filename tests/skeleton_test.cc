@@ -77,10 +77,14 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
 
 TEST_CASE("each replica's key carries every Redis contract field with a TTL within ttl_ms") {
   Redis redis(E().sandbox.redis_port());
-  const std::set<std::string> fields = {
-      "delay_ms", "delay_lower_ms", "state", "healthy", "tier", "weight", "max_delay_ms",
-      "seq",      "measured_at_ms", "agent", "agent:1"};  // this agent's own record, for merging
-                                                          // with other agents' (docs/redis.md)
+  const std::set<std::string> fields = {"delay_ms",       "delay_lower_ms",
+                                        "state",          "healthy",
+                                        "tier",           "weight",
+                                        "max_delay_ms",   "seq",
+                                        "measured_at_ms", "agent",
+                                        "position",       "position_kind",
+                                        "agent:1"};  // this agent's own record, for merging
+                                                     // with other agents' (docs/redis.md)
   for (int r : {1, 2}) {
     CAPTURE(r);
     auto h = redis.HGetAll(Key(r));
