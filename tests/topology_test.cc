@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -222,16 +223,34 @@ std::pair<int, int> HealthyIn(const std::vector<KeyWatch::Sample>& samples, Cloc
   return {healthy, n};
 }
 
-TEST_CASE("a writable replica is warned about once and never taken for the primary") {
-  Redis redis(E().sandbox.redis_port());
-  redis.Command({"FLUSHALL"});  // no key of the previous case's agent (alive until its TTL)
-  Agent agent(Config("writable-replica"), E().sandbox.dir() + "/writable-replica.log");
+// A case's agent, on a Redis without the previous case's keys (they live on for their TTL), with
+// both replicas ok.
+std::unique_ptr<Agent> StartAgent(Redis& redis, const std::string& name,
+                                  const std::function<void(nlohmann::json&)>& edit = {}) {
+  redis.Command({"FLUSHALL"});
+  auto agent = std::make_unique<Agent>(Config(name, edit), E().sandbox.dir() + "/" + name + ".log");
   REQUIRE_MESSAGE(WaitFor(
                       [&] {
                         return ReplicasOk(redis, {kReplica1, kReplica2});
                       },
                       15s),
-                  agent.Log());
+                  agent->Log());
+  return agent;
+}
+
+// `held` kept behind (HeldBehind) while `primary` takes 30 commits over 3 s: when the first
+// commit went, and when `held` was let go.
+std::pair<Clock::time_point, Clock::time_point> CommitsWhileHeld(int primary, int held) {
+  HeldBehind hold(held);
+  const auto first_commit = Clock::now();
+  Commits(primary, 30, 100ms);
+  return {first_commit, Clock::now()};
+}
+
+TEST_CASE("a writable replica is warned about once and never taken for the primary") {
+  Redis redis(E().sandbox.redis_port());
+  auto agent_ptr = StartAgent(redis, "writable-replica");
+  Agent& agent = *agent_ptr;
   Q(kReplica1, "SET GLOBAL read_only=0");
   std::this_thread::sleep_for(2500ms);  // two status polls and more
   CHECK(PointerPrimary(redis) == Id(kPrimary));
@@ -253,14 +272,8 @@ TEST_CASE("a replica re-pointed outside the configuration is unverified until it
   REQUIRE(Reached(kReplica2, Position(kPrimary), 10));
 
   Redis redis(E().sandbox.redis_port());
-  redis.Command({"FLUSHALL"});  // no key of the previous case's agent (alive until its TTL)
-  Agent agent(Config("outside"), E().sandbox.dir() + "/outside.log");
-  REQUIRE_MESSAGE(WaitFor(
-                      [&] {
-                        return ReplicasOk(redis, {kReplica1, kReplica2});
-                      },
-                      15s),
-                  agent.Log());
+  auto agent_ptr = StartAgent(redis, "outside");
+  Agent& agent = *agent_ptr;
   // Replica 2 now replicates from a server lagwatch does not watch: caught up with it or not,
   // nothing proves it has what the primary has.
   PointAt(kReplica2, kExtraPort);
@@ -300,15 +313,9 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   CreateSwitchAccount();
   CreateTable();
   Redis redis(E().sandbox.redis_port());
-  redis.Command({"FLUSHALL"});  // no key of the previous case's agent (alive until its TTL)
   Subscriber events(E().sandbox.redis_port(), "slave_delay:events");
-  Agent agent(Config("switchover"), E().sandbox.dir() + "/switchover.log");
-  REQUIRE_MESSAGE(WaitFor(
-                      [&] {
-                        return ReplicasOk(redis, {kReplica1, kReplica2});
-                      },
-                      15s),
-                  agent.Log());
+  auto agent_ptr = StartAgent(redis, "switchover");
+  Agent& agent = *agent_ptr;
   REQUIRE(WaitFor([&] { return PointerPrimary(redis) == Id(kPrimary); }, 5s));
   KeyWatch watch({Key(kPrimary), Key(kReplica1), Key(kReplica2), kPointer});
 
@@ -319,13 +326,7 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   const auto writable = Clock::now();
   PointAt(kReplica2, Port(kReplica1));
   PointAt(kPrimary, Port(kReplica1), "current_pos");
-  Clock::time_point first_commit, released;
-  {
-    HeldBehind held(kReplica2);
-    first_commit = Clock::now();
-    Commits(kReplica1, 30, 100ms);
-    released = Clock::now();
-  }
+  const auto [first_commit, released] = CommitsWhileHeld(kReplica1, kReplica2);
   REQUIRE(Reached(kReplica2, Position(kReplica1), 15));
   const auto caught_up = Clock::now();
   CHECK_MESSAGE(WaitFor([&] { return Is(redis, kReplica2, "ok", "1"); }, 5s), agent.Log());
@@ -418,8 +419,6 @@ TEST_CASE(
   // The writer's account lists the primary's replicas (SHOW SLAVE HOSTS needs REPLICATION MASTER
   // ADMIN on MariaDB): what an operator grants when enabling discovery.
   Q(kPrimary, "GRANT REPLICATION MASTER ADMIN ON *.* TO 'lagwatch_writer'@'127.0.0.1'");
-  Redis redis(E().sandbox.redis_port());
-  redis.Command({"FLUSHALL"});
   auto with_discovery = [](nlohmann::json& j) {
     j["discovery"] = {{"enabled", true},
                       {"interval_ms", 300},
@@ -427,14 +426,10 @@ TEST_CASE(
                       {"weight", 7},
                       {"grace_ms", 1500}};
   };
-  const std::string config = Config("discovery", with_discovery);
-  Agent agent(config, E().sandbox.dir() + "/discovery.log");
-  REQUIRE_MESSAGE(WaitFor(
-                      [&] {
-                        return ReplicasOk(redis, {kReplica1, kReplica2});
-                      },
-                      15s),
-                  agent.Log());
+  Redis redis(E().sandbox.redis_port());
+  auto agent_ptr = StartAgent(redis, "discovery", with_discovery);
+  Agent& agent = *agent_ptr;
+  const std::string config = E().sandbox.dir() + "/discovery.json";
 
   ExtraServer newcomer(E().sandbox, "newcomer", kExtraPort, 10);
   newcomer.ReplicateFrom(Port(kPrimary), "lw_sw", "swpw");
@@ -497,15 +492,9 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   CreateSwitchAccount();
   CreateTable();
   Redis redis(E().sandbox.redis_port());
-  redis.Command({"FLUSHALL"});  // no key of the previous case's agent (alive until its TTL)
   Subscriber events(E().sandbox.redis_port(), "slave_delay:events");
-  Agent agent(Config("failover"), E().sandbox.dir() + "/failover.log");
-  REQUIRE_MESSAGE(WaitFor(
-                      [&] {
-                        return ReplicasOk(redis, {kReplica1, kReplica2});
-                      },
-                      15s),
-                  agent.Log());
+  auto agent_ptr = StartAgent(redis, "failover");
+  Agent& agent = *agent_ptr;
   KeyWatch watch({Key(kPrimary), Key(kReplica1), Key(kReplica2), kPointer});
 
   // The primary dies; a second later replica 1 is promoted and replica 2 re-pointed to it.
@@ -516,13 +505,7 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   Promote(kReplica1);
   const std::string promoted_at = Position(kReplica1);
   PointAt(kReplica2, Port(kReplica1));
-  Clock::time_point first_commit, released;
-  {
-    HeldBehind held(kReplica2);
-    first_commit = Clock::now();
-    Commits(kReplica1, 30, 100ms);
-    released = Clock::now();
-  }
+  const auto [first_commit, released] = CommitsWhileHeld(kReplica1, kReplica2);
   REQUIRE(Reached(kReplica2, Position(kReplica1), 15));
   CHECK_MESSAGE(WaitFor([&] { return Is(redis, kReplica2, "ok", "1"); }, 5s), agent.Log());
   CHECK(PointerPrimary(redis) == Id(kReplica1));
