@@ -1,0 +1,349 @@
+#include "client/contract_reader.h"
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "base/redis_pipeline.h"
+#include "base/strings.h"
+
+namespace lagwatch::client {
+namespace {
+
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using Context = std::unique_ptr<redisContext, ContextDeleter>;
+
+Status ConnError(redisContext* c, const std::string& what) {
+  return Status::Unavailable(what + ": " + (c->errstr[0] ? c->errstr : "connection lost"));
+}
+
+// One replica's replies: HGETALL and PTTL of its key, and when they were sent.
+struct ReplicaReplies {
+  RedisReply hash;
+  RedisReply pttl;
+  MonoTime sent{};
+};
+
+}  // namespace
+
+std::optional<FieldMap> HashFromReply(const redisReply* reply) {
+  if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0) return std::nullopt;
+  FieldMap out;
+  for (size_t i = 0; i < reply->elements; i += 2) {
+    const redisReply* f = reply->element[i];
+    const redisReply* v = reply->element[i + 1];
+    if (!f || !v || f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+      return std::nullopt;
+    }
+    out.insert_or_assign(std::string(f->str, f->len), std::string(v->str, v->len));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> MembersFromReply(const redisReply* reply) {
+  if (!reply || reply->type != REDIS_REPLY_ARRAY) return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(reply->elements);
+  for (size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* m = reply->element[i];
+    if (!m || m->type != REDIS_REPLY_STRING) return std::nullopt;
+    out.emplace_back(m->str, m->len);
+  }
+  return out;
+}
+
+std::string ReplicaKey(std::string_view prefix, std::string_view id) {
+  return std::string(prefix) + ":" + std::string(id);
+}
+
+std::string PrimaryKey(std::string_view id) { return "lagwatch:primary:" + std::string(id); }
+
+std::shared_ptr<const Contract> SnapshotCache::Get(MonoTime now, uint64_t generation) const {
+  if (!contract_ || now >= until_ || generation != generation_) return nullptr;
+  return contract_;
+}
+
+void SnapshotCache::Put(std::shared_ptr<const Contract> contract, uint64_t generation) {
+  until_ = contract->fetched_at + max_age_;
+  for (const ReplicaRecord& r : contract->replicas) until_ = std::min(until_, r.expires_at);
+  contract_ = std::move(contract);
+  generation_ = generation;
+}
+
+ContractReader::ContractReader(ReaderOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock), cache_(options_.max_age) {
+  if (options_.subscribe) {
+    subscriber_ = std::jthread([this](std::stop_token stop) { RunSubscriber(stop); });
+  }
+}
+
+ContractReader::~ContractReader() {
+  if (subscriber_.joinable()) {
+    subscriber_.request_stop();
+    subscriber_.join();
+  }
+  if (ctx_) redisFree(ctx_);
+}
+
+void ContractReader::Invalidate() { generation_.fetch_add(1); }
+
+ReaderStats ContractReader::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+Status ContractReader::Connect() {
+  if (ctx_) return Status::Ok();
+  auto c = RedisConnect(options_.redis, options_.timeout);
+  if (!c.ok()) return c.status();
+  ctx_ = *c;
+  return Status::Ok();
+}
+
+void ContractReader::Fail(const Status& s) {
+  ++stats_.errors;
+  stats_.last_error = s.ToString();
+  if (s.code() == Status::Code::kUnavailable && ctx_) {
+    redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+  cache_.Clear();
+  next_attempt_ = clock_.Now() + options_.retry_after;
+}
+
+std::shared_ptr<const Contract> ContractReader::Snapshot() {
+  std::lock_guard lock(mu_);
+  const MonoTime now = clock_.Now();
+  const uint64_t generation = generation_.load();
+  if (auto cached = cache_.Get(now, generation)) {
+    ++stats_.served_from_cache;
+    return cached;
+  }
+  if (now < next_attempt_) return std::make_shared<const Contract>();
+  auto r = Refresh();
+  if (!r.ok()) {
+    Fail(r.status());
+    return std::make_shared<const Contract>();
+  }
+  ++stats_.refreshes;
+  auto contract = std::make_shared<const Contract>(std::move(r).value());
+  cache_.Put(contract, generation);
+  return contract;
+}
+
+Result<Contract> ContractReader::Refresh() {
+  if (Status s = Connect(); !s.ok()) return s;
+  const std::string& prefix = options_.redis.key_prefix;
+  Contract c;
+  c.fetched_at = clock_.Now();
+
+  // Round one: the set, the pointer, and the keys the last refresh knew of.
+  std::vector<std::vector<std::string>> cmds = {{"SMEMBERS", prefix + ":replicas"},
+                                                {"HGETALL", prefix + ":primary"}};
+  for (const std::string& m : known_members_) {
+    cmds.push_back({"HGETALL", ReplicaKey(prefix, m)});
+    cmds.push_back({"PTTL", ReplicaKey(prefix, m)});
+  }
+  if (!known_primary_.empty()) cmds.push_back({"HGETALL", PrimaryKey(known_primary_)});
+  for (const auto& cmd : cmds) {
+    if (!AppendCommand(ctx_, cmd)) return Status::Unavailable("cannot queue " + cmd[0]);
+  }
+  std::vector<RedisReply> replies;
+  for (size_t i = 0; i < cmds.size(); ++i) {
+    replies.push_back(NextReply(ctx_));
+    if (!replies.back()) return ConnError(ctx_, cmds[i][0]);
+  }
+
+  std::map<std::string, ReplicaReplies> by_member;
+  for (size_t i = 0; i < known_members_.size(); ++i) {
+    by_member[known_members_[i]] = {std::move(replies[2 + 2 * i]), std::move(replies[3 + 2 * i]),
+                                    c.fetched_at};
+  }
+  RedisReply primary_key_reply = known_primary_.empty() ? nullptr : std::move(replies.back());
+
+  auto refuse = [&](const std::string& why) {
+    ++stats_.malformed;
+    stats_.last_error = why;
+  };
+  auto members = MembersFromReply(replies[0].get());
+  if (!members) {
+    refuse(prefix + ":replicas: not a set of strings");
+    members.emplace();
+  }
+  std::set<std::string> seen;
+  for (std::string& m : *members) {
+    if (!IsReplicaId(m)) {
+      refuse(prefix + ":replicas: member is not host:port: " + EscapeControl(m.substr(0, 64)));
+    } else if (c.members.size() >= options_.max_replicas) {
+      refuse(prefix + ":replicas: more than " + std::to_string(options_.max_replicas) + " members");
+    } else if (seen.insert(m).second) {
+      c.members.push_back(std::move(m));
+    }
+  }
+  std::optional<FieldMap> pointer = HashFromReply(replies[1].get());
+  std::string pointer_primary;
+  if (pointer && pointer->count("primary") && IsReplicaId(pointer->at("primary"))) {
+    pointer_primary = pointer->at("primary");
+  }
+
+  // Round two, only when something is new: the keys of new members, the new primary's key.
+  std::vector<std::string> fresh;
+  for (const std::string& m : c.members) {
+    if (!by_member.count(m)) fresh.push_back(m);
+  }
+  const bool new_primary = !pointer_primary.empty() && pointer_primary != known_primary_;
+  if (!fresh.empty() || new_primary) {
+    const MonoTime sent = clock_.Now();
+    std::vector<std::vector<std::string>> more;
+    for (const std::string& m : fresh) {
+      more.push_back({"HGETALL", ReplicaKey(prefix, m)});
+      more.push_back({"PTTL", ReplicaKey(prefix, m)});
+    }
+    if (new_primary) more.push_back({"HGETALL", PrimaryKey(pointer_primary)});
+    for (const auto& cmd : more) {
+      if (!AppendCommand(ctx_, cmd)) return Status::Unavailable("cannot queue " + cmd[0]);
+    }
+    std::vector<RedisReply> more_replies;
+    for (size_t i = 0; i < more.size(); ++i) {
+      more_replies.push_back(NextReply(ctx_));
+      if (!more_replies.back()) return ConnError(ctx_, more[i][0]);
+    }
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      by_member[fresh[i]] = {std::move(more_replies[2 * i]), std::move(more_replies[2 * i + 1]),
+                             sent};
+    }
+    if (new_primary) primary_key_reply = std::move(more_replies.back());
+  }
+
+  const Millis ttl(options_.redis.ttl_ms);
+  for (const std::string& m : c.members) {
+    ReplicaReplies& rr = by_member[m];
+    std::optional<FieldMap> fields = HashFromReply(rr.hash.get());
+    if (!fields) {
+      refuse(ReplicaKey(prefix, m) + ": not a hash");
+      continue;
+    }
+    if (fields->empty()) continue;  // no key: unusable, as the contract says
+    if (!rr.pttl || rr.pttl->type != REDIS_REPLY_INTEGER || rr.pttl->integer == -1) {
+      refuse(ReplicaKey(prefix, m) + ": no expiry");
+      continue;
+    }
+    if (rr.pttl->integer < 0) continue;  // expired between HGETALL and PTTL
+    auto rec = ParseReplicaRecord(m, *fields);
+    if (!rec.ok()) {
+      refuse(ReplicaKey(prefix, m) + ": " + rec.status().message());
+      continue;
+    }
+    rec->measured_after = rr.sent - ttl;
+    rec->expires_at = rr.sent + Millis(rr.pttl->integer);
+    c.replicas.push_back(std::move(rec).value());
+  }
+
+  if (pointer && !pointer->empty()) {
+    std::optional<FieldMap> key;
+    if (!pointer_primary.empty() && primary_key_reply) key = HashFromReply(primary_key_reply.get());
+    auto info = ParsePrimary(*pointer, key && !key->empty() ? &*key : nullptr);
+    if (!info.ok()) {
+      refuse(prefix + ":primary: " + info.status().message());
+    } else {
+      if (key && !key->empty() && !info->key_valid) {
+        refuse(PrimaryKey(pointer_primary) + ": malformed");
+      }
+      c.primary = std::move(info).value();
+    }
+  } else if (!pointer) {
+    refuse(prefix + ":primary: not a hash");
+  }
+
+  known_members_ = c.members;
+  known_primary_ = pointer_primary;
+  return c;
+}
+
+Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
+  std::lock_guard lock(mu_);
+  if (Status s = Connect(); !s.ok()) {
+    Fail(s);
+    return s;
+  }
+  for (const RedisCommand& cmd : commands) {
+    if (!AppendCommand(ctx_, cmd)) {
+      Status s = Status::Unavailable("cannot queue " + (cmd.empty() ? "" : cmd[0]));
+      Fail(s);
+      return s;
+    }
+  }
+  Status result;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    RedisReply r = NextReply(ctx_);
+    if (!r) {
+      Status s = ConnError(ctx_, commands[i].empty() ? "" : commands[i][0]);
+      Fail(s);
+      return s;
+    }
+    if (r->type == REDIS_REPLY_ERROR && result.ok()) {
+      result = Status::ServerError(commands[i][0] + ": " + ReplyText(*r));
+    }
+  }
+  return result;
+}
+
+void ContractReader::RunSubscriber(const std::stop_token& stop) {
+  const std::string channel = options_.redis.key_prefix + ":events";
+  while (!stop.stop_requested()) {
+    auto connected = RedisConnect(options_.redis, options_.timeout);
+    if (!connected.ok()) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.errors;
+        stats_.last_error = "events: " + connected.status().ToString();
+      }
+      clock_.SleepUntil(stop, clock_.Now() + options_.retry_after);
+      continue;
+    }
+    Context ctx(*connected);
+    int done = 0;
+    bool ok = AppendCommand(ctx.get(), {"SUBSCRIBE", channel});
+    while (ok && !done) ok = redisBufferWrite(ctx.get(), &done) == REDIS_OK;
+    // Whatever happened while not subscribed is unknown: read afresh.
+    Invalidate();
+    while (ok && !stop.stop_requested()) {
+      void* raw = nullptr;
+      if (redisGetReplyFromReader(ctx.get(), &raw) != REDIS_OK) break;
+      if (raw) {
+        RedisReply reply(static_cast<redisReply*>(raw));
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+            reply->element[0]->type == REDIS_REPLY_STRING &&
+            ReplyText(*reply->element[0]) == "message") {
+          Invalidate();
+          std::lock_guard lock(mu_);
+          ++stats_.events;
+        }
+        continue;
+      }
+      // Polled, so that a stop is seen within 100 ms however quiet the channel is.
+      pollfd p{ctx->fd, POLLIN, 0};
+      const int n = poll(&p, 1, 100);
+      if (n < 0 && errno != EINTR) break;
+      if (n > 0 && redisBufferRead(ctx.get()) != REDIS_OK) break;
+    }
+    Invalidate();
+    if (!stop.stop_requested()) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.errors;
+        stats_.last_error = "events: " + std::string(ctx->errstr[0] ? ctx->errstr : "lost");
+      }
+      clock_.SleepUntil(stop, clock_.Now() + options_.retry_after);
+    }
+  }
+}
+
+}  // namespace lagwatch::client

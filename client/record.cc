@@ -1,0 +1,238 @@
+#include "client/record.h"
+
+#include "base/binlog_coords.h"
+#include "base/gtid.h"
+#include "base/gtid_set.h"
+#include "base/strings.h"
+
+namespace lagwatch::client {
+namespace {
+
+constexpr std::string_view kStateNames[] = {
+    "ok", "lagging", "stopped", "unreachable", "unverified", "primary_unknown", "disabled"};
+
+// Text from Redis in an error message: escaped, and cut so a hostile value cannot grow a log line.
+std::string Quoted(std::string_view s) {
+  constexpr size_t kMax = 64;
+  std::string out = "\"" + EscapeControl(s.substr(0, kMax)) + "\"";
+  if (s.size() > kMax) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+Status Bad(std::string_view field, std::string_view why, std::string_view value) {
+  return Status::DataError(std::string(field) + ": " + std::string(why) + ", got " + Quoted(value));
+}
+
+const std::string* Find(const FieldMap& fields, const char* name) {
+  auto it = fields.find(name);
+  return it == fields.end() ? nullptr : &it->second;
+}
+
+// A required integer field in [min, max].
+Status ReadInt(const FieldMap& fields, const char* name, int64_t min, int64_t max, int64_t* out) {
+  const std::string* v = Find(fields, name);
+  if (!v) return Status::DataError(std::string(name) + ": missing");
+  auto n = ParseInt<int64_t>(*v);
+  if (!n || *n < min || *n > max) {
+    return Bad(name, "not an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]",
+               *v);
+  }
+  *out = *n;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::optional<ReplicaState> ParseReplicaState(std::string_view text) {
+  for (size_t i = 0; i < std::size(kStateNames); ++i) {
+    if (text == kStateNames[i]) return static_cast<ReplicaState>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsReplicaId(std::string_view id) {
+  const size_t colon = id.rfind(':');
+  if (colon == std::string_view::npos || !IsToken(id.substr(0, colon), "._:-", 1, 253)) {
+    return false;
+  }
+  std::string_view port = id.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port[0] == '0') return false;
+  auto n = ParseInt<uint32_t>(port);
+  return n && *n >= 1 && *n <= 65535;
+}
+
+Result<Position> ParsePosition(PositionsKind kind, std::string_view text) {
+  if (text.empty()) return Status::DataError("position: empty");
+  switch (kind) {
+    case PositionsKind::kMariaDbGtid: {
+      auto p = GtidPos::Parse(text);
+      if (!p.ok()) return p.status();
+      if (p->empty()) return Status::DataError("position: empty");
+      return Position(std::move(p).value());
+    }
+    case PositionsKind::kMysqlGtid: {
+      auto s = GtidSet::Parse(text);
+      if (!s.ok()) return s.status();
+      if (s->empty()) return Status::DataError("position: empty");
+      return Position(std::move(s).value());
+    }
+    case PositionsKind::kBinlog: {
+      const size_t colon = text.rfind(':');
+      if (colon == std::string_view::npos) {
+        return Bad("position", "binary log coordinates are file:offset", text);
+      }
+      // Quotes, backslashes and control bytes have no business in a file name a router may
+      // quote into SQL or a log line.
+      for (char ch : text) {
+        if (ch == '\'' || ch == '"' || ch == '`' || ch == '\\' ||
+            static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+          return Bad("position", "a quote, backslash or control byte in a file name", text);
+        }
+      }
+      auto c = ParseBinlogCoords(text.substr(0, colon), text.substr(colon + 1));
+      if (!c.ok()) return c.status();
+      return Position(std::move(c).value());
+    }
+    case PositionsKind::kNone:
+      break;
+  }
+  return Status::DataError("position: kind none has no position");
+}
+
+Result<ReplicaRecord> ParseReplicaRecord(std::string_view id, const FieldMap& fields) {
+  if (!IsReplicaId(id)) return Bad("replica", "not host:port", id);
+  ReplicaRecord r;
+  r.id = std::string(id);
+  constexpr int64_t kMax = INT64_MAX;
+  int64_t healthy = 0, weight = 0, max_delay = 0;
+  for (Status s : {ReadInt(fields, "delay_ms", 0, kMax, &r.delay_ms),
+                   ReadInt(fields, "delay_lower_ms", 0, kMax, &r.delay_lower_ms),
+                   ReadInt(fields, "healthy", 0, 1, &healthy),
+                   ReadInt(fields, "weight", 0, kMaxWeight, &weight),
+                   ReadInt(fields, "max_delay_ms", -1, kMax, &max_delay),
+                   ReadInt(fields, "seq", 0, kMax, &r.seq),
+                   ReadInt(fields, "measured_at_ms", 0, kMax, &r.measured_at_ms)}) {
+    if (!s.ok()) return s;
+  }
+  // ParseInt takes "+1" and "01"; the contract's values are written by std::to_string.
+  if (fields.at("healthy").size() != 1) return Bad("healthy", "not 1 or 0", fields.at("healthy"));
+  r.healthy = healthy == 1;
+  r.weight = static_cast<int>(weight);
+  if (max_delay >= 0) r.max_delay_ms = max_delay;
+
+  const std::string* state = Find(fields, "state");
+  if (!state) return Status::DataError("state: missing");
+  auto st = ParseReplicaState(*state);
+  if (!st) return Bad("state", "unknown state", *state);
+  r.state = *st;
+
+  const std::string* tier = Find(fields, "tier");
+  if (!tier || !IsToken(*tier, "_.:-", 1, 64)) {
+    return Bad("tier", "not 1..64 of [A-Za-z0-9_.:-]", tier ? *tier : "");
+  }
+  r.tier = *tier;
+  if (const std::string* agent = Find(fields, "agent")) r.agent = *agent;
+
+  if (r.healthy && r.state != ReplicaState::kOk && r.state != ReplicaState::kPrimaryUnknown) {
+    return Bad("healthy", "1 with a state that is never healthy", *state);
+  }
+  if (r.healthy && !r.usable()) {
+    return Bad("healthy", "1 over the tier's limit", fields.at("delay_ms"));
+  }
+
+  PositionsKind kind = PositionsKind::kNone;
+  if (const std::string* k = Find(fields, "position_kind")) {
+    auto parsed = ParsePositionsKind(*k);
+    if (!parsed) return Bad("position_kind", "unknown kind", *k);
+    kind = *parsed;
+  }
+  const std::string* position = Find(fields, "position");
+  if (position && !position->empty()) {
+    if (kind == PositionsKind::kNone) return Bad("position", "set with kind none", *position);
+    auto p = ParsePosition(kind, *position);
+    if (!p.ok()) return Status::DataError("position: " + p.status().message());
+    r.position = std::move(p).value();
+  }
+  return r;
+}
+
+const char* PrimaryCircuitName(PrimaryCircuit circuit) {
+  switch (circuit) {
+    case PrimaryCircuit::kUp:
+      return "up";
+    case PrimaryCircuit::kDegraded:
+      return "degraded";
+    case PrimaryCircuit::kDown:
+      return "down";
+    case PrimaryCircuit::kAmbiguous:
+      return "ambiguous";
+    case PrimaryCircuit::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::optional<PrimaryCircuit> ParseCircuit(std::string_view s) {
+  for (PrimaryCircuit c : {PrimaryCircuit::kUp, PrimaryCircuit::kDegraded, PrimaryCircuit::kDown,
+                           PrimaryCircuit::kAmbiguous}) {
+    if (s == PrimaryCircuitName(c)) return c;
+  }
+  return std::nullopt;
+}
+
+// How bad a circuit is, for taking the worse of two.
+int Severity(PrimaryCircuit c) {
+  switch (c) {
+    case PrimaryCircuit::kUp:
+      return 0;
+    case PrimaryCircuit::kDegraded:
+      return 1;
+    case PrimaryCircuit::kDown:
+      return 2;
+    case PrimaryCircuit::kAmbiguous:
+      return 3;
+    case PrimaryCircuit::kUnknown:
+      break;
+  }
+  return -1;
+}
+
+bool IsTopology(std::string_view s) { return s == "ok" || s == "unknown" || s == "ambiguous"; }
+
+}  // namespace
+
+Result<PrimaryInfo> ParsePrimary(const FieldMap& pointer, const FieldMap* primary_key) {
+  PrimaryInfo info;
+  const std::string* id = Find(pointer, "primary");
+  if (!id || !IsReplicaId(*id)) return Bad("primary", "not host:port", id ? *id : "");
+  const std::string* state = Find(pointer, "state");
+  auto circuit = state ? ParseCircuit(*state) : std::nullopt;
+  if (!circuit) return Bad("state", "not up, degraded, down or ambiguous", state ? *state : "");
+  const std::string* topology = Find(pointer, "topology");
+  if (!topology || !IsTopology(*topology)) {
+    return Bad("topology", "not ok, unknown or ambiguous", topology ? *topology : "");
+  }
+  info.id = *id;
+  info.circuit = *circuit;
+  info.topology = *topology;
+  if (primary_key) {
+    const FieldMap& k = *primary_key;
+    const std::string* key_state = Find(k, "state");
+    auto key_circuit = key_state ? ParseCircuit(*key_state) : std::nullopt;
+    int64_t read_only = 0, last_write = 0, failures = 0;
+    if (key_circuit && ReadInt(k, "read_only", 0, 1, &read_only).ok() &&
+        ReadInt(k, "last_write_ms", 0, INT64_MAX, &last_write).ok() &&
+        ReadInt(k, "consecutive_failures", 0, INT64_MAX, &failures).ok()) {
+      if (Severity(*key_circuit) > Severity(info.circuit)) info.circuit = *key_circuit;
+      info.key_valid = true;
+      info.read_only = read_only == 1;
+      info.last_write_ms = last_write;
+      info.consecutive_failures = failures;
+    }
+  }
+  return info;
+}
+
+}  // namespace lagwatch::client
