@@ -317,13 +317,6 @@ class VerdictCursor {
   }
   // When the run of reports at or under 200 ms in effect began (valid while !OverAt).
   int64_t fine_since() const { return fine_since_; }
-  // The first report at or under 200 ms seen after the cursor's time, if any.
-  std::optional<int64_t> NextFine() const {
-    for (size_t k = next_; k < reports_.size(); ++k) {
-      if (!reports_[k].over200) return reports_[k].seen_us;
-    }
-    return std::nullopt;
-  }
 
  private:
   const std::vector<Report>& reports_;
@@ -366,12 +359,10 @@ BackFine ComputeBackFine(const std::vector<Report>& reports, const Truth& truth,
   }
   if (caught >= until_us) return b;
   b.caught_us = caught;
+  // The start of the run of fine reports in effect at `until_us`, if any (a run that ended
+  // before then, e.g. a verdict from before a move that was withdrawn after it, does not count).
   VerdictCursor cursor(reports);
-  if (!cursor.OverAt(caught)) {
-    b.fine_us = cursor.fine_since();
-  } else if (auto next = cursor.NextFine(); next && *next < until_us) {
-    b.fine_us = *next;
-  }
+  if (!cursor.OverAt(until_us - 1)) b.fine_us = cursor.fine_since();
   return b;
 }
 

@@ -231,11 +231,11 @@ FalselyFine ComputeFalselyFine(const std::vector<Report>& reports, const Truth& 
                                int64_t step_us = 1000);
 
 // When a replica that was moved to a new primary at `after_us` was truly caught up for good, and
-// when the system said so: `caught_us` is the first grid point (every `step_us`) from `after_us`
-// after which Truth stays at or under `limit_us` up to `until_us` (`after_us` itself if it never
-// was over); `fine_us` is when the run of reports at or under 200 ms that was in effect at
-// `caught_us`, or the first one after it, began as the bench saw it (before `caught_us` if the
-// system already said so: a negative delay). nullopt where there is none before `until_us`.
+// when the system said so for good: `caught_us` is the first grid point (every `step_us`) from
+// `after_us` after which Truth stays at or under `limit_us` up to `until_us` (`after_us` itself if
+// it never was over); `fine_us` is when the run of reports at or under 200 ms that is in effect at
+// `until_us` began as the bench saw it (before `caught_us` if the system said so all along: a
+// negative delay; a run withdrawn before `until_us` does not count). nullopt where there is none.
 struct BackFine {
   std::optional<int64_t> caught_us;
   std::optional<int64_t> fine_us;

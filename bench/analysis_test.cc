@@ -166,6 +166,12 @@ TEST_CASE("falsely fine: said within the limit while truth was over it") {
     const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
     CHECK(b.DelayMs() == doctest::Approx(-1499.0));  // fine since before the lag began
   }
+  SUBCASE("a verdict withdrawn after the catch-up does not count") {
+    const std::vector<Report> reports = {Verdict(0, false), Verdict(1'550'000, true),
+                                         Verdict(1'700'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(201.0));
+  }
   SUBCASE("no report at all is no verdict of fine, and no way back") {
     const FalselyFine f = ComputeFalselyFine({}, truth, 0, 3'000'000, 200'000);
     CHECK(f.ms == 0);
