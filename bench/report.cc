@@ -364,7 +364,10 @@ std::string RenderText(const json& res) {
   out << "r1 = replica1 " << res["sandbox"]["replica1"].get<std::string>()
       << " (stalled / locked / hung in the stall, ftwrl and hung-replica scenarios), r2 = "
          "replica2 "
-      << res["sandbox"]["replica2"].get<std::string>() << " (control)\n";
+      << res["sandbox"]["replica2"].get<std::string>()
+      << " (control; held back by a read lock after each move to replica1 in switchover and "
+         "failover), p = the primary the sandbox started with (its key, while a replica in "
+         "switchover and failover)\n";
   out << OracleLine(res["oracle"]) << "\n\n";
   out << "heartbeat cost on the primary (each alone):\n"
       << CostSection(res["heartbeat_cost"], [](const Table& t) { return t.Text("  "); }) << "\n";
