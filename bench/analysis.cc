@@ -307,22 +307,16 @@ class VerdictCursor {
   // there was none yet.
   bool OverAt(int64_t t) {
     while (next_ < reports_.size() && reports_[next_].seen_us <= t) {
-      const bool over = reports_[next_].over200;
-      if (!over && (next_ == 0 || reports_[next_ - 1].over200))
-        fine_since_ = reports_[next_].seen_us;
-      over_ = over;
+      over_ = reports_[next_].over200;
       ++next_;
     }
     return over_;
   }
-  // When the run of reports at or under 200 ms in effect began (valid while !OverAt).
-  int64_t fine_since() const { return fine_since_; }
 
  private:
   const std::vector<Report>& reports_;
   size_t next_ = 0;
   bool over_ = true;
-  int64_t fine_since_ = 0;
 };
 
 }  // namespace
@@ -359,10 +353,32 @@ BackFine ComputeBackFine(const std::vector<Report>& reports, const Truth& truth,
   }
   if (caught >= until_us) return b;
   b.caught_us = caught;
-  // The start of the run of fine reports in effect at `until_us`, if any (a run that ended
-  // before then, e.g. a verdict from before a move that was withdrawn after it, does not count).
-  VerdictCursor cursor(reports);
-  if (!cursor.OverAt(until_us - 1)) b.fine_us = cursor.fine_since();
+  // The verdict in effect at `caught` and when its run of fine reports began.
+  const size_t n = reports.size();
+  size_t k = 0;
+  bool over = true;
+  int64_t fine_since = 0;
+  for (; k < n && reports[k].seen_us <= caught; ++k) {
+    if (!reports[k].over200 && over) fine_since = reports[k].seen_us;
+    over = reports[k].over200;
+  }
+  // The first fine report from index j on, before `until_us`.
+  auto first_fine = [&](size_t j) -> std::optional<int64_t> {
+    for (; j < n && reports[j].seen_us < until_us; ++j) {
+      if (!reports[j].over200) return reports[j].seen_us;
+    }
+    return std::nullopt;
+  };
+  if (over) {
+    b.fine_us = first_fine(k);
+  } else if (fine_since >= after_us) {
+    b.fine_us = fine_since;
+  } else {
+    // A verdict from before the move: it counts only if it is never withdrawn.
+    size_t j = k;
+    while (j < n && reports[j].seen_us < until_us && !reports[j].over200) ++j;
+    b.fine_us = j < n && reports[j].seen_us < until_us ? first_fine(j) : fine_since;
+  }
   return b;
 }
 

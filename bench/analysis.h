@@ -231,11 +231,14 @@ FalselyFine ComputeFalselyFine(const std::vector<Report>& reports, const Truth& 
                                int64_t step_us = 1000);
 
 // When a replica that was moved to a new primary at `after_us` was truly caught up for good, and
-// when the system said so for good: `caught_us` is the first grid point (every `step_us`) from
+// when the system then said so: `caught_us` is the first grid point (every `step_us`) from
 // `after_us` after which Truth stays at or under `limit_us` up to `until_us` (`after_us` itself if
-// it never was over); `fine_us` is when the run of reports at or under 200 ms that is in effect at
-// `until_us` began as the bench saw it (before `caught_us` if the system said so all along: a
-// negative delay; a run withdrawn before `until_us` does not count). nullopt where there is none.
+// it never was over); `fine_us` is the first report at or under 200 ms seen after `caught_us`,
+// or, if the system already said so at `caught_us`, when that run of such reports began (before
+// `caught_us`: a negative delay). A run that began before `after_us` is a verdict from before the
+// move: it counts only if it is never withdrawn before `until_us` (then the system said so all
+// along); if it is, the first report at or under 200 ms after the withdrawal counts. A later dip
+// (an exclusion after the system said so) does not move `fine_us`. nullopt where there is none.
 struct BackFine {
   std::optional<int64_t> caught_us;
   std::optional<int64_t> fine_us;

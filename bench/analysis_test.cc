@@ -172,6 +172,18 @@ TEST_CASE("falsely fine: said within the limit while truth was over it") {
     const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
     CHECK(b.DelayMs() == doctest::Approx(201.0));
   }
+  SUBCASE("a later exclusion does not move the way back") {
+    const std::vector<Report> reports = {Verdict(0, false), Verdict(800'000, true),
+                                         Verdict(1'600'000, false), Verdict(2'000'000, true),
+                                         Verdict(2'500'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(101.0));
+  }
+  SUBCASE("a fresh verdict before the catch-up is a negative delay") {
+    const std::vector<Report> reports = {Verdict(0, true), Verdict(1'400'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(-99.0));
+  }
   SUBCASE("no report at all is no verdict of fine, and no way back") {
     const FalselyFine f = ComputeFalselyFine({}, truth, 0, 3'000'000, 200'000);
     CHECK(f.ms == 0);

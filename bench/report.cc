@@ -225,9 +225,10 @@ const char* kMovesLegend =
     "returned / from when truth stayed ≤ 200 ms, both after writable; lagwatch key gone / "
     "healthy=1 = when the bench first saw the server's key gone (retired) in the move's window "
     "and then healthy=1 again, after writable (a key not there at the move counts as gone); "
-    "<system> ok again = from the true catch-up to the start of the system's run of reports "
-    "≤ 200 ms (lagwatch: healthy=1) that lasts to the next move (negative: it said so all along; "
-    "- : not by then)";
+    "<system> ok again = from the true catch-up to the system's first report ≤ 200 ms "
+    "(lagwatch: healthy=1) after it, or the start of the run of such reports in effect then "
+    "(negative); a verdict from before the move counts only if it is never withdrawn before the "
+    "next move (then it said so all along); - : none by then";
 
 std::string TruthLine(const json& sc) {
   std::string out = "truth:";
