@@ -1,8 +1,10 @@
 // bench_accuracy: measures how well lagwatch, pt-heartbeat, Seconds_Behind_Master and a naive
 // `NOW() − updated_at` heartbeat report replica lag, against an oracle, side by side on one
-// sandbox (scripts/sandbox), through four scenarios: steady, SQL-thread stalls, FLUSH TABLES WITH
-// READ LOCK, and sysbench write load. Run it through bench/accuracy, which builds, brings the
-// sandbox up and takes it down. See bench/analysis.h for the ground truth and the measures.
+// sandbox (scripts/sandbox), through lag scenarios (steady, SQL-thread stalls, FLUSH TABLES WITH
+// READ LOCK, sysbench write load), faults (a frozen primary, a hung replica, agents killed) and
+// moves of the primary (a planned switchover and a failover, the oracle following the new
+// primary). Run it through bench/accuracy, which builds, brings the sandbox up and takes it down.
+// See bench/analysis.h for the ground truth and the measures.
 //
 // With --positions binlog the sandbox replicates by file and position, and a second lagwatch
 // agent ("lagwatch (binlog)": agent_id 2, "positions": "binlog", its own Redis key prefix and
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +29,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -75,8 +79,23 @@ constexpr int kSecondAgentId = 3;
 constexpr int kSecondAgentHttpOffset = 6;
 
 // What --scenarios can name: the heartbeat-cost windows, then the scenarios, in the order they run.
-constexpr const char* kPhases[] = {"cost",     "steady",         "stall",        "ftwrl",
-                                   "sysbench", "primary-freeze", "hung-replica", "agent-kill"};
+constexpr const char* kPhases[] = {"cost",       "steady",         "stall",        "ftwrl",
+                                   "sysbench",   "primary-freeze", "hung-replica", "agent-kill",
+                                   "switchover", "failover"};
+
+// The servers of the sandbox by index: the primary at the start, then the replicas.
+constexpr const char* kServers[] = {"primary", "replica1", "replica2"};
+constexpr int kServerCount = 3;
+
+// The account replicas use to follow a new primary (created on every server, not binlogged).
+constexpr const char* kSwitchUser = "lw_sw";
+constexpr const char* kSwitchPassword = "swpw";
+// pt-heartbeat --update's account: no SUPER, so read_only stops it (--check-read-only pauses it
+// while its server is read-only), as in production; not the root the bench's writers use.
+constexpr const char* kPtUser = "lw_pt";
+constexpr const char* kPtPassword = "ptpw";
+// A tier's limit in the sandbox's config (tier1, both replicas and primary.tier's default).
+constexpr int64_t kTierLimitUs = 200'000;
 
 // What -h and --help print.
 constexpr const char* kUsage =
@@ -85,7 +104,8 @@ constexpr const char* kUsage =
     "                      [--positions binlog] [--scenarios NAME,...]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
     "--scenarios NAME,...: only these, in the usual order: cost (the heartbeat cost windows),\n"
-    "  steady, stall, ftwrl, sysbench, primary-freeze, hung-replica, agent-kill; results go to\n"
+    "  steady, stall, ftwrl, sysbench, primary-freeze, hung-replica, agent-kill, switchover,\n"
+    "  failover; results go to\n"
     "  accuracy-<quick|full>[-binlog]-partial.{json,md}. Default: all of them.\n"
     "--positions binlog: the sandbox must replicate by file and position (scripts/sandbox up\n"
     "  ... --replication binlog); a second lagwatch agent, \"lagwatch (binlog)\", runs next to\n"
@@ -133,6 +153,9 @@ struct Plan {
   // The fault scenarios: the primary's server frozen; replica1's; the agents killed in turn (hold:
   // how long one stays dead; gap: after it publishes again).
   Cycles primary_freeze, hung_replica, agent_kill;
+  // Moves of the primary: a cycle moves it to replica1 (hold: how long replica2 is then held
+  // back by FLUSH TABLES WITH READ LOCK) and back (gap: the settling time after each move).
+  Cycles switchover, failover;
   json ToJson() const {
     json j = {{"idle_baseline_s", idle_s},   {"cost_window_s", cost_s},
               {"steady_s", steady_s},        {"stall_cycles", stall.count},
@@ -142,14 +165,18 @@ struct Plan {
     primary_freeze.AddTo(j, "primary_freeze");
     hung_replica.AddTo(j, "hung_replica");
     agent_kill.AddTo(j, "agent_kill");
+    switchover.AddTo(j, "switchover");
+    failover.AddTo(j, "failover");
     return j;
   }
 };
 Plan PlanFor(bool quick) {
   if (quick) {
-    return Plan{3, 10, 60, {4, 3, 5}, {3, 2, 5}, 60, {2, 2, 4}, {2, 1.5, 4}, {2, 3, 3}};
+    return Plan{3,         10,          60,        {4, 3, 5},   {3, 2, 5},  60,
+                {2, 2, 4}, {2, 1.5, 4}, {2, 3, 3}, {1, 3.5, 5}, {1, 3.5, 5}};
   }
-  return Plan{10, 20, 600, {10, 3, 5}, {8, 2, 5}, 180, {8, 2, 4}, {8, 1.5, 4}, {4, 4, 4}};
+  return Plan{10,        20,          600,       {10, 3, 5},  {8, 2, 5},  180,
+              {8, 2, 4}, {8, 1.5, 4}, {4, 4, 4}, {3, 3.5, 5}, {2, 3.5, 5}};
 }
 
 struct Paths {
@@ -164,6 +191,14 @@ struct Paths {
   std::string Config() const { return dir + "/lagwatch.json"; }
   std::string RedisKey(int i, const std::string& prefix = kKeyPrefix) const {
     return prefix + ":127.0.0.1:" + std::to_string(ReplicaPort(i));
+  }
+  // By server index (kServers): 0 is the primary the sandbox started with.
+  std::string Server(int s) const { return Sock(kServers[s]); }
+  int ServerPort(int s) const { return base_port + s; }
+  std::string ServerId(int s) const { return "127.0.0.1:" + std::to_string(ServerPort(s)); }
+  // The key lagwatch gives the server while it is a replica.
+  std::string ServerKey(int s, const std::string& prefix = kKeyPrefix) const {
+    return prefix + ":" + ServerId(s);
   }
 };
 
@@ -281,6 +316,9 @@ void PrepareTables(const Paths& p) {
            "CREATE TABLE lwtest.naive (id INT NOT NULL PRIMARY KEY, updated_at DATETIME(6) NOT "
            "NULL) ENGINE=InnoDB",
            "INSERT INTO lwtest.naive VALUES (1, NOW(6))",
+           "CREATE USER IF NOT EXISTS 'lw_pt'@'localhost' IDENTIFIED BY 'ptpw'",
+           "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE ON lwtest.* TO 'lw_pt'@'localhost'",
+           "GRANT BINLOG MONITOR, SLAVE MONITOR ON *.* TO 'lw_pt'@'localhost'",
        }) {
     if (!sql.Exec(stmt)) throw std::runtime_error(sql.error());
   }
@@ -349,10 +387,25 @@ json MeasureCost(const Paths& p, const std::string& who, int secs, const std::st
 // The systems under test, as child processes
 
 std::vector<std::string> PtUpdateArgs(const Paths& p) {
-  return {"pt-heartbeat", "--no-version-check", "--update",   "--interval",
-          "0.5",          "--database",         "lwtest",     "--table",
-          "pt_heartbeat", "--create-table",     "--sentinel", p.dir + "/pt-heartbeat-sentinel",
-          "-S",           p.Primary(),          "-u",         "root"};
+  return {"pt-heartbeat",
+          "--no-version-check",
+          "--update",
+          "--interval",
+          "0.5",
+          "--database",
+          "lwtest",
+          "--table",
+          "pt_heartbeat",
+          "--create-table",
+          "--check-read-only",
+          "--sentinel",
+          p.dir + "/pt-heartbeat-sentinel",
+          "-S",
+          p.Primary(),
+          "-u",
+          kPtUser,
+          "-p",
+          kPtPassword};
 }
 
 std::vector<std::string> PtMonitorArgs(const Paths& p, int replica) {
@@ -500,8 +553,22 @@ struct Scenario {
   // "primary-freeze" (error, exclusions, lagwatch's states) or "agent-kill" (lagwatch's keys).
   std::string table = "lag";
   std::vector<Hang> hangs{};  // the affected server's, when it was SIGSTOPped
+  // The moves of the primary (switchover, failover), in order.
+  struct Move {
+    std::string kind;         // "switchover" or "failover"
+    int from = 0, to = 0;     // server indexes (kServers)
+    int64_t begin_us = 0;     // the old primary made read-only, or killed
+    int64_t writable_us = 0;  // the new primary's SET GLOBAL read_only=0 returned
+    // Each server that replicates from the new primary: when its START SLAVE returned.
+    std::vector<std::pair<int, int64_t>> repointed;
+    std::string lag;  // what held replica2 back after the move, if anything
+    int64_t hb_written_us = 0, hb_seen_us = 0, pointer_us = 0;  // MoveWatcher's; 0: not seen
+    int64_t end_us = 0;  // the next move's begin, or the scenario's end
+  };
+  std::vector<Move> moves{};
   void End() {
     to_us = NowUs();
+    if (!moves.empty() && !moves.back().end_us) moves.back().end_us = to_us;
     notes.push_back("host load average at the end (1/5/15 min): " + LoadAverage());
   }
   void Event(const std::string& what) {
@@ -700,6 +767,306 @@ Scenario RunAgentKill(const Paths& p, const Plan& plan, const std::string& bin, 
   return s;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Moves of the primary
+
+// What follows the primary besides lagwatch: the oracle's writer and the naive heartbeat's
+// writer (both root, which read_only does not stop: they are moved off a primary before it is
+// made read-only). pt-heartbeat --update stays where it was started, as configured.
+struct Followers {
+  OracleWriter* oracle;
+  std::function<void(const std::string&)> naive;  // moves the naive writer ("" : nowhere)
+  void MoveTo(const std::string& socket) {
+    oracle->MoveTo(socket);
+    naive(socket);
+  }
+};
+
+// Statements that move the primary, on the sandbox's servers as root, each recorded as an event.
+class Switcher {
+ public:
+  Switcher(const Paths& p, Followers f, int agent_id) : p_(p), f_(std::move(f)), agent_(agent_id) {
+    for (int i = 0; i < kServerCount; ++i) {
+      server_ids_[static_cast<size_t>(i)] =
+          std::stoll(AdminQuery(p.Server(i), "SELECT @@server_id").First().value_or("0"));
+    }
+  }
+
+  // The replication account on every server, not binlogged (each creates its own).
+  void CreateSwitchUser() {
+    for (int i = 0; i < kServerCount; ++i) {
+      Sql sql(p_.Server(i));
+      for (const std::string& stmt :
+           {std::string("SET SESSION sql_log_bin=0"),
+            "CREATE USER IF NOT EXISTS '" + std::string(kSwitchUser) +
+                "'@'127.0.0.1' IDENTIFIED BY '" + kSwitchPassword + "'",
+            "GRANT REPLICATION SLAVE ON *.* TO '" + std::string(kSwitchUser) + "'@'127.0.0.1'",
+            std::string("SET SESSION sql_log_bin=1")}) {
+        Run(sql, kServers[i], stmt);
+      }
+    }
+  }
+
+  // A planned switchover from `from` to `to` (the third server follows `to` by slave_pos, `from`
+  // by current_pos), recorded in `s` as a move; starts its MoveWatcher (stopped by Finish).
+  Scenario::Move& Switchover(Scenario& s, int from, int to) {
+    Scenario::Move& m = BeginMove(s, "switchover", from, to);
+    f_.MoveTo("");  // nothing of the bench's in flight to `from` from here on
+    Sql old_primary(p_.Server(from));
+    m.begin_us = NowUs();
+    Run(old_primary, kServers[from], "SET GLOBAL read_only=1");
+    const std::string pos = Value(old_primary, kServers[from], "SELECT @@gtid_binlog_pos");
+    s.Event(std::string(kServers[from]) + ": SET GLOBAL read_only=1; gtid_binlog_pos " + pos);
+    Sql new_primary(p_.Server(to));
+    const std::string waited =
+        Value(new_primary, kServers[to], "SELECT MASTER_GTID_WAIT('" + pos + "', 5)");
+    if (waited != "0") {
+      throw std::runtime_error(std::string(kServers[to]) + " did not reach " + pos +
+                               " within 5 s of " + kServers[from] + " going read-only");
+    }
+    Promote(s, m, new_primary);
+    Repoint(s, m, 3 - from - to, "slave_pos");
+    Repoint(s, m, from, "current_pos");
+    return m;
+  }
+
+  // kill -9 of the primary `from`, then `to` promoted once it has applied what it received (1 s
+  // after the kill at the earliest) and the third server re-pointed to it; `from` stays down.
+  // Returns `to`'s gtid_binlog_pos when it was promoted.
+  std::string Failover(Scenario& s, int from, int to) {
+    Scenario::Move& m = BeginMove(s, "failover", from, to);
+    const pid_t pid = SandboxServerPid(p_.dir, kServers[from]);
+    m.begin_us = NowUs();
+    if (kill(pid, SIGKILL) != 0) throw std::runtime_error("cannot kill -9 " + std::to_string(pid));
+    s.Event(std::string("kill -9 ") + kServers[from] + " (pid " + std::to_string(pid) + ")");
+    // Gone, or a zombie not yet reaped by its parent.
+    auto gone = [pid] {
+      const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+      const size_t paren = stat.rfind(')');
+      return paren == std::string::npos || stat.compare(paren, 3, ") Z") == 0;
+    };
+    if (!WaitUntil(gone, milliseconds(5000))) {
+      throw std::runtime_error(std::string(kServers[from]) + " still alive 5 s after kill -9");
+    }
+    f_.MoveTo("");
+    Pause(seconds(1));
+    Sql new_primary(p_.Server(to));
+    // Everything it received applied: its IO thread's position is its SQL thread's.
+    const bool drained = WaitUntil(
+        [&] {
+          auto st = new_primary.Query("SHOW SLAVE STATUS");
+          auto sp = new_primary.Query("SELECT @@gtid_slave_pos");
+          return st && sp && st->Get("Gtid_IO_Pos") == sp->First();
+        },
+        milliseconds(5000));
+    s.Event(std::string(kServers[to]) +
+            (drained ? ": relay log applied" : ": relay log NOT applied within 5 s"));
+    const std::string pos = Value(new_primary, kServers[to], "SELECT @@gtid_binlog_pos");
+    Promote(s, m, new_primary);
+    Repoint(s, m, 3 - from - to, "slave_pos");
+    return pos;
+  }
+
+  // Brings the killed `server` back (scripts/sandbox up: it comes back writable), makes it
+  // read-only at once, and has it replicate from `primary`, whose history from `promoted_pos` on
+  // it may contradict (transactions it committed and died with): gtid_strict_mode off and
+  // gtid_slave_pos set to `promoted_pos`, as an operator would. Waits until it has caught up.
+  void Rejoin(Scenario& s, int server, int primary, const std::string& promoted_pos) {
+    s.Event(std::string("scripts/sandbox up: restarting ") + kServers[server]);
+    const CommandResult up = RunCommand(
+        {"scripts/sandbox", "up", "--dir", p_.dir, "--base-port", std::to_string(p_.base_port)});
+    if (up.exit_code != 0) {
+      throw std::runtime_error("scripts/sandbox up failed (exit " + std::to_string(up.exit_code) +
+                               "): " + LastLineOf(up.output));
+    }
+    Sql sql(p_.Server(server));
+    Run(sql, kServers[server], "SET GLOBAL read_only=1");
+    const std::string own = Value(sql, kServers[server], "SELECT @@gtid_binlog_pos");
+    s.Event(std::string(kServers[server]) +
+            " up again; SET GLOBAL read_only=1; its gtid_binlog_pos " + own + ", " +
+            kServers[primary] + "'s at promotion " + promoted_pos);
+    Run(sql, kServers[server], "SET GLOBAL gtid_strict_mode=0");
+    Run(sql, kServers[server], "SET GLOBAL gtid_slave_pos='" + promoted_pos + "'");
+    Scenario::Move& m = s.moves.back();
+    Repoint(s, m, server, "slave_pos", primary);
+    WaitCaughtUp(s, server, primary, 20);
+  }
+
+  // Waits until `server` has applied all `primary` has binlogged; throws with its replication
+  // errors if not within `timeout_s`.
+  void WaitCaughtUp(Scenario& s, int server, int primary, int timeout_s) {
+    const std::string pos =
+        AdminQuery(p_.Server(primary), "SELECT @@gtid_binlog_pos").First().value_or("");
+    Sql sql(p_.Server(server));
+    const std::string r =
+        Value(sql, kServers[server],
+              "SELECT MASTER_GTID_WAIT('" + pos + "', " + std::to_string(timeout_s) + ")");
+    auto st = sql.Query("SHOW SLAVE STATUS");
+    const std::string io = st ? st->Get("Slave_IO_Running").value_or("?") : "?";
+    const std::string sq = st ? st->Get("Slave_SQL_Running").value_or("?") : "?";
+    if (r != "0" || sq != "Yes" || io != "Yes") {
+      throw std::runtime_error(
+          std::string(kServers[server]) + " did not catch up with " + kServers[primary] + " (" +
+          pos + ") within " + std::to_string(timeout_s) + " s: Slave_IO_Running " + io +
+          ", Slave_SQL_Running " + sq + ", Last_IO_Error " +
+          (st ? st->Get("Last_IO_Error").value_or("") : "") + ", Last_SQL_Error " +
+          (st ? st->Get("Last_SQL_Error").value_or("") : ""));
+    }
+    s.Event(std::string(kServers[server]) + " caught up with " + kServers[primary] +
+            " (Slave_IO_Running and Slave_SQL_Running Yes)");
+  }
+
+  // Stops the watcher of the last move and records what it saw.
+  void Finish(Scenario& s) {
+    if (!watcher_) return;
+    watcher_->Stop();
+    Scenario::Move& m = s.moves.back();
+    m.hb_written_us = watcher_->heartbeat_written_us();
+    m.hb_seen_us = watcher_->heartbeat_seen_us();
+    m.pointer_us = watcher_->pointer_seen_us();
+    watcher_.reset();
+  }
+
+  void Exec(Scenario& s, int server, const std::string& stmt) {
+    Sql sql(p_.Server(server));
+    Run(sql, kServers[server], stmt);
+    s.Event(std::string(kServers[server]) + ": " + stmt);
+  }
+
+ private:
+  static void Run(Sql& sql, const std::string& who, const std::string& stmt) {
+    if (!sql.Exec(stmt)) throw std::runtime_error(who + ": " + sql.error());
+  }
+  static std::string Value(Sql& sql, const std::string& who, const std::string& query) {
+    auto r = sql.Query(query);
+    if (!r) throw std::runtime_error(who + ": " + sql.error());
+    return r->First().value_or("");
+  }
+  static std::string LastLineOf(const std::string& text) {
+    std::string t = Trim(text);
+    const size_t nl = t.rfind('\n');
+    return nl == std::string::npos ? t : t.substr(nl + 1);
+  }
+
+  Scenario::Move& BeginMove(Scenario& s, const std::string& kind, int from, int to) {
+    Finish(s);
+    if (!s.moves.empty()) s.moves.back().end_us = NowUs();
+    s.moves.push_back({});
+    Scenario::Move& m = s.moves.back();
+    m.kind = kind;
+    m.from = from;
+    m.to = to;
+    s.Event(kind + ": " + kServers[from] + " -> " + kServers[to]);
+    return m;
+  }
+
+  // `to` stops replicating and is made writable; the bench's writers follow it.
+  void Promote(Scenario& s, Scenario::Move& m, Sql& sql) {
+    const std::string who = kServers[m.to];
+    Run(sql, who, "STOP SLAVE");
+    Run(sql, who, "RESET SLAVE ALL");
+    Run(sql, who, "SET GLOBAL read_only=0");
+    m.writable_us = NowUs();
+    watcher_ = std::make_unique<MoveWatcher>(
+        p_.Server(m.to), server_ids_[static_cast<size_t>(m.to)], agent_, p_.RedisPort(),
+        std::string(kKeyPrefix) + ":primary", p_.ServerId(m.to));
+    watcher_->Start();
+    f_.MoveTo(p_.Server(m.to));
+    s.Event(who + ": STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only=0 (writable)");
+  }
+
+  // `server` replicates from the move's new primary (or `primary`, if given) from now on.
+  void Repoint(Scenario& s, Scenario::Move& m, int server, const std::string& use_gtid,
+               int primary = -1) {
+    if (primary < 0) primary = m.to;
+    Sql sql(p_.Server(server));
+    const std::string who = kServers[server];
+    Run(sql, who, "STOP SLAVE");
+    Run(sql, who,
+        "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=" +
+            std::to_string(p_.ServerPort(primary)) + ", MASTER_USER='" + kSwitchUser +
+            "', MASTER_PASSWORD='" + kSwitchPassword + "', MASTER_USE_GTID=" + use_gtid +
+            ", MASTER_CONNECT_RETRY=1");
+    Run(sql, who, "START SLAVE");
+    m.repointed.emplace_back(server, NowUs());
+    s.Event(who + ": replicating from " + kServers[primary] + " (MASTER_USE_GTID=" + use_gtid +
+            ")");
+  }
+
+  const Paths& p_;
+  Followers f_;
+  int agent_;
+  std::array<int64_t, kServerCount> server_ids_{};
+  std::unique_ptr<MoveWatcher> watcher_;
+};
+
+// One cycle of a move scenario: Begin() moves the primary to replica1 (a switchover, or the
+// primary killed: a failover) and holds replica2 back with FLUSH TABLES WITH READ LOCK on a
+// connection of its own; End() releases it, lets the topology settle, (failover: brings the old
+// primary back as a replica of replica1), and switches back to the sandbox's own topology. The
+// read lock is released on every way out.
+class MoveDisturbance : public Disturbance {
+ public:
+  MoveDisturbance(const Paths& p, Switcher& sw, bool failover, double settle_s)
+      : p_(p), sw_(sw), failover_(failover), settle_s_(settle_s) {}
+  void Begin(Scenario& s) override {
+    if (failover_) {
+      promoted_pos_ = sw_.Failover(s, 0, 1);
+    } else {
+      sw_.Switchover(s, 0, 1);
+    }
+    lock_ = std::make_unique<Sql>(p_.Server(2));
+    if (!lock_->Exec("FLUSH TABLES WITH READ LOCK")) throw std::runtime_error(lock_->error());
+    s.Event("replica2: FLUSH TABLES WITH READ LOCK (held)");
+    s.moves.back().lag = "FLUSH TABLES WITH READ LOCK on replica2 right after the move";
+  }
+  void End(Scenario& s) override {
+    if (!lock_->Exec("UNLOCK TABLES")) throw std::runtime_error(lock_->error());
+    lock_.reset();
+    s.Event("replica2: UNLOCK TABLES");
+    sw_.WaitCaughtUp(s, 2, 1, 20);
+    Pause(Ms(settle_s_));
+    if (failover_) {
+      sw_.Rejoin(s, 0, 1, promoted_pos_);
+      Pause(Ms(settle_s_));
+    }
+    sw_.Switchover(s, 1, 0);
+    if (failover_) sw_.Exec(s, 0, "SET GLOBAL gtid_strict_mode=1");
+  }
+
+ private:
+  const Paths& p_;
+  Switcher& sw_;
+  bool failover_;
+  double settle_s_;
+  std::string promoted_pos_;
+  std::unique_ptr<Sql> lock_;  // replica2's read lock, while held
+};
+
+Scenario RunMoves(const Paths& p, const Cycles& c, Switcher& sw, bool failover) {
+  const std::string what =
+      failover
+          ? "kill -9 the primary; 1 s later replica1 promoted (once its relay log is applied) and "
+            "replica2 re-pointed to it; FLUSH TABLES WITH READ LOCK on replica2 for " +
+                Secs(c.hold_s) +
+                " s; then the old primary restarted (writable: read_only=1 at once), rejoined as "
+                "a replica of replica1 (gtid_strict_mode=0, gtid_slave_pos at the promotion) and "
+                "switched back to by a planned switchover; " +
+                Secs(c.gap_s) + " s to settle after each move"
+          : "planned switchover primary -> replica1 (read_only=1, MASTER_GTID_WAIT, promote, "
+            "re-point replica2 and the old primary); FLUSH TABLES WITH READ LOCK on replica2 "
+            "for " +
+                Secs(c.hold_s) + " s; then the switch back; " + Secs(c.gap_s) +
+                " s to settle after each move";
+  sw.CreateSwitchUser();
+  MoveDisturbance d(p, sw, failover, c.gap_s);
+  Scenario s{failover ? "failover" : "switchover", what, "primary"};
+  s.table = "move";
+  s = RunDisturbance(std::move(s), d, c);
+  sw.Finish(s);
+  return s;
+}
+
 int WaitChild(Child& c, milliseconds timeout) {
   auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -778,6 +1145,9 @@ struct System {
   // A lagwatch agent's Redis records per replica (its key states and bound checks); null for
   // the other systems.
   std::array<const std::vector<LagwatchRecord>*, kReplicas> lagwatch{};
+  // A lagwatch agent's key for the original primary (there while it is a replica).
+  std::vector<Report> primary_reports{};
+  const std::vector<LagwatchRecord>* primary_records = nullptr;
 };
 
 std::vector<Report> LagwatchReports(const std::vector<LagwatchRecord>& records) {
@@ -836,8 +1206,168 @@ json KeyJson(const KeyStats& k) {
           {"healthy_flips_far_from_limit", k.flips_while_far}};
 }
 
+// Evidence for the report: lagwatch records of a move scenario (up to 8) whose delay_ms is more
+// than 10 ms under the truth, whose delay_lower_ms is more than 10 ms over the oracle's upper
+// bound, that say healthy=1 while truth is over the limit, or healthy=1 beside delay_ms over
+// max_delay_ms; times in s from the scenario's start.
+json SuspectRecords(const Scenario& s, const std::vector<LagwatchRecord>& records, const Truth& t) {
+  json out = json::array();
+  for (const auto& r : records) {
+    if (r.missing || r.seen_us < s.from_us || r.seen_us >= s.to_us) continue;
+    const int64_t at = r.measured_at_ms * 1000;
+    const auto lo = t.At(at);
+    const auto up = t.Upper(at);
+    std::string why;
+    if (lo && r.delay_ms < static_cast<double>(*lo) / 1000.0 - 10.0)
+      why += "delay_ms under truth; ";
+    if (up && r.delay_lower_ms > static_cast<double>(*up) / 1000.0 + 10.0) {
+      why += "delay_lower_ms over the upper bound; ";
+    }
+    if (r.healthy && lo && *lo > kTierLimitUs) why += "healthy=1 while truth over the limit; ";
+    if (r.healthy && r.max_delay_ms >= 0 && r.delay_ms > r.max_delay_ms) {
+      why += "healthy=1 beside delay_ms over max_delay_ms; ";
+    }
+    if (why.empty()) continue;
+    out.push_back(
+        {{"why", why},
+         {"measured_s", static_cast<double>(at - s.from_us) / 1e6},
+         {"seen_s", static_cast<double>(r.seen_us - s.from_us) / 1e6},
+         {"delay_ms", r.delay_ms},
+         {"delay_lower_ms", r.delay_lower_ms},
+         {"max_delay_ms", r.max_delay_ms},
+         {"healthy", r.healthy},
+         {"state", r.state},
+         {"truth_ms", lo ? json(static_cast<double>(*lo) / 1000.0) : json(nullptr)},
+         {"truth_upper_ms", up ? json(static_cast<double>(*up) / 1000.0) : json(nullptr)}});
+    if (out.size() >= 8) break;
+  }
+  return out;
+}
+
+// One system's measures for one server in scenario `s`: `records` are a lagwatch agent's (null
+// for the other systems).
+json ServerJson(const Scenario& s, const std::vector<Report>& reports,
+                const std::vector<LagwatchRecord>* records, const Truth& t, int64_t data_end_us) {
+  ErrorStats es = ComputeErrors(reports, t, s.from_us, s.to_us);
+  EpisodeMeasures m200 =
+      ComputeEpisodes(reports, t, false, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
+  EpisodeMeasures m1000 =
+      ComputeEpisodes(reports, t, true, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
+  const size_t judged = es.error_ms.n;
+  json r = {{"reports", es.reports},
+            {"unknown", es.unknown},
+            {"no_truth", es.no_truth},
+            {"error_ms", PercentilesJson(es.error_ms)},
+            {"below_truth_by_10ms", es.below_10ms},
+            {"below_truth_by_10ms_share",
+             judged ? json(static_cast<double>(es.below_10ms) / judged) : json(nullptr)},
+            {"detect_200ms", DetectionJson(m200)},
+            {"detect_1000ms", DetectionJson(m1000)},
+            {"false_exclusions_200ms", m200.false_exclusions},
+            {"false_excluded_s", m200.false_excluded_s},
+            {"false_exclusion_peak_truth_ms", m200.false_exclusion_peak_truth_ms},
+            {"excluded_while_fine_200ms_share",
+             m200.fine_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
+                                      static_cast<double>(m200.fine_samples))
+                               : json(nullptr)},
+            {"excluded_while_fine_200ms_time_share",
+             m200.window_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
+                                        static_cast<double>(m200.window_samples))
+                                 : json(nullptr)}};
+  if (s.table == "move") {
+    const FalselyFine f = ComputeFalselyFine(reports, t, s.from_us, s.to_us, kTierLimitUs);
+    r["falsely_fine_200ms"] = {{"ms", f.ms},
+                               {"runs", f.runs},
+                               {"longest_ms", f.longest_ms},
+                               {"peak_truth_ms", f.peak_truth_ms}};
+  }
+  if (records) {
+    r["lower_bound_above_truth_by_10ms"] = es.lower_above;
+    r["lower_bound_checked"] = es.lower_checked;
+    json states = json::object();
+    size_t missing = 0;
+    for (const auto& lr : *records) {
+      const int64_t at = lr.missing ? lr.seen_us : lr.measured_at_ms * 1000;
+      if (at < s.from_us || at >= s.to_us) continue;
+      if (lr.missing) {
+        ++missing;
+      } else {
+        states[lr.state] = states.value(lr.state, 0) + 1;
+      }
+    }
+    r["key_missing"] = missing;
+    r["states"] = states;
+    r["key"] = KeyJson(ComputeKeyStats(*records, t, s.from_us, s.to_us, kFarFromLimitUs));
+    r["healthy_over_limit"] = CountHealthyOverLimit(*records, s.from_us, s.to_us);
+    if (s.table == "move") r["suspect_records"] = SuspectRecords(s, *records, t);
+  }
+  return r;
+}
+
+// A move of the primary: when the new primary was writable, when lagwatch's heartbeat and pointer
+// followed, and for each server that replicates from the new primary, when it was truly caught
+// up and when each system said so (ComputeBackFine).
+json MoveJson(const Scenario& s, const Scenario::Move& m, const std::vector<System>& systems,
+              const std::array<const Truth*, kServerCount>& truths) {
+  auto after = [&](int64_t t) {
+    return t ? json(static_cast<double>(t - m.writable_us) / 1000.0) : json(nullptr);
+  };
+  json j = {{"kind", m.kind},
+            {"from", kServers[m.from]},
+            {"to", kServers[m.to]},
+            {"begin_s", static_cast<double>(m.begin_us - s.from_us) / 1e6},
+            {"writable_after_begin_ms", static_cast<double>(m.writable_us - m.begin_us) / 1000.0},
+            {"heartbeat_written_ms", after(m.hb_written_us)},
+            {"heartbeat_seen_ms", after(m.hb_seen_us)},
+            {"pointer_ms", after(m.pointer_us)},
+            {"lag", m.lag.empty() ? json(nullptr) : json(m.lag)},
+            {"window_s", static_cast<double>(m.end_us - m.begin_us) / 1e6}};
+  for (const auto& [server, at] : m.repointed) {
+    const Truth& t = *truths[static_cast<size_t>(server)];
+    json r = {{"server", kServers[server]},
+              {"repointed_after_writable_ms", static_cast<double>(at - m.writable_us) / 1000.0}};
+    for (const System& sys : systems) {
+      const std::vector<Report>* reports = nullptr;
+      if (server == 0) {
+        if (sys.primary_records) reports = &sys.primary_reports;
+      } else {
+        reports = &sys.reports[static_cast<size_t>(server - 1)];
+      }
+      if (!reports) continue;
+      const BackFine b = ComputeBackFine(*reports, t, at, m.end_us, kTierLimitUs);
+      if (b.caught_us) {
+        r["caught_up_after_writable_ms"] =
+            static_cast<double>(*b.caught_us - m.writable_us) / 1000.0;
+      }
+      const auto d = b.DelayMs();
+      r["back_fine_ms"][sys.name] = d ? json(*d) : json(nullptr);
+      // A lagwatch key: when the bench first saw it gone in this move's window, and the first
+      // healthy=1 record seen after that (after writable).
+      const std::vector<LagwatchRecord>* records =
+          server == 0 ? sys.primary_records : sys.lagwatch[static_cast<size_t>(server - 1)];
+      if (!records) continue;
+      // A key not there when the move began (the server was the primary, or down) counts as
+      // gone from then.
+      bool present = false;
+      for (const auto& lr : *records) {
+        if (lr.seen_us < m.begin_us) present = !lr.missing;
+      }
+      int64_t gone = 0, healthy = 0;
+      for (const auto& lr : *records) {
+        if (lr.seen_us < m.begin_us || lr.seen_us >= m.end_us) continue;
+        if (lr.missing && !gone) gone = lr.seen_us;
+        if (!lr.missing && lr.healthy && (gone || !present) && !healthy) healthy = lr.seen_us;
+      }
+      r["key"][sys.name] = {{"gone_ms", after(gone)}, {"healthy_again_ms", after(healthy)}};
+    }
+    j["servers"].push_back(r);
+  }
+  return j;
+}
+
 json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
-                  const std::array<Truth, kReplicas>& truth, int64_t data_end_us) {
+                  const std::array<Truth, kReplicas>& truth, const Truth& primary_truth,
+                  int64_t data_end_us) {
   json j = {
       {"name", s.name},
       {"description", s.description},
@@ -878,55 +1408,41 @@ json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
   for (const System& sys : systems) {
     json sj = {{"name", sys.name}};
     for (int i = 0; i < kReplicas; ++i) {
-      const auto& reports = sys.reports[static_cast<size_t>(i)];
-      const Truth& t = truth[static_cast<size_t>(i)];
-      ErrorStats es = ComputeErrors(reports, t, s.from_us, s.to_us);
-      EpisodeMeasures m200 =
-          ComputeEpisodes(reports, t, false, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
-      EpisodeMeasures m1000 =
-          ComputeEpisodes(reports, t, true, s.from_us, s.to_us, data_end_us, kDetectGraceUs);
-      const size_t judged = es.error_ms.n;
-      json r = {{"reports", es.reports},
-                {"unknown", es.unknown},
-                {"no_truth", es.no_truth},
-                {"error_ms", PercentilesJson(es.error_ms)},
-                {"below_truth_by_10ms", es.below_10ms},
-                {"below_truth_by_10ms_share",
-                 judged ? json(static_cast<double>(es.below_10ms) / judged) : json(nullptr)},
-                {"detect_200ms", DetectionJson(m200)},
-                {"detect_1000ms", DetectionJson(m1000)},
-                {"false_exclusions_200ms", m200.false_exclusions},
-                {"false_excluded_s", m200.false_excluded_s},
-                {"false_exclusion_peak_truth_ms", m200.false_exclusion_peak_truth_ms},
-                {"excluded_while_fine_200ms_share",
-                 m200.fine_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
-                                          static_cast<double>(m200.fine_samples))
-                                   : json(nullptr)},
-                {"excluded_while_fine_200ms_time_share",
-                 m200.window_samples ? json(static_cast<double>(m200.fine_but_over_samples) /
-                                            static_cast<double>(m200.window_samples))
-                                     : json(nullptr)}};
-      if (const auto* records = sys.lagwatch[static_cast<size_t>(i)]) {
-        r["lower_bound_above_truth_by_10ms"] = es.lower_above;
-        r["lower_bound_checked"] = es.lower_checked;
-        json states = json::object();
-        size_t missing = 0;
-        for (const auto& lr : *records) {
-          const int64_t at = lr.missing ? lr.seen_us : lr.measured_at_ms * 1000;
-          if (at < s.from_us || at >= s.to_us) continue;
-          if (lr.missing) {
-            ++missing;
-          } else {
-            states[lr.state] = states.value(lr.state, 0) + 1;
-          }
-        }
-        r["key_missing"] = missing;
-        r["states"] = states;
-        r["key"] = KeyJson(ComputeKeyStats(*records, t, s.from_us, s.to_us, kFarFromLimitUs));
-      }
-      sj["replicas"]["replica" + std::to_string(i + 1)] = r;
+      const auto k = static_cast<size_t>(i);
+      sj["replicas"]["replica" + std::to_string(i + 1)] =
+          ServerJson(s, sys.reports[k], sys.lagwatch[k], truth[k], data_end_us);
+    }
+    // A move scenario: the original primary's own key, while it was a replica.
+    if (s.table == "move" && sys.primary_records) {
+      sj["replicas"]["primary"] =
+          ServerJson(s, sys.primary_reports, sys.primary_records, primary_truth, data_end_us);
     }
     j["systems"].push_back(sj);
+  }
+  if (s.table == "move") {
+    const Truth& t = primary_truth;
+    {
+      std::vector<double> truth_ms;
+      const auto& samples = t.samples();
+      for (size_t k = 0; k < samples.size(); ++k) {
+        if (samples[k].sent_us < s.from_us || samples[k].sent_us >= s.to_us) continue;
+        if (auto lo = t.AtSample(k)) truth_ms.push_back(static_cast<double>(*lo) / 1000.0);
+      }
+      size_t e200 = 0, e1000 = 0;
+      for (const auto& e : t.Episodes(200'000)) {
+        e200 += e.start_us >= s.from_us && e.start_us < s.to_us;
+      }
+      for (const auto& e : t.Episodes(1'000'000)) {
+        e1000 += e.start_us >= s.from_us && e.start_us < s.to_us;
+      }
+      j["truth"]["primary"] = {{"episodes_over_200ms", e200},
+                               {"episodes_over_1000ms", e1000},
+                               {"staleness_ms", PercentilesJson(Summarize(truth_ms))},
+                               {"bracket_ms", nullptr}};
+    }
+    const std::array<const Truth*, kServerCount> truths = {&primary_truth, &truth[0], &truth[1]};
+    j["moves"] = json::array();
+    for (const auto& m : s.moves) j["moves"].push_back(MoveJson(s, m, systems, truths));
   }
   return j;
 }
@@ -1096,8 +1612,12 @@ int RunBenchmark(const Options& opt) {
         "WHERE id = 1",
         "lag_us", 0.001);
   }
-  // The naive heartbeat's writer: its UPDATE on the primary every kNaiveWritePeriod.
-  Sql naive_sql(p.Primary());
+  // The original primary's own reader: what it has once another server is the primary.
+  OracleReader primary_reader(p.Primary());
+  // The naive heartbeat's writer: its UPDATE on the primary every kNaiveWritePeriod; it follows
+  // the primary when it moves (naive_mu guards naive_sql).
+  std::mutex naive_mu;
+  auto naive_sql = std::make_unique<Sql>(p.Primary());
   size_t naive_writes = 0, naive_write_errors = 0;
   Worker naive_writer;
   // Every agent's two keys in one pipelined HGETALL: agent a's replica i is key 2a + i.
@@ -1105,6 +1625,9 @@ int RunBenchmark(const Options& opt) {
   for (const Agent& a : agents) {
     for (int i = 0; i < kReplicas; ++i) keys.push_back(p.RedisKey(i, a.key_prefix));
   }
+  // Then the original primary's key under each agent's prefix, there once it is a replica.
+  const size_t primary_keys = keys.size();
+  for (const Agent& a : agents) keys.push_back(p.ServerKey(0, a.key_prefix));
   RedisPoller redis(p.RedisPort(), keys);
   PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
                               logs + "/pt-heartbeat-monitor.log");
@@ -1116,8 +1639,11 @@ int RunBenchmark(const Options& opt) {
     sbm[k]->Start(kSqlPollPeriod);
     naive[k]->Start(kSqlPollPeriod);
   }
+  primary_reader.Start(kOraclePeriod);
   StartTicking(naive_writer, kNaiveWritePeriod, [&](const std::stop_token&) {
-    if (naive_sql.Exec("UPDATE lwtest.naive SET updated_at = NOW(6) WHERE id = 1")) {
+    std::lock_guard lock(naive_mu);
+    if (!naive_sql) return;
+    if (naive_sql->Exec("UPDATE lwtest.naive SET updated_at = NOW(6) WHERE id = 1")) {
       ++naive_writes;
     } else {
       ++naive_write_errors;
@@ -1129,7 +1655,7 @@ int RunBenchmark(const Options& opt) {
   Progress("warming up");
   if (!WaitUntil(
           [&] {
-            for (size_t k = 0; k < keys.size(); ++k) {
+            for (size_t k = 0; k < primary_keys; ++k) {
               if (redis.count(k) <= 2) return false;
             }
             return readers[0]->count() > 10 && readers[1]->count() > 10 && pt_reader.count(0) > 2 &&
@@ -1141,6 +1667,13 @@ int RunBenchmark(const Options& opt) {
   }
   Pause(seconds(3));
 
+  Switcher switcher(p,
+                    {&writer,
+                     [&](const std::string& socket) {
+                       std::lock_guard lock(naive_mu);
+                       naive_sql = socket.empty() ? nullptr : std::make_unique<Sql>(socket);
+                     }},
+                    agents[0].id);
   // Named and ordered as in kPhases (after "cost"); --scenarios runs some of them.
   const std::vector<std::pair<std::string, std::function<Scenario()>>> runs = {
       {"steady", [&] { return RunSteady(plan); }},
@@ -1150,6 +1683,8 @@ int RunBenchmark(const Options& opt) {
       {"primary-freeze", [&] { return RunPrimaryFreeze(p, plan); }},
       {"hung-replica", [&] { return RunHungReplica(p, plan); }},
       {"agent-kill", [&] { return RunAgentKill(p, plan, opt.lagwatch, agents[0], logs); }},
+      {"switchover", [&] { return RunMoves(p, plan.switchover, switcher, false); }},
+      {"failover", [&] { return RunMoves(p, plan.failover, switcher, true); }},
   };
   std::vector<Scenario> scenarios;
   for (const auto& [name, run] : runs) {
@@ -1171,6 +1706,7 @@ int RunBenchmark(const Options& opt) {
     sbm[k]->Stop();
     naive[k]->Stop();
   }
+  primary_reader.Stop();
   writer.Stop();
   json processes = json::object();
   // Keys: lagwatch_still_running, ...; the binlog agent's: lagwatch_binlog_still_running, ...
@@ -1222,6 +1758,7 @@ int RunBenchmark(const Options& opt) {
       h.insert(h.end(), s.hangs.begin(), s.hangs.end());
     }
   }
+  const Truth primary_truth(&writer.log(), primary_reader.samples());
   std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples(), hangs[0]),
                                         Truth(&writer.log(), readers[1]->samples(), hangs[1])};
   // lagwatch (and lagwatch (binlog) right after it), pt-heartbeat, SBM, naive.
@@ -1233,6 +1770,9 @@ int RunBenchmark(const Options& opt) {
       systems[a].reports[k] = LagwatchReports(records);
       systems[a].lagwatch[k] = &records;
     }
+    const auto& records = redis.records(primary_keys + a);
+    systems[a].primary_reports = LagwatchReports(records);
+    systems[a].primary_records = &records;
   }
   System& pt_sys = systems[agents.size()];
   System& sbm_sys = systems[agents.size() + 1];
@@ -1247,9 +1787,16 @@ int RunBenchmark(const Options& opt) {
     naive_sys.reports[k] = ToolReports(naive[k]->readings());
   }
   results["oracle"] = OracleJson(rec, truth);
+  for (const auto& m : writer.moves()) {
+    results["oracle"]["moves"].push_back({{"t", IsoUtc(m.t_us)},
+                                          {"to", m.socket},
+                                          {"max_id_there", m.max_id_there},
+                                          {"rows_lost", m.lost},
+                                          {"next_id", m.next_id}});
+  }
   results["scenarios"] = json::array();
   for (const Scenario& s : scenarios) {
-    results["scenarios"].push_back(ScenarioJson(s, systems, truth, data_end_us));
+    results["scenarios"].push_back(ScenarioJson(s, systems, truth, primary_truth, data_end_us));
   }
 
   const std::string base = opt.out_dir + "/accuracy-" + mode + suffix;

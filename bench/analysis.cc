@@ -14,7 +14,7 @@ Truth::Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::v
     int64_t first = -1;
     for (size_t k = 0; k < log_->rows.size() && first < 0; ++k) {
       const OracleRow& row = log_->rows[k];
-      if (row.sent_us >= h.from_us && row.acked_us >= 0) {
+      if (row.sent_us >= h.from_us && row.acked_us >= 0 && !row.skipped) {
         first = log_->first_id + static_cast<int64_t>(k);
       }
     }
@@ -33,7 +33,7 @@ Truth::Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::v
 }
 
 std::optional<int64_t> Truth::LowerFrom(const ReaderSample& next, int64_t t) const {
-  const OracleRow* row = log_->Get(next.max_id + 1);
+  const OracleRow* row = log_->NextAfter(next.max_id);
   if (!row) return 0;  // the replica had every oracle row the writer ever sent
   if (row->sent_us >= 0 && row->sent_us > t) return 0;  // not even sent at t
   if (row->acked_us < 0) return std::nullopt;           // unknown outcome: cannot place its commit
@@ -73,7 +73,7 @@ std::vector<Episode> Truth::Episodes(int64_t threshold_us) const {
     if (*lo > threshold_us) {
       if (!over) {
         // Truth(t) = t − acked(m+1) on the interval ending at this sample: exact crossing.
-        const OracleRow* row = log_->Get(samples_[i].max_id + 1);
+        const OracleRow* row = log_->NextAfter(samples_[i].max_id);
         Episode e;
         e.start_us = row->acked_us + threshold_us;
         e.peak_us = *lo;
@@ -295,6 +295,101 @@ KeyStats ComputeKeyStats(const std::vector<LagwatchRecord>& records, const Truth
   }
   k.max_stall_ms = std::max(k.max_stall_ms, static_cast<double>(to_us - last_advance) / 1000.0);
   return k;
+}
+
+namespace {
+
+// The verdicts of `reports` as the bench saw them, read forward in time.
+class VerdictCursor {
+ public:
+  explicit VerdictCursor(const std::vector<Report>& reports) : reports_(reports) {}
+  // Moves to time t (never backwards); true if the latest report seen by t said over 200 ms or
+  // there was none yet.
+  bool OverAt(int64_t t) {
+    while (next_ < reports_.size() && reports_[next_].seen_us <= t) {
+      over_ = reports_[next_].over200;
+      ++next_;
+    }
+    return over_;
+  }
+
+ private:
+  const std::vector<Report>& reports_;
+  size_t next_ = 0;
+  bool over_ = true;
+};
+
+}  // namespace
+
+FalselyFine ComputeFalselyFine(const std::vector<Report>& reports, const Truth& truth,
+                               int64_t from_us, int64_t to_us, int64_t limit_us, int64_t step_us) {
+  FalselyFine f;
+  VerdictCursor cursor(reports);
+  double run_ms = 0;
+  for (int64_t t = from_us; t < to_us; t += step_us) {
+    const bool over = cursor.OverAt(t);
+    const auto lo = truth.At(t);
+    if (!over && lo && *lo > limit_us) {
+      const double ms = static_cast<double>(std::min(step_us, to_us - t)) / 1000.0;
+      if (run_ms == 0) ++f.runs;
+      run_ms += ms;
+      f.ms += ms;
+      f.longest_ms = std::max(f.longest_ms, run_ms);
+      f.peak_truth_ms = std::max(f.peak_truth_ms, static_cast<double>(*lo) / 1000.0);
+    } else {
+      run_ms = 0;
+    }
+  }
+  return f;
+}
+
+BackFine ComputeBackFine(const std::vector<Report>& reports, const Truth& truth, int64_t after_us,
+                         int64_t until_us, int64_t limit_us, int64_t step_us) {
+  BackFine b;
+  int64_t caught = after_us;
+  for (int64_t t = after_us; t < until_us; t += step_us) {
+    const auto lo = truth.At(t);
+    if (lo && *lo > limit_us) caught = t + step_us;
+  }
+  if (caught >= until_us) return b;
+  b.caught_us = caught;
+  // The verdict in effect at `caught` and when its run of fine reports began.
+  const size_t n = reports.size();
+  size_t k = 0;
+  bool over = true;
+  int64_t fine_since = 0;
+  for (; k < n && reports[k].seen_us <= caught; ++k) {
+    if (!reports[k].over200 && over) fine_since = reports[k].seen_us;
+    over = reports[k].over200;
+  }
+  // The first fine report from index j on, before `until_us`.
+  auto first_fine = [&](size_t j) -> std::optional<int64_t> {
+    for (; j < n && reports[j].seen_us < until_us; ++j) {
+      if (!reports[j].over200) return reports[j].seen_us;
+    }
+    return std::nullopt;
+  };
+  if (over) {
+    b.fine_us = first_fine(k);
+  } else if (fine_since >= after_us) {
+    b.fine_us = fine_since;
+  } else {
+    // A verdict from before the move: it counts only if it is never withdrawn.
+    size_t j = k;
+    while (j < n && reports[j].seen_us < until_us && !reports[j].over200) ++j;
+    b.fine_us = j < n && reports[j].seen_us < until_us ? first_fine(j) : fine_since;
+  }
+  return b;
+}
+
+size_t CountHealthyOverLimit(const std::vector<LagwatchRecord>& records, int64_t from_us,
+                             int64_t to_us) {
+  size_t n = 0;
+  for (const LagwatchRecord& r : records) {
+    if (r.seen_us < from_us || r.seen_us >= to_us || r.missing || !r.healthy) continue;
+    if (r.max_delay_ms >= 0 && r.delay_ms > r.max_delay_ms) ++n;
+  }
+  return n;
 }
 
 }  // namespace lagwatch::bench

@@ -40,15 +40,27 @@ namespace lagwatch::bench {
 struct OracleRow {
   int64_t sent_us = -1;   // just before the INSERT was sent
   int64_t acked_us = -1;  // when its OK arrived; -1 if it failed or never answered
+  // Not in the current primary's history, so no replica will ever apply it: an id the writer
+  // skipped when it moved to a new primary, or a row a primary committed and died with before
+  // the replica promoted in its place had it (a failover). Truth passes over such rows.
+  bool skipped = false;
 };
 
-// Rows by id; ids are consecutive from first_id (one writer, AUTO_INCREMENT).
+// Rows by id; ids are consecutive from first_id (one writer, explicit ids; the ids it jumps over
+// when it moves to a new primary are rows marked skipped).
 struct OracleLog {
   int64_t first_id = 1;
   std::vector<OracleRow> rows;
   const OracleRow* Get(int64_t id) const {
     if (id < first_id || id - first_id >= static_cast<int64_t>(rows.size())) return nullptr;
     return &rows[static_cast<size_t>(id - first_id)];
+  }
+  // The first row after `id` that is not skipped: the one a replica that has applied up to `id`
+  // lacks first; nullptr if the writer sent none.
+  const OracleRow* NextAfter(int64_t id) const {
+    const OracleRow* row = Get(++id);
+    while (row && row->skipped) row = Get(++id);
+    return row;
   }
 };
 
@@ -115,6 +127,7 @@ struct LagwatchRecord {
   bool healthy = false;
   std::string state;
   int64_t seq = 0;
+  double max_delay_ms = -1;  // the replica's tier limit; -1 if the record has none
 };
 
 // One reading of a measuring system for one replica.
@@ -202,5 +215,45 @@ struct KeyStats {
 };
 KeyStats ComputeKeyStats(const std::vector<LagwatchRecord>& records, const Truth& truth,
                          int64_t from_us, int64_t to_us, int64_t far_us);
+
+// A system's "within the limit" verdicts where truth says otherwise, in a window: the time during
+// which its latest report as the bench saw it said at or under 200 ms (lagwatch: healthy=1; a
+// missing key or an unknown value says over) while Truth was over `limit_us`, on a grid of
+// `step_us` (Truth is a proven lower bound, so all of it is certain).
+struct FalselyFine {
+  double ms = 0;             // in all
+  size_t runs = 0;           // maximal stretches of it
+  double longest_ms = 0;     // the longest of them
+  double peak_truth_ms = 0;  // the highest Truth during any of them
+};
+FalselyFine ComputeFalselyFine(const std::vector<Report>& reports, const Truth& truth,
+                               int64_t from_us, int64_t to_us, int64_t limit_us,
+                               int64_t step_us = 1000);
+
+// When a replica that was moved to a new primary at `after_us` was truly caught up for good, and
+// when the system then said so: `caught_us` is the first grid point (every `step_us`) from
+// `after_us` after which Truth stays at or under `limit_us` up to `until_us` (`after_us` itself if
+// it never was over); `fine_us` is the first report at or under 200 ms seen after `caught_us`,
+// or, if the system already said so at `caught_us`, when that run of such reports began (before
+// `caught_us`: a negative delay). A run that began before `after_us` is a verdict from before the
+// move: it counts only if it is never withdrawn before `until_us` (then the system said so all
+// along); if it is, the first report at or under 200 ms after the withdrawal counts. A later dip
+// (an exclusion after the system said so) does not move `fine_us`. nullopt where there is none.
+struct BackFine {
+  std::optional<int64_t> caught_us;
+  std::optional<int64_t> fine_us;
+  // fine_us − caught_us in ms, when both are known.
+  std::optional<double> DelayMs() const {
+    if (!caught_us || !fine_us) return std::nullopt;
+    return static_cast<double>(*fine_us - *caught_us) / 1000.0;
+  }
+};
+BackFine ComputeBackFine(const std::vector<Report>& reports, const Truth& truth, int64_t after_us,
+                         int64_t until_us, int64_t limit_us, int64_t step_us = 1000);
+
+// Records first seen in [from_us, to_us) that say healthy=1 with delay_ms over their own
+// max_delay_ms: a router comparing the two would decide otherwise than one reading healthy.
+size_t CountHealthyOverLimit(const std::vector<LagwatchRecord>& records, int64_t from_us,
+                             int64_t to_us);
 
 }  // namespace lagwatch::bench

@@ -105,5 +105,115 @@ TEST_CASE("key stats: missing time, age, stalls, measured_at going backwards, fl
   CHECK(k.flips_while_far == 2);  // the replica was caught up all along
 }
 
+TEST_CASE("truth passes over rows lost with a primary and ids skipped at its move") {
+  // Rows 1..10 reached the replica; the dead primary also acked rows 11 and 12, which the new
+  // primary never had; the writer then jumped ids 13..20 and wrote row 21 on the new primary.
+  OracleLog log = Rows(21);
+  for (int64_t id = 11; id <= 20; ++id) {
+    OracleRow& row = log.rows[static_cast<size_t>(id - 1)];
+    row.skipped = true;
+    if (id > 12) row = {-1, -1, true};
+  }
+  log.rows[20] = {200'000, 201'000};  // row 21
+  const std::vector<ReaderSample> reads = {{150'000, 150'500, 10}, {300'000, 300'500, 10}};
+  const Truth truth(&log, reads);
+  CHECK(truth.At(150'000) == 0);  // the only rows it lacks then are lost ones
+  CHECK(truth.At(300'000) == 300'000 - 201'000);
+  const auto over = truth.Episodes(50'000);
+  REQUIRE(over.size() == 1);
+  CHECK(over[0].start_us == 201'000 + 50'000);
+}
+
+// A replica read every 5 ms (at 5k + 3 ms) that has every acked row, except that from 0.5 s to
+// 1.5 s it applies nothing beyond row 100 (acked at 501 ms).
+std::vector<ReaderSample> StuckReads(int64_t end) {
+  std::vector<ReaderSample> out;
+  for (int64_t t = 3000; t < end; t += 5000) {
+    const int64_t max_id = t >= 500'000 && t < 1'500'000 ? 100 : (t - 1000) / 5000 + 1;
+    out.push_back({t, t + 500, max_id});
+  }
+  return out;
+}
+
+Report Verdict(int64_t seen, bool over) {
+  Report r;
+  r.seen_us = r.measured_us = seen;
+  r.over200 = over;
+  return r;
+}
+
+TEST_CASE("falsely fine: said within the limit while truth was over it") {
+  const OracleLog log = Rows(1000);
+  const Truth truth(&log, StuckReads(3'000'000));
+  // Truth is t − 501 ms from 0.5 s on: over 200 ms after 701 ms, until the read at 1.498 s.
+  SUBCASE("excluded 98 ms after the crossing") {
+    const std::vector<Report> reports = {Verdict(0, false), Verdict(800'000, true),
+                                         Verdict(1'600'000, false)};
+    const FalselyFine f = ComputeFalselyFine(reports, truth, 0, 3'000'000, 200'000);
+    CHECK(f.ms == doctest::Approx(98.0));  // 702 .. 799 ms
+    CHECK(f.runs == 1);
+    CHECK(f.longest_ms == doctest::Approx(98.0));
+    CHECK(f.peak_truth_ms == doctest::Approx(298.0));
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.caught_us == 1'499'000);
+    CHECK(b.fine_us == 1'600'000);
+    CHECK(b.DelayMs() == doctest::Approx(101.0));
+  }
+  SUBCASE("never excluded") {
+    const std::vector<Report> reports = {Verdict(0, false)};
+    const FalselyFine f = ComputeFalselyFine(reports, truth, 0, 3'000'000, 200'000);
+    CHECK(f.ms == doctest::Approx(797.0));  // 702 .. 1498 ms
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(-1499.0));  // fine since before the lag began
+  }
+  SUBCASE("a verdict withdrawn after the catch-up does not count") {
+    const std::vector<Report> reports = {Verdict(0, false), Verdict(1'550'000, true),
+                                         Verdict(1'700'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(201.0));
+  }
+  SUBCASE("a later exclusion does not move the way back") {
+    const std::vector<Report> reports = {Verdict(0, false), Verdict(800'000, true),
+                                         Verdict(1'600'000, false), Verdict(2'000'000, true),
+                                         Verdict(2'500'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(101.0));
+  }
+  SUBCASE("a fresh verdict before the catch-up is a negative delay") {
+    const std::vector<Report> reports = {Verdict(0, true), Verdict(1'400'000, false)};
+    const BackFine b = ComputeBackFine(reports, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.DelayMs() == doctest::Approx(-99.0));
+  }
+  SUBCASE("no report at all is no verdict of fine, and no way back") {
+    const FalselyFine f = ComputeFalselyFine({}, truth, 0, 3'000'000, 200'000);
+    CHECK(f.ms == 0);
+    CHECK(f.runs == 0);
+    const BackFine b = ComputeBackFine({}, truth, 400'000, 3'000'000, 200'000);
+    CHECK(b.caught_us == 1'499'000);
+    CHECK_FALSE(b.fine_us.has_value());
+  }
+  SUBCASE("a replica never over the limit is caught up from the start") {
+    const Truth fine(&log, StuckReads(400'000));
+    const std::vector<Report> reports = {Verdict(0, true), Verdict(250'000, false)};
+    const BackFine b = ComputeBackFine(reports, fine, 100'000, 300'000, 200'000);
+    CHECK(b.caught_us == 100'000);
+    CHECK(b.DelayMs() == doctest::Approx(150.0));
+  }
+}
+
+TEST_CASE("healthy=1 beside a delay_ms over the tier's limit is counted") {
+  std::vector<LagwatchRecord> records = {
+      Record(1'000, 1'000, 1, true), Record(2'000, 2'000, 2, true), Record(3'000, 3'000, 3, false),
+      Record(4'000, 4'000, 4, true)};
+  for (auto& r : records) r.max_delay_ms = 200;
+  records[0].delay_ms = 150;
+  records[1].delay_ms = 250;  // counted
+  records[2].delay_ms = 900;  // unhealthy: fine
+  records[3].delay_ms = 300;
+  records[3].max_delay_ms = -1;  // no limit published: not judged
+  CHECK(CountHealthyOverLimit(records, 0, 10'000) == 1);
+  CHECK(CountHealthyOverLimit(records, 2'001, 10'000) == 0);
+}
+
 }  // namespace
 }  // namespace lagwatch::bench

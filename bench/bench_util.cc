@@ -217,6 +217,7 @@ bool Sql::Connect() {
   mysql_options(conn_, MYSQL_OPT_WRITE_TIMEOUT, &timeout_s_);
   if (!mysql_real_connect(conn_, nullptr, "root", nullptr, nullptr, 0, socket_.c_str(), 0)) {
     error_ = "connect to " + socket_ + ": " + mysql_error(conn_);
+    errno_ = mysql_errno(conn_);
     Disconnect();
     return false;
   }
@@ -227,6 +228,7 @@ std::optional<SqlResult> Sql::Query(const std::string& sql) {
   if (!Connect()) return std::nullopt;
   if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) {
     error_ = sql + ": " + mysql_error(conn_);
+    errno_ = mysql_errno(conn_);
     Disconnect();
     return std::nullopt;
   }
@@ -235,6 +237,7 @@ std::optional<SqlResult> Sql::Query(const std::string& sql) {
   if (!res) {
     if (mysql_field_count(conn_) != 0) {
       error_ = sql + ": " + mysql_error(conn_);
+      errno_ = mysql_errno(conn_);
       Disconnect();
       return std::nullopt;
     }

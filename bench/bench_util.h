@@ -96,6 +96,8 @@ class Sql {
   bool Exec(const std::string& sql) { return Query(sql).has_value(); }
   uint64_t last_insert_id() const { return last_insert_id_; }
   const std::string& error() const { return error_; }
+  // The MariaDB error number of the last failure (e.g. 1290 read-only, 2002 cannot connect).
+  unsigned error_number() const { return errno_; }
 
  private:
   void Disconnect();
@@ -105,6 +107,7 @@ class Sql {
   MYSQL* conn_ = nullptr;
   uint64_t last_insert_id_ = 0;
   std::string error_;
+  unsigned errno_ = 0;
 };
 
 // Runs one statement on a fresh admin connection; throws std::runtime_error on failure.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "base/clock.h"
@@ -31,31 +32,102 @@ void OracleWriter::Start(std::chrono::microseconds period) {
   StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
 }
 
+void OracleWriter::MoveTo(std::string socket) {
+  std::lock_guard lock(mu_);
+  target_ = std::move(socket);
+  sql_.reset();
+  arrived_ = false;
+}
+
+bool OracleWriter::Arrive() {
+  auto r = sql_->Query("SELECT COALESCE(MAX(id), 0) FROM lwtest.oracle");
+  if (!r) return false;
+  const int64_t there = std::strtoll(r->First().value_or("0").c_str(), nullptr, 10);
+  if (log_.rows.empty() && next_id_ == 0) {  // the first primary
+    log_.first_id = next_id_ = there + 1;
+    return true;
+  }
+  Move m{NowUs(), target_, there, 0, 0};
+  for (int64_t id = std::max(there + 1, log_.first_id); id < next_id_; ++id) {
+    OracleRow& row = log_.rows[static_cast<size_t>(id - log_.first_id)];
+    if (!row.skipped && row.acked_us >= 0) ++m.lost;
+    row.skipped = true;
+  }
+  next_id_ = std::max(next_id_, there + 1) + kIdJump;
+  log_.rows.resize(static_cast<size_t>(next_id_ - log_.first_id), OracleRow{-1, -1, true});
+  m.next_id = next_id_;
+  moves_.push_back(std::move(m));
+  return true;
+}
+
 void OracleWriter::Tick() {
+  std::lock_guard lock(mu_);
+  if (target_.empty()) return;
+  if (!sql_) sql_ = std::make_unique<Sql>(target_);
+  if (!arrived_) {
+    if (!Arrive()) {
+      ++errors_;
+      last_error_ = sql_->error();
+      return;
+    }
+    arrived_ = true;
+  }
   const int64_t sent = NowUs();
-  const bool ok =
-      sql_.Exec("INSERT INTO lwtest.oracle (t_us) VALUES (" + std::to_string(sent) + ")");
+  const bool ok = sql_->Exec("INSERT INTO lwtest.oracle (id, t_us) VALUES (" +
+                             std::to_string(next_id_) + ", " + std::to_string(sent) + ")");
   const int64_t acked = NowUs();
   if (!ok) {
-    // Its outcome is unknown; if it did commit, its id shows up as a gap below and the truth
-    // that would depend on it is reported as unknown.
     ++errors_;
-    last_error_ = sql_.error();
+    last_error_ = sql_->error();
+    // Refused (read-only) or never connected: not committed, the id is used again. Anything
+    // else (a connection lost mid-statement) may have committed: the id is logged with an
+    // unknown outcome and not used again.
+    const unsigned e = sql_->error_number();
+    if (e == 1290 || e == 2002 || e == 2003) return;
+    log_.rows.push_back({sent, -1});
+    ++next_id_;
     return;
   }
-  const auto id = static_cast<int64_t>(sql_.last_insert_id());
-  if (!have_first_) {
-    log_.first_id = id;
-    have_first_ = true;
-  }
-  const int64_t index = id - log_.first_id;
-  if (index < static_cast<int64_t>(log_.rows.size())) {  // cannot happen with one writer
-    ++errors_;
-    last_error_ = "AUTO_INCREMENT went backwards";
-    return;
-  }
-  log_.rows.resize(static_cast<size_t>(index));  // gaps: rows of unknown outcome
   log_.rows.push_back({sent, acked});
+  ++next_id_;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+MoveWatcher::MoveWatcher(std::string socket, int64_t server_id, int agent_id, int redis_port,
+                         std::string pointer_key, std::string primary_id)
+    : sql_(std::move(socket), 2),
+      redis_(redis_port),
+      server_id_(server_id),
+      query_(
+          "SELECT server_id, UNIX_TIMESTAMP(updated_at) AS t FROM heartbeat.mysql_heartbeat "
+          "WHERE id = " +
+          std::to_string(agent_id)),
+      pointer_key_(std::move(pointer_key)),
+      primary_id_(std::move(primary_id)) {}
+
+void MoveWatcher::Start() {
+  StartTicking(worker_, std::chrono::microseconds(2000),
+               [this](const std::stop_token&) { Tick(); });
+}
+
+void MoveWatcher::Tick() {
+  if (!hb_seen_us_) {
+    auto r = sql_.Query(query_);
+    const int64_t now = NowUs();
+    if (r && r->First() && std::strtoll(r->First()->c_str(), nullptr, 10) == server_id_) {
+      hb_seen_us_ = now;
+      hb_written_us_ = std::llround(std::strtod(r->Get("t").value_or("0").c_str(), nullptr) * 1e6);
+    }
+  }
+  if (!pointer_seen_us_) {
+    auto h = redis_.HGetAll({pointer_key_});
+    const int64_t now = NowUs();
+    if (h && !h->empty()) {
+      auto it = h->front().find("primary");
+      if (it != h->front().end() && it->second == primary_id_) pointer_seen_us_ = now;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,11 +198,12 @@ void RedisPoller::Tick() {
     rec.healthy = str("healthy") == "1";
     rec.state = str("state");
     rec.seq = static_cast<int64_t>(num("seq"));
+    rec.max_delay_ms = h.count("max_delay_ms") ? num("max_delay_ms") : -1;
     if (!out.empty()) {
       const auto& p = out.back();
       if (!p.missing && p.measured_at_ms == rec.measured_at_ms && p.delay_ms == rec.delay_ms &&
           p.delay_lower_ms == rec.delay_lower_ms && p.healthy == rec.healthy &&
-          p.state == rec.state && p.seq == rec.seq) {
+          p.state == rec.state && p.seq == rec.seq && p.max_delay_ms == rec.max_delay_ms) {
         out.back().last_seen_us = now;  // the same record as last time
         continue;
       }

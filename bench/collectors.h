@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -25,24 +27,78 @@ namespace lagwatch::bench {
 void StartTicking(Worker& worker, std::chrono::microseconds period,
                   std::function<void(const std::stop_token&)> tick);
 
-// Commits `INSERT INTO lwtest.oracle (t_us) VALUES (…)` on the primary every `period`,
-// recording each id's send and ack times.
+// Commits `INSERT INTO lwtest.oracle (id, t_us) VALUES (…)` on the primary every `period`,
+// recording each id's send and ack times. The writer picks the ids (consecutive; see MoveTo), so
+// they stay unique across primaries. Thread-safe: MoveTo may be called while it runs.
 class OracleWriter {
  public:
-  explicit OracleWriter(std::string primary_socket) : sql_(std::move(primary_socket)) {}
+  explicit OracleWriter(std::string primary_socket) : target_(std::move(primary_socket)) {}
   void Start(std::chrono::microseconds period);
   void Stop() { worker_.Stop(); }
+
+  // Writes on `socket` from now on; "" writes nowhere until the next MoveTo. Returns once no
+  // INSERT is in flight to the server before, so nothing the writer sends reaches it afterwards
+  // (a primary about to be made read-only; the bench connects as root, which read_only does not
+  // stop). The first INSERT on the new server asks it for MAX(id) first: rows logged after that
+  // are not in its history (lost with a primary that died: marked skipped), and the writer jumps
+  // kIdJump ids so that no id it uses there was ever used before (a lost row still sits on the
+  // old primary, which would stop replicating on a duplicate key).
+  void MoveTo(std::string socket);
+  static constexpr int64_t kIdJump = 1000;
+
+  // A move, as the writer carried it out on its first write there.
+  struct Move {
+    int64_t t_us = 0;
+    std::string socket;
+    int64_t max_id_there = 0;  // MAX(id) on the new primary
+    size_t lost = 0;           // acked rows logged after that: lost with the old primary
+    int64_t next_id = 0;       // the first id written there
+  };
+
+  // Read only after Stop().
   const OracleLog& log() const { return log_; }
+  const std::vector<Move>& moves() const { return moves_; }
   size_t errors() const { return errors_; }
   const std::string& last_error() const { return last_error_; }
 
  private:
   void Tick();
-  Sql sql_;
+  bool Arrive();  // the first write on a new target: see MoveTo
+
+  std::mutex mu_;  // held for each INSERT; guards everything below
+  std::string target_;
+  std::unique_ptr<Sql> sql_;
+  bool arrived_ = false;  // Arrive() done on target_
+  int64_t next_id_ = 0;
   OracleLog log_;
-  bool have_first_ = false;
+  std::vector<Move> moves_;
   size_t errors_ = 0;
   std::string last_error_;
+  Worker worker_;
+};
+
+// Watches a move of the primary to `socket` (server_id `server_id`) from its own thread, polling
+// every 2 ms until both are seen or Stop(): the lagwatch heartbeat row `agent_id` in
+// heartbeat.mysql_heartbeat written by that server (its server_id column), and lagwatch's pointer
+// key (`pointer_key`, field `primary`) naming `primary_id` ("127.0.0.1:port").
+class MoveWatcher {
+ public:
+  MoveWatcher(std::string socket, int64_t server_id, int agent_id, int redis_port,
+              std::string pointer_key, std::string primary_id);
+  void Start();
+  void Stop() { worker_.Stop(); }
+  // Read only after Stop(); 0 if not seen.
+  int64_t heartbeat_written_us() const { return hb_written_us_; }  // the row's updated_at
+  int64_t heartbeat_seen_us() const { return hb_seen_us_; }        // the poll that found it
+  int64_t pointer_seen_us() const { return pointer_seen_us_; }
+
+ private:
+  void Tick();
+  Sql sql_;
+  Redis redis_;
+  int64_t server_id_;
+  std::string query_, pointer_key_, primary_id_;
+  int64_t hb_written_us_ = 0, hb_seen_us_ = 0, pointer_seen_us_ = 0;
   Worker worker_;
 };
 

@@ -22,7 +22,10 @@ std::string Share(const json& v) {
   return Num(v.get<double>() * 100.0, 1) + "%";
 }
 
-std::string ShortReplica(const std::string& name) { return "r" + name.substr(name.size() - 1); }
+// "r1", "r2"; "p" for the original primary (a replica for a while in the move scenarios).
+std::string ShortReplica(const std::string& name) {
+  return name == "primary" ? "p" : "r" + name.substr(name.size() - 1);
+}
 
 // "lagwatch", or "lagwatch (binlog)" in a --positions binlog run: the systems read from Redis.
 bool IsLagwatch(const std::string& system) { return system.rfind("lagwatch", 0) == 0; }
@@ -94,6 +97,32 @@ std::vector<Column> Columns(const std::string& table, bool* lagwatch_only) {
               {"primary_unknown", [](const json& r) { return States(r, "primary_unknown"); }}});
     return c;
   }
+  if (table == "move") {
+    auto falsely = [](const char* field, int decimals) {
+      return [=](const json& r) {
+        return r.contains("falsely_fine_200ms")
+                   ? Num(r["falsely_fine_200ms"][field].get<double>(), decimals)
+                   : std::string("-");
+      };
+    };
+    std::vector<Column> c = ErrorColumns(false);
+    c.insert(c.end(), {{"falsely ok ms (truth > 200)", falsely("ms", 0)},
+                       {"runs", falsely("runs", 0)},
+                       {"longest ms", falsely("longest_ms", 0)},
+                       {"truth peak ms", falsely("peak_truth_ms", 0)},
+                       {"healthy=1 & delay_ms > max",
+                        [](const json& r) {
+                          return r.contains("healthy_over_limit") ? Count(r["healthy_over_limit"])
+                                                                  : std::string("-");
+                        }},
+                       {"key missing",
+                        [](const json& r) {
+                          return r.contains("key_missing") ? Count(r["key_missing"])
+                                                           : std::string("-");
+                        }},
+                       kFalseExclusions});
+    return c;
+  }
   if (table == "agent-kill") {
     std::vector<Column> c = ErrorColumns(false);
     c.insert(c.end(),
@@ -147,6 +176,59 @@ Table ScenarioTable(const json& sc) {
   }
   return t;
 }
+
+// One row per server that followed a new primary, per move: when lagwatch's heartbeat and
+// pointer followed, and each system's delay from the true catch-up to saying "within 200 ms".
+Table MovesTable(const json& sc) {
+  Table t;
+  t.left_cols = 3;
+  std::vector<std::string> systems;
+  for (const auto& sys : sc["systems"]) systems.push_back(sys["name"]);
+  t.rows.push_back({"#", "move", "server", "writable after begin", "→ lagwatch heartbeat",
+                    "→ pointer", "re-pointed", "caught up", "lagwatch key gone",
+                    "lagwatch healthy=1"});
+  for (const auto& name : systems) t.rows[0].push_back(name + " ok again");
+  auto ms = [](const json& v) { return v.is_number() ? Num(v.get<double>()) : std::string("-"); };
+  int n = 0;
+  for (const auto& m : sc["moves"]) {
+    ++n;
+    const std::string move = m["kind"].get<std::string>() + " " + m["from"].get<std::string>() +
+                             " → " + m["to"].get<std::string>();
+    for (const auto& r : m["servers"]) {
+      std::vector<std::string> row = {std::to_string(n),
+                                      move,
+                                      ShortReplica(r["server"]),
+                                      ms(m["writable_after_begin_ms"]),
+                                      ms(m["heartbeat_written_ms"]),
+                                      ms(m["pointer_ms"]),
+                                      ms(r["repointed_after_writable_ms"]),
+                                      ms(r.value("caught_up_after_writable_ms", json()))};
+      const json key = r.contains("key") && r["key"].contains("lagwatch") ? r["key"]["lagwatch"]
+                                                                          : json::object();
+      row.push_back(ms(key.value("gone_ms", json())));
+      row.push_back(ms(key.value("healthy_again_ms", json())));
+      for (const auto& name : systems) {
+        const json& b = r.value("back_fine_ms", json::object());
+        row.push_back(b.contains(name) ? ms(b[name]) : "-");
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  return t;
+}
+
+const char* kMovesLegend =
+    "per move (ms): writable after begin = from the old primary's read_only=1 (or kill -9) to "
+    "the new primary's read_only=0; → lagwatch heartbeat = from that to the updated_at of the "
+    "first lagwatch heartbeat row written on the new primary; → pointer = to the bench seeing "
+    "slave_delay:primary name it; re-pointed / caught up = when the server's START SLAVE "
+    "returned / from when truth stayed ≤ 200 ms, both after writable; lagwatch key gone / "
+    "healthy=1 = when the bench first saw the server's key gone (retired) in the move's window "
+    "and then healthy=1 again, after writable (a key not there at the move counts as gone); "
+    "<system> ok again = from the true catch-up to the system's first report ≤ 200 ms "
+    "(lagwatch: healthy=1) after it, or the start of the run of such reports in effect then "
+    "(negative); a verdict from before the move counts only if it is never withdrawn before the "
+    "next move (then it said so all along); - : none by then";
 
 std::string TruthLine(const json& sc) {
   std::string out = "truth:";
@@ -283,7 +365,10 @@ std::string RenderText(const json& res) {
   out << "r1 = replica1 " << res["sandbox"]["replica1"].get<std::string>()
       << " (stalled / locked / hung in the stall, ftwrl and hung-replica scenarios), r2 = "
          "replica2 "
-      << res["sandbox"]["replica2"].get<std::string>() << " (control)\n";
+      << res["sandbox"]["replica2"].get<std::string>()
+      << " (control; held back by a read lock after each move to replica1 in switchover and "
+         "failover), p = the primary the sandbox started with (its key, while a replica in "
+         "switchover and failover)\n";
   out << OracleLine(res["oracle"]) << "\n\n";
   out << "heartbeat cost on the primary (each alone):\n"
       << CostSection(res["heartbeat_cost"], [](const Table& t) { return t.Text("  "); }) << "\n";
@@ -292,6 +377,9 @@ std::string RenderText(const json& res) {
         << " s): " << sc["description"].get<std::string>() << "\n";
     out << "   " << TruthLine(sc) << "\n";
     out << ScenarioTable(sc).Text("   ");
+    if (sc.contains("moves")) {
+      out << "   " << kMovesLegend << ":\n" << MovesTable(sc).Text("   ");
+    }
     for (const auto& n : ScenarioNotes(sc)) out << "   - " << n << "\n";
     out << "\n";
   }
@@ -402,6 +490,17 @@ std::string RenderMarkdown(const json& res) {
         "200 ms and the system's latest report was over it (lagwatch: `healthy=0` or the key "
         "missing). *lagging*, *primary_unknown*: records lagwatch published with that state in "
         "the scenario.\n"
+        "- *switchover*, *failover*: the primary moves to replica1 and back. The oracle's "
+        "writer follows it (it is moved off the old primary before that is made read-only, and "
+        "onto the new one once it is writable; after a failover, rows the dead primary acked "
+        "that the new one never had are left out of the truth), so truth is staleness against "
+        "the current primary; the original primary gets a reader and lagwatch's key for it (row "
+        "*p*) while it is a replica. *falsely ok ms (truth > 200)*: the time (1 ms grid) the "
+        "system's latest report said ≤ 200 ms (lagwatch: `healthy=1`) while truth was over "
+        "200 ms; *healthy=1 & delay_ms > max*: lagwatch records saying both. The table of moves "
+        "below each gives, per move, when lagwatch's heartbeat and pointer followed the new "
+        "primary and, per server that replicates from it, when it was truly caught up and when "
+        "each system said so for good.\n"
         "- *agent-kill*: two agents (different `agent_id`, same Redis keys) run side by side; "
         "each is killed with SIGKILL and restarted in turn while the bench polls the keys every 2 "
         "ms. Only the lagwatch rows are shown, each the key as a router reads it, whichever "
@@ -429,6 +528,10 @@ std::string RenderMarkdown(const json& res) {
          << Pct(t["bracket_ms"], "p99", 1) << " ms" << (rn == "replica1" ? "," : "");
     }
     md << ".\n\n" << ScenarioTable(sc).Markdown() << "\n";
+    if (sc.contains("moves")) {
+      md << "Moves of the primary: " << kMovesLegend << ".\n\n"
+         << MovesTable(sc).Markdown() << "\n";
+    }
     for (const auto& n : ScenarioNotes(sc)) md << "- " << n << "\n";
     md << "\n";
   }
