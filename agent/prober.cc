@@ -379,6 +379,12 @@ void ReplicaProber::ScheduleNext() {
   if (now < catching_up_until_ && !health_.last().healthy) {
     planned_ = std::min(planned_, std::max(now + sample_interval, probe_.started + kMinProbeGap));
   }
+  // While no one server is writable (the primary read-only or gone, or two writable), a promotion
+  // elsewhere is seen at the next probe of that server, and until then replicas are judged
+  // against the old primary: every server is probed twice as often.
+  if (topology_->state() != TopologyState::kOk) {
+    planned_ = std::min(planned_, std::max(probe_.started + interval / 2, now));
+  }
   planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
 }
@@ -453,8 +459,10 @@ void ReplicaProber::ReportRole(const Assessment& a) {
   // In a switchover read_only and replication change together, but the status is polled once a
   // second, and before the probe's query reads read_only: a change of read_only waits for the
   // status of a later probe, polled at once, to say the rest.
-  if (last_role_ && last_role_->answered && role.answered &&
-      role.read_only != last_role_->read_only) {
+  // Only a change to writable waits: a server going read-only is no candidate for the primary, and
+  // holding it would show two writable servers (ambiguous) in an orderly switchover.
+  if (last_role_ && last_role_->answered && role.answered && role.read_only == false &&
+      last_role_->read_only == true) {
     if (!read_only_flip_seen_) read_only_flip_seen_ = probe_.started;
     if (!a.status_polled || probe_.started == *read_only_flip_seen_) {
       role.read_only = last_role_->read_only;
