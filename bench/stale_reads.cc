@@ -1,0 +1,560 @@
+// bench_stale_reads: what an application is served. Six routers read side by side from the same
+// sandbox through the same faults, each following its own policy:
+//   - weighted random over the replicas (a framework's read/write split; no lag awareness);
+//   - Seconds_Behind_Master <= 1 s, polled every second (ProxySQL's max_replication_lag style);
+//   - a naive heartbeat, NOW() - updated_at <= 500 ms, written every 500 ms, polled every 200 ms;
+//   - lagwatch's healthy flag with tiers (client/: ContractReader and Route);
+//   - lagwatch plus read-your-writes from the published positions only;
+//   - lagwatch plus read-your-writes, asking a replica without waiting when no published
+//     position includes the session's token.
+// Each router has a writer session (writes its order's version on the primary, waits a think time
+// from 0 to 1,000 ms, reads it back) and a reader session (reads other sessions' orders, about ten
+// reads per write in all). A read is stale when it returns an older version than its session
+// wrote, or, for another session's row, when the replica that answered was more than its tier's
+// limit behind at that moment: every read also returns the oracle's sequence, which the primary
+// advances every 5 ms, so each answer carries its own truth (bench/stale_reads_analysis.h).
+//
+// Faults, on replica 1 (or both for the write burst), each followed by a recovery: the IO thread
+// stopped, the SQL thread stopped, FLUSH TABLES WITH READ LOCK held, the server frozen (SIGSTOP),
+// and a burst of heavy writes on the primary.
+#include <signal.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/strings.h"
+#include "bench/bench_util.h"
+#include "bench/flags.h"
+#include "bench/stale_reads_analysis.h"
+#include "client/contract_reader.h"
+#include "client/read_your_writes.h"
+#include "client/record.h"
+#include "client/route.h"
+
+namespace lagwatch::bench {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr int64_t kLimitUs = 200'000;  // the sandbox's tier1
+constexpr int kThinkMs[] = {0, 5, 20, 50, 100, 200, 500, 1000};
+constexpr int kOrders = 1000;
+
+enum class Policy { kRandom, kSbm, kNaive, kLagwatch, kRywPublished, kRywAsk };
+constexpr Policy kPolicies[] = {Policy::kRandom,   Policy::kSbm,          Policy::kNaive,
+                                Policy::kLagwatch, Policy::kRywPublished, Policy::kRywAsk};
+const char* PolicyName(Policy p) {
+  switch (p) {
+    case Policy::kRandom:
+      return "weighted random (no lag awareness)";
+    case Policy::kSbm:
+      return "Seconds_Behind_Master <= 1 s";
+    case Policy::kNaive:
+      return "naive NOW() - updated_at <= 500 ms";
+    case Policy::kLagwatch:
+      return "lagwatch healthy";
+    case Policy::kRywPublished:
+      return "lagwatch + read-your-writes (published)";
+    case Policy::kRywAsk:
+      return "lagwatch + read-your-writes (ask)";
+  }
+  return "?";
+}
+bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; }
+
+constexpr const char* kUsage =
+    "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
+    "                         [--command TEXT] [--git-rev REV]\n";
+
+struct Options : CommonOptions {};
+
+std::string Socket(const Options& o, int server) {
+  return o.dir + "/" + (server == 0 ? std::string("primary") : "replica" + std::to_string(server)) +
+         "/mysqld.sock";
+}
+
+// Everything the threads share.
+struct Shared {
+  const Options& opt;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  OracleLog oracle;               // GUARDED_BY(mu)
+  std::vector<ReadRecord> reads;  // GUARDED_BY(mu)
+  explicit Shared(const Options& o) : opt(o) {}
+  void Add(const ReadRecord& r) {
+    std::lock_guard lock(mu);
+    reads.push_back(r);
+  }
+};
+
+// One router: its policy, and what it knows of the replicas.
+class Router {
+ public:
+  Router(int index, Policy policy, Shared& shared) : index_(index), policy_(policy), s_(shared) {
+    if (policy == Policy::kLagwatch || Ryw(policy)) {
+      client::ReaderOptions o;
+      o.redis.host = "127.0.0.1";
+      o.redis.port = s_.opt.base_port + 3;
+      o.redis.key_prefix = "slave_delay";
+      o.redis.ttl_ms = 1000;
+      reader_ = std::make_unique<client::ContractReader>(o);
+    }
+    usable_[1] = usable_[2] = true;
+    if (policy == Policy::kSbm || policy == Policy::kNaive) {
+      monitor_ = std::thread([this] { Monitor(); });
+    }
+  }
+  ~Router() {
+    if (monitor_.joinable()) monitor_.join();
+  }
+  int index() const { return index_; }
+  Policy policy() const { return policy_; }
+
+  // Where a read goes: 0 the primary, 1 or 2 a replica; `ask`: ask that replica first.
+  struct Choice {
+    int server = 0;
+    bool ask = false;
+  };
+  Choice ForRead(const client::Session& session, const client::RandomBelow& random) {
+    if (reader_) {
+      auto contract = reader_->Snapshot();
+      client::Statement st;
+      st.read = true;
+      const client::Session none;
+      const client::Decision d =
+          client::Route(st, Ryw(policy_) ? session : none, *contract, random);
+      auto server = [&] {
+        const size_t colon = d.replica.rfind(':');
+        auto port = ParseInt<int>(d.replica.substr(colon + 1));
+        return port ? *port - s_.opt.base_port : 0;
+      };
+      if (d.target == client::Target::kReplica) return {server(), false};
+      if (d.target == client::Target::kAskReplica) {
+        return policy_ == Policy::kRywAsk ? Choice{server(), true} : Choice{0, false};
+      }
+      return {0, false};
+    }
+    std::vector<int> candidates;
+    for (int r : {1, 2}) {
+      if (policy_ == Policy::kRandom || usable_[r]) candidates.push_back(r);
+    }
+    if (candidates.empty()) return {0, false};
+    return {candidates[random(candidates.size())], false};
+  }
+
+ private:
+  // The baselines' view, refreshed on their own schedule.
+  void Monitor() {
+    std::array<std::unique_ptr<Sql>, 3> sql;
+    for (int r : {1, 2}) sql[r] = std::make_unique<Sql>(Socket(s_.opt, r), 1);
+    const auto period = policy_ == Policy::kSbm ? 1000ms : 200ms;
+    auto next = SteadyClock::now();
+    while (!s_.stop) {
+      for (int r : {1, 2}) {
+        if (policy_ == Policy::kSbm) {
+          auto res = sql[r]->Query("SHOW SLAVE STATUS");
+          auto sbm = res ? res->Get("Seconds_Behind_Master") : std::nullopt;
+          auto v = sbm ? ParseInt<int64_t>(*sbm) : std::nullopt;
+          usable_[r] = v && *v <= 1;
+        } else {
+          auto res = sql[r]->Query(
+              "SELECT TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(6)) FROM lwbench.naive "
+              "WHERE id = 1");
+          auto lag = res ? res->First() : std::nullopt;
+          auto v = lag ? ParseInt<int64_t>(*lag) : std::nullopt;
+          usable_[r] = v && *v <= 500'000;
+        }
+      }
+      next += period;
+      std::this_thread::sleep_until(next);
+    }
+  }
+
+  const int index_;
+  const Policy policy_;
+  Shared& s_;
+  std::unique_ptr<client::ContractReader> reader_;
+  std::array<std::atomic<bool>, 3> usable_{};
+  std::thread monitor_;
+};
+
+// A session's connections: the primary and both replicas (2 s timeouts: a frozen replica costs
+// that much per read sent to it).
+struct Connections {
+  std::array<std::unique_ptr<Sql>, 3> sql;
+  explicit Connections(const Options& o) {
+    for (int s : {0, 1, 2}) sql[s] = std::make_unique<Sql>(Socket(o, s), 2);
+  }
+};
+
+// Reads order `id` through `router`; judged as a read of its own write (version `written`,
+// `think_ms` after it) or of another session's row.
+ReadRecord Read(Shared& s, Router& router, Connections& c, const client::Session& session,
+                const client::RandomBelow& random, int id, std::optional<int64_t> written,
+                int think_ms) {
+  ReadRecord r;
+  r.router = router.index();
+  r.own_write = written.has_value();
+  r.think_ms = think_ms;
+  const int64_t start = NowUs();
+  Router::Choice choice = router.ForRead(session, random);
+  if (choice.ask && session.token) {
+    auto q = client::CatchUpQuery(*session.token);
+    auto res = q.ok() ? c.sql[choice.server]->Query(q.value()) : std::nullopt;
+    auto v = res ? res->First() : std::nullopt;
+    if (!v || !client::CatchUpReached(session.token->kind(), *v)) choice.server = 0;
+  }
+  auto res = c.sql[choice.server]->Query(
+      "SELECT o.seq, d.version FROM lwbench.oracle o JOIN lwbench.orders d WHERE o.id = 1 AND "
+      "d.id = " +
+      std::to_string(id));
+  r.answer_us = NowUs();
+  r.latency_us = r.answer_us - start;
+  auto seq = res ? res->Get("seq") : std::nullopt;
+  auto version = res ? res->Get("version") : std::nullopt;
+  auto seen = seq ? ParseInt<int64_t>(*seq) : std::nullopt;
+  auto got = version ? ParseInt<int64_t>(*version) : std::nullopt;
+  if (!seen || !got) {
+    r.served_by = -1;
+    return r;
+  }
+  r.served_by = choice.server;
+  if (choice.server > 0) {
+    std::lock_guard lock(s.mu);
+    r.staleness_us = s.oracle.StalenessUs(*seen, r.answer_us).value_or(0);
+  }
+  r.stale = written ? *got < *written : r.staleness_us > kLimitUs;
+  return r;
+}
+
+// Writes its own order, waits a think time, reads it back; think times in turn.
+void WriterSession(Shared& s, Router& router, int order_id, uint64_t seed) {
+  Connections c(s.opt);
+  client::Session session;
+  auto random = client::SeededRandom(seed);
+  int64_t version = 0;
+  for (size_t n = 0; !s.stop; ++n) {
+    if (!c.sql[0]->Exec("UPDATE lwbench.orders SET version = version + 1 WHERE id = " +
+                        std::to_string(order_id))) {
+      Pause(100ms);
+      continue;
+    }
+    ++version;
+    if (Ryw(router.policy())) {
+      std::optional<Position> token;
+      auto res = c.sql[0]->Query(client::TokenQuery(PositionsKind::kMariaDbGtid));
+      if (auto text = res ? res->First() : std::nullopt) {
+        if (auto p = client::ParsePosition(PositionsKind::kMariaDbGtid, *text); p.ok()) {
+          token = p.value();
+        }
+      }
+      session.Wrote(token, SystemClock::Get().Now());
+    }
+    const int think = kThinkMs[n % std::size(kThinkMs)];
+    std::this_thread::sleep_for(std::chrono::milliseconds(think));
+    s.Add(Read(s, router, c, session, random, order_id, version, think));
+  }
+}
+
+// Reads other sessions' orders, one every 25 ms.
+void ReaderSession(Shared& s, Router& router, int routers, uint64_t seed) {
+  Connections c(s.opt);
+  const client::Session none;
+  auto random = client::SeededRandom(seed);
+  auto next = SteadyClock::now();
+  while (!s.stop) {
+    const int id = 1 + static_cast<int>(random(static_cast<uint64_t>(routers)));
+    s.Add(Read(s, router, c, none, random, id, std::nullopt, 0));
+    next += 25ms;
+    std::this_thread::sleep_until(std::max(next, SteadyClock::now()));
+  }
+}
+
+// The primary's oracle write every 5 ms, and the naive heartbeat every 500 ms.
+void Oracle(Shared& s) {
+  Sql sql(Socket(s.opt, 0), 5);
+  int64_t seq = 1;
+  auto next = SteadyClock::now();
+  for (int n = 0; !s.stop; ++n) {
+    {
+      std::lock_guard lock(s.mu);
+      s.oracle.Sent(seq, NowUs());
+    }
+    sql.Exec("UPDATE lwbench.oracle SET seq = " + std::to_string(seq) + " WHERE id = 1");
+    if (n % 100 == 0) sql.Exec("UPDATE lwbench.naive SET updated_at = NOW(6) WHERE id = 1");
+    ++seq;
+    next += 5ms;
+    std::this_thread::sleep_until(std::max(next, SteadyClock::now()));
+  }
+}
+
+void Setup(const Options& o) {
+  for (const char* q : {
+           "CREATE DATABASE IF NOT EXISTS lwbench",
+           "DROP TABLE IF EXISTS lwbench.oracle, lwbench.naive, lwbench.orders, lwbench.filler",
+           "CREATE TABLE lwbench.oracle (id INT PRIMARY KEY, seq BIGINT NOT NULL)",
+           "INSERT INTO lwbench.oracle VALUES (1, 0)",
+           "CREATE TABLE lwbench.naive (id INT PRIMARY KEY, updated_at DATETIME(6) NOT NULL)",
+           "INSERT INTO lwbench.naive VALUES (1, NOW(6))",
+           "CREATE TABLE lwbench.orders (id INT PRIMARY KEY, version BIGINT NOT NULL)",
+           "CREATE TABLE lwbench.filler (id INT PRIMARY KEY, v BIGINT NOT NULL)",
+       }) {
+    AdminQuery(Socket(o, 0), q);
+  }
+  AdminQuery(Socket(o, 0), "INSERT INTO lwbench.orders SELECT seq, 0 FROM lwbench.seq_1_to_" +
+                               std::to_string(kOrders));
+  AdminQuery(Socket(o, 0), "INSERT INTO lwbench.filler SELECT seq, 0 FROM lwbench.seq_1_to_200000");
+  const std::string pos = *AdminQuery(Socket(o, 0), "SELECT @@gtid_binlog_pos").First();
+  for (int r : {1, 2}) {
+    auto res = AdminQuery(Socket(o, r), "SELECT MASTER_GTID_WAIT('" + pos + "', 60)").First();
+    if (res != "0") throw std::runtime_error("replica " + std::to_string(r) + " did not catch up");
+  }
+}
+
+// The faults, in the order they run; RunFault holds each for a while and undoes it.
+struct Fault {
+  const char* name;
+  int replica;  // the faulted replica, 0 for both
+};
+constexpr Fault kFaults[] = {
+    {"io-stall", 1}, {"sql-stop", 1}, {"ftwrl", 1}, {"hung-replica", 1}, {"write-burst", 0}};
+
+void RunFault(const Options& o, const Fault& f, std::chrono::milliseconds hold) {
+  const std::string r1 = Socket(o, 1);
+  if (std::string(f.name) == "io-stall") {
+    AdminQuery(r1, "STOP SLAVE IO_THREAD");
+    Pause(hold);
+    AdminQuery(r1, "START SLAVE IO_THREAD");
+  } else if (std::string(f.name) == "sql-stop") {
+    AdminQuery(r1, "STOP SLAVE SQL_THREAD");
+    Pause(hold);
+    AdminQuery(r1, "START SLAVE SQL_THREAD");
+  } else if (std::string(f.name) == "ftwrl") {
+    Sql lock(r1, 10);
+    lock.Exec("FLUSH TABLES WITH READ LOCK");
+    Pause(hold);
+    lock.Exec("UNLOCK TABLES");
+  } else if (std::string(f.name) == "hung-replica") {
+    Frozen frozen(SandboxServerPid(o.dir, "replica1"));
+    Pause(hold);
+  } else {
+    // A burst: one statement changing 200,000 rows, applied row by row on the replicas.
+    const auto until = SteadyClock::now() + hold;
+    while (SteadyClock::now() < until) {
+      AdminQuery(Socket(o, 0), "UPDATE lwbench.filler SET v = v + 1");
+    }
+  }
+}
+
+json Report(const Options& o, const std::vector<Phase>& phases,
+            const std::vector<std::string>& groups, const std::vector<ReadRecord>& reads,
+            double seconds) {
+  const auto sums = Summarise(reads, phases, kLimitUs);
+  json routers = json::array();
+  for (size_t i = 0; i < std::size(kPolicies); ++i) {
+    json per_phase = json::array();
+    for (size_t p = 0; p < groups.size(); ++p) {
+      auto it = sums.find({static_cast<int>(i), static_cast<int>(p)});
+      if (it == sums.end()) continue;
+      const Summary& s = it->second;
+      json by_think = json::object();
+      for (const auto& [think, v] : s.own_by_think) {
+        by_think[std::to_string(think)] = {{"reads", v.first}, {"stale", v.second}};
+      }
+      const int64_t served = s.replica_reads + s.primary_reads;
+      per_phase.push_back(
+          {{"phase", groups[p]},
+           {"reads", s.reads},
+           {"failed", s.failed},
+           {"stale", s.stale},
+           {"stale_own", s.stale_own},
+           {"stale_others", s.stale_others},
+           {"stale_pct", s.reads ? 100.0 * static_cast<double>(s.stale) / s.reads : 0.0},
+           {"over_limit_25ms", s.over_limit_25},
+           {"rwsr", served ? static_cast<double>(s.replica_reads) / served : 0.0},
+           {"primary_reads", s.primary_reads},
+           {"p50_ms", QuantileMs(s.latencies_us, 0.5)},
+           {"p99_ms", QuantileMs(s.latencies_us, 0.99)},
+           {"last_bad_use_ms", s.last_bad_use_ms ? json(*s.last_bad_use_ms) : json(nullptr)},
+           {"own_by_think_ms", by_think}});
+    }
+    routers.push_back({{"router", PolicyName(kPolicies[i])}, {"phases", per_phase}});
+  }
+  return {{"benchmark", "stale_reads"}, {"mode", o.quick ? "quick" : "full"},
+          {"command", o.command},       {"git_rev", o.git_rev},
+          {"date", IsoUtc(StartUs())},  {"load_average", LoadAverage()},
+          {"seconds", seconds},         {"limit_ms", kLimitUs / 1000},
+          {"reads", reads.size()},      {"routers", routers}};
+}
+
+std::string Render(const json& r, bool markdown) {
+  std::string out;
+  char line[512];
+  out += markdown ? "# Stale reads served, router by router\n\n" : "";
+  out += "mode " + r["mode"].get<std::string>() + ", " + std::to_string(r["reads"].get<size_t>()) +
+         " reads in " + std::to_string(static_cast<int>(r["seconds"].get<double>())) +
+         " s, tier limit " + std::to_string(r["limit_ms"].get<int>()) + " ms, " +
+         r["date"].get<std::string>() + ", load " + r["load_average"].get<std::string>() +
+         ", rev " + r["git_rev"].get<std::string>() + "\n\n";
+  // One table per phase: the routers side by side.
+  std::vector<std::string> phase_names;
+  for (const auto& p : r["routers"][0]["phases"]) phase_names.push_back(p["phase"]);
+  for (const std::string& phase : phase_names) {
+    out += (markdown ? "## " : "== ") + phase + "\n\n";
+    out += markdown
+               ? "| router | reads | failed | stale | stale % | own writes stale | others stale | "
+                 ">limit+25ms | RWSR | on primary | p50 ms | p99 ms | last bad use ms |\n"
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+               : "";
+    for (const auto& router : r["routers"]) {
+      for (const auto& p : router["phases"]) {
+        if (p["phase"] != phase) continue;
+        const std::string bad =
+            p["last_bad_use_ms"].is_null() ? "-" : std::to_string(p["last_bad_use_ms"].get<int>());
+        std::snprintf(
+            line, sizeof line,
+            markdown ? "| %s | %lld | %lld | %lld | %.2f | %lld | %lld | %lld | %.1f%% | %lld | "
+                       "%.1f | %.1f | %s |\n"
+                     : "%-42s reads %6lld failed %4lld stale %5lld (%6.2f%%) own %4lld "
+                       "others %5lld >lim+25 %5lld RWSR %5.1f%% primary %5lld p50 %5.1f "
+                       "p99 %6.1f last-bad %s\n",
+            router["router"].get<std::string>().c_str(), p["reads"].get<long long>(),
+            p["failed"].get<long long>(), p["stale"].get<long long>(), p["stale_pct"].get<double>(),
+            p["stale_own"].get<long long>(), p["stale_others"].get<long long>(),
+            p["over_limit_25ms"].get<long long>(), 100 * p["rwsr"].get<double>(),
+            p["primary_reads"].get<long long>(), p["p50_ms"].get<double>(),
+            p["p99_ms"].get<double>(), bad.c_str());
+        out += line;
+      }
+    }
+    out += "\n";
+  }
+  // Own writes read back stale, by think time, over the whole run.
+  out += markdown ? "## Own writes read back stale, by think time (whole run)\n\n| router |"
+                  : "== own writes read back stale, by think time (whole run)\n";
+  if (markdown) {
+    for (int t : kThinkMs) out += " " + std::to_string(t) + " ms |";
+    out += "\n|---|";
+    for (size_t i = 0; i < std::size(kThinkMs); ++i) out += "---|";
+    out += "\n";
+  }
+  for (const auto& router : r["routers"]) {
+    out += markdown ? "| " + router["router"].get<std::string>() + " |"
+                    : router["router"].get<std::string>() + ":";
+    for (int t : kThinkMs) {
+      long long n = 0, stale = 0;
+      for (const auto& p : router["phases"]) {
+        auto it = p["own_by_think_ms"].find(std::to_string(t));
+        if (it == p["own_by_think_ms"].end()) continue;
+        n += (*it)["reads"].get<long long>();
+        stale += (*it)["stale"].get<long long>();
+      }
+      if (markdown) {
+        std::snprintf(line, sizeof line, " %lld/%lld |", stale, n);
+      } else {
+        std::snprintf(line, sizeof line, " %dms %lld/%lld", t, stale, n);
+      }
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+int RunBenchmark(const Options& o) {
+  Progress("setting up the tables");
+  Setup(o);
+  const std::string config = o.dir + "/lagwatch.json";
+  auto agent = Child::Spawn({o.lagwatch, "--config", config}, o.out_dir + "/stale-reads-agent.log");
+  {
+    Redis redis(o.base_port + 3);
+    const auto until = SteadyClock::now() + 30s;
+    for (;;) {
+      auto keys = redis.HGetAll({"slave_delay:127.0.0.1:" + std::to_string(o.base_port + 1),
+                                 "slave_delay:127.0.0.1:" + std::to_string(o.base_port + 2)});
+      if (keys && (*keys)[0]["healthy"] == "1" && (*keys)[1]["healthy"] == "1") break;
+      if (SteadyClock::now() > until) throw std::runtime_error("lagwatch's replicas never healthy");
+      Pause(50ms);
+    }
+  }
+  Shared shared(o);
+  std::vector<std::unique_ptr<Router>> routers;
+  for (size_t i = 0; i < std::size(kPolicies); ++i) {
+    routers.push_back(std::make_unique<Router>(static_cast<int>(i), kPolicies[i], shared));
+  }
+  std::thread oracle([&] { Oracle(shared); });
+  Pause(200ms);  // the oracle's first writes
+  std::vector<std::thread> sessions;
+  const int n = static_cast<int>(routers.size());
+  for (int i = 0; i < n; ++i) {
+    Router& router = *routers[i];
+    sessions.emplace_back([&, i] { WriterSession(shared, router, i + 1, 1000 + i); });
+    sessions.emplace_back([&, i] { ReaderSession(shared, router, n, 2000 + i); });
+  }
+  const auto steady = o.quick ? 20s : 120s;
+  const auto hold = o.quick ? 5s : 8s;
+  const auto recover = o.quick ? 8s : 12s;
+  const int cycles = o.quick ? 1 : 3;
+  std::vector<Phase> phases;
+  std::vector<std::string> groups;
+  const int64_t begun = NowUs();
+  try {
+    Progress("steady state");
+    groups.push_back("steady");
+    phases.push_back({"steady", NowUs(), NowUs(), 0, 0});
+    Pause(steady);
+    for (const Fault& f : kFaults) {
+      Progress(std::string("fault ") + f.name);
+      groups.push_back(f.name);
+      for (int c = 0; c < cycles; ++c) {
+        phases.push_back({f.name, NowUs(), 0, f.replica, static_cast<int>(groups.size()) - 1});
+        RunFault(o, f, hold);
+        phases.back().end_us = NowUs();
+        Pause(recover);
+      }
+    }
+  } catch (...) {
+    shared.stop = true;
+    for (auto& t : sessions) t.join();
+    oracle.join();
+    throw;
+  }
+  shared.stop = true;
+  for (auto& t : sessions) t.join();
+  oracle.join();
+  routers.clear();
+  agent->Stop();
+  const double seconds = static_cast<double>(NowUs() - begun) / 1e6;
+  const json result = Report(o, phases, groups, shared.reads, seconds);
+  WriteResults(
+      o.out_dir + "/stale-reads-" + (o.quick ? "quick" : "full"), result,
+      [](const json& r) { return Render(r, true); },
+      [](const json& r) { return Render(r, false); });
+  return 0;
+}
+
+}  // namespace
+}  // namespace lagwatch::bench
+
+int main(int argc, char** argv) {
+  using namespace lagwatch::bench;
+  Options opt;
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_stale_reads",
+                        .usage = kUsage,
+                        .flag = [](FlagReader&) { return false; },
+                        .valid = [] { return true; },
+                        .run = [&] { return RunBenchmark(opt); }});
+}
