@@ -382,7 +382,7 @@ void ReplicaProber::ScheduleNext() {
   // While no one server is writable (the primary read-only or gone, or two writable), a promotion
   // elsewhere is seen at the next probe of that server, and until then replicas are judged
   // against the old primary: every server is probed twice as often.
-  if (topology_->state() != TopologyState::kOk) {
+  if (topology_->ViewOf(id_).state != TopologyState::kOk) {
     planned_ = std::min(planned_, std::max(probe_.started + interval / 2, now));
   }
   planned_ = std::max(now, planned_);
@@ -472,7 +472,8 @@ void ReplicaProber::ReportRole(const Assessment& a) {
   } else {
     read_only_flip_seen_.reset();
   }
-  if (last_role_ == role) return;
+  // Unchanged roles are not reported again, but when asked to confirm an ambiguity.
+  if (last_role_ == role && !topology_->ViewOf(id_).confirm) return;
   last_role_ = role;
   topology_->Report(role);
 }
@@ -559,6 +560,7 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   }
   ReportRole(a);
   const TopologyMonitor::View view = topology_->ViewOf(id_);
+  if (view.confirm) probe_soon_ = true;  // the next probe confirms or ends an ambiguity
   if (view.epoch != epoch_) {
     // The primary moved with this very report: this probe was judged against the old one.
     StartOver(view.epoch);

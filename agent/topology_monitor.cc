@@ -13,7 +13,8 @@ TopologyMonitor::TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& 
       roles_(servers_.size()),
       relations_(servers_.size(), SourceRelation::kPrimary),
       warned_(servers_.size(), false),
-      doubted_(servers_.size(), false) {
+      doubted_(servers_.size(), false),
+      reported_gen_(servers_.size(), 0) {
   for (size_t i = 0; i < servers_.size(); ++i) {
     index_[servers_[i].Id()] = i;
     roles_[i].endpoint = servers_[i];
@@ -30,7 +31,7 @@ void TopologyMonitor::Report(const ServerRole& role) {
     auto it = index_.find(role.endpoint.Id());
     if (it == index_.end()) return;
     roles_[it->second] = role;
-    Decide(&change, &notices);
+    Decide(&change, &notices, it->second);
   }
   for (const Notice& n : notices) notice_(n);
   if (change) changed_(*change);
@@ -44,6 +45,7 @@ void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
     const Endpoint primary = servers_[primary_];
     std::vector<ServerRole> roles(servers.size());
     std::vector<bool> warned(servers.size(), false), doubted(servers.size(), false);
+    std::vector<uint64_t> reported(servers.size(), 0);
     std::map<std::string, size_t> index;
     size_t primary_at = 0;
     bool found = false;
@@ -54,6 +56,7 @@ void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
         roles[i] = roles_[it->second];
         warned[i] = warned_[it->second];
         doubted[i] = doubted_[it->second];
+        reported[i] = reported_gen_[it->second];
       }
       if (servers[i] == primary) {
         primary_at = i;
@@ -72,6 +75,7 @@ void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
     roles_ = std::move(roles);
     warned_ = std::move(warned);
     doubted_ = std::move(doubted);
+    reported_gen_ = std::move(reported);
     relations_.assign(servers_.size(), SourceRelation::kPrimary);
     primary_ = primary_at;
     Decide(&change, &notices);
@@ -80,7 +84,8 @@ void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
   if (change) changed_(*change);
 }
 
-void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>* notices) {
+void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>* notices,
+                             std::optional<size_t> reporter) {
   const Topology t = DecideTopology(roles_);
   for (size_t i : t.writable_replicas) {
     if (!warned_[i]) notices->push_back({Notice::Kind::kWritableReplica, roles_[i], {}});
@@ -103,9 +108,33 @@ void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>*
     }
     doubted_[i] = doubt;
   }
-  if (!previous && t.state == state_ && t.writable == writable_) return;
+  if (t.state == TopologyState::kAmbiguous && (state_ != t.state || writable_ != t.writable)) {
+    // Decided at once (views are ambiguous: no replica healthy), announced once confirmed.
+    state_ = t.state;
+    writable_ = t.writable;
+    announced_ = false;
+    ++confirm_gen_;
+  }
+  if (reporter) reported_gen_[*reporter] = confirm_gen_;
+  if (state_ == TopologyState::kAmbiguous && t.state == state_ && !announced_) {
+    for (size_t i : writable_) {
+      if (reported_gen_[i] != confirm_gen_) return;  // not confirmed yet
+    }
+  } else if (!previous && t.state == state_ && t.writable == writable_) {
+    return;
+  }
+  if (!previous && t.state == announced_state_ && t.state != TopologyState::kAmbiguous &&
+      !announced_) {
+    // An ambiguity that was never confirmed went away: nothing to announce.
+    state_ = t.state;
+    writable_ = t.writable;
+    announced_ = true;
+    return;
+  }
   state_ = t.state;
   writable_ = t.writable;
+  announced_ = true;
+  announced_state_ = state_;
   Change c;
   c.state = state_;
   c.primary = servers_[primary_];
@@ -124,6 +153,9 @@ TopologyMonitor::View TopologyMonitor::ViewOf(const std::string& id) const {
   if (it != index_.end()) {
     v.is_primary = it->second == primary_;
     v.relation = relations_[it->second];
+    v.confirm = state_ == TopologyState::kAmbiguous && !announced_ &&
+                std::find(writable_.begin(), writable_.end(), it->second) != writable_.end() &&
+                reported_gen_[it->second] != confirm_gen_;
   } else {
     v.relation = SourceRelation::kUnknown;
   }
@@ -146,7 +178,7 @@ std::set<int64_t> TopologyMonitor::ServerIds(const std::set<std::string>& ids) c
 
 TopologyState TopologyMonitor::state() const {
   std::lock_guard lock(mu_);
-  return state_;
+  return announced_state_;
 }
 
 uint64_t TopologyMonitor::epoch() const {

@@ -69,10 +69,17 @@ class TopologyMonitor {
     // replication status was never read (the probe account lacks the grant) cannot be checked,
     // and counts as replicating from the primary, as configured.
     SourceRelation relation = SourceRelation::kPrimary;
+    // Two servers look writable, but this one's report may predate the other's (probes of two
+    // servers are up to an interval apart): report again after the next probe, even unchanged,
+    // before the ambiguity is announced.
+    bool confirm = false;
   };
   View ViewOf(const std::string& id) const;
 
   Endpoint primary() const;
+  // The state as last announced (ChangedFn): an ambiguity only once every writable server has
+  // confirmed it with a report made after it appeared. ViewOf's state is the decided one, which
+  // is ambiguous at once, so no replica is judged healthy meanwhile.
   // The server ids the servers among `ids` (Endpoint::Id()) last reported.
   std::set<int64_t> ServerIds(const std::set<std::string>& ids) const;
   TopologyState state() const;
@@ -81,7 +88,9 @@ class TopologyMonitor {
  private:
   // Recomputes the relations and the topology; fills `change` when something a caller must hear
   // about changed. REQUIRES: mu_ held.
-  void Decide(std::optional<Change>* change, std::vector<Notice>* notices);
+  // `reporter`: the server whose report this is (its report is fresh).
+  void Decide(std::optional<Change>* change, std::vector<Notice>* notices,
+              std::optional<size_t> reporter = std::nullopt);
 
   const MoveFn move_;
   const ChangedFn changed_;
@@ -98,6 +107,12 @@ class TopologyMonitor {
   TopologyState state_ = TopologyState::kUnknown;  // GUARDED_BY(mu_)
   std::vector<size_t> writable_;                   // GUARDED_BY(mu_)
   uint64_t epoch_ = 0;                             // GUARDED_BY(mu_)
+  // An ambiguity is announced once every writable server reported after it appeared: +1 each
+  // time one appears, and per server the value at its last report.
+  uint64_t confirm_gen_ = 0;            // GUARDED_BY(mu_)
+  std::vector<uint64_t> reported_gen_;  // GUARDED_BY(mu_), as servers_
+  bool announced_ = true;               // GUARDED_BY(mu_): state_ was announced
+  TopologyState announced_state_ = TopologyState::kUnknown;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

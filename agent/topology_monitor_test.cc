@@ -103,7 +103,18 @@ TEST_CASE("topology: two writable servers are ambiguous and move nothing") {
   Fixture f;
   f.monitor.Report(Role(1, false));
   f.monitor.Report(Role(3, true, 1));
+  const size_t changes = f.changes.size();
   f.monitor.Report(Role(2, false));
+  // Decided at once (no replica is judged healthy), announced once server 1, whose report may be
+  // older than server 2's, says again that it is writable.
+  CHECK(f.monitor.ViewOf(E(3).Id()).state == TopologyState::kAmbiguous);
+  CHECK(f.monitor.state() == TopologyState::kOk);
+  CHECK(f.changes.size() == changes);
+  CHECK(f.monitor.ViewOf(E(1).Id()).confirm);
+  CHECK_FALSE(f.monitor.ViewOf(E(2).Id()).confirm);
+  CHECK_FALSE(f.monitor.ViewOf(E(3).Id()).confirm);
+  f.monitor.Report(Role(1, false));
+  CHECK_FALSE(f.monitor.ViewOf(E(1).Id()).confirm);
   CHECK(f.monitor.state() == TopologyState::kAmbiguous);
   CHECK(f.moves.empty());
   CHECK(f.changes.back().state == TopologyState::kAmbiguous);
@@ -113,6 +124,32 @@ TEST_CASE("topology: two writable servers are ambiguous and move nothing") {
   f.monitor.Report(Role(2, true, 1));
   CHECK(f.monitor.state() == TopologyState::kOk);
   CHECK(f.moves.empty());
+}
+
+TEST_CASE("topology: an ambiguity the old primary's next report ends is never announced") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(3, true, 1));
+  const size_t changes = f.changes.size();
+  // A switchover in order: 1 went read-only just before 2 became writable, but 1's last report
+  // is older than 2's.
+  f.monitor.Report(Role(2, false));
+  CHECK(f.monitor.ViewOf(E(3).Id()).state == TopologyState::kAmbiguous);
+  f.monitor.Report(Role(1, true));
+  CHECK(f.moves == std::vector<Endpoint>{E(2)});
+  REQUIRE(f.changes.size() == changes + 1);
+  CHECK(f.changes.back().state == TopologyState::kOk);
+  REQUIRE(f.changes.back().previous.has_value());
+  for (const auto& c : f.changes) CHECK(c.state != TopologyState::kAmbiguous);
+  // And one that the new server's own next report ends (it went read-only again): nothing at all.
+  Fixture g;
+  g.monitor.Report(Role(1, false));
+  const size_t before = g.changes.size();
+  g.monitor.Report(Role(2, false));
+  g.monitor.Report(Role(2, true));
+  CHECK(g.changes.size() == before);
+  CHECK(g.monitor.state() == TopologyState::kOk);
+  CHECK(g.monitor.ViewOf(E(3).Id()).state == TopologyState::kOk);
 }
 
 TEST_CASE("topology: a writable replica is warned about once and never taken for the primary") {
