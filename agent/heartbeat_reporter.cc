@@ -31,10 +31,13 @@ void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
   metrics_->primary_consecutive_failures.Set(primary.consecutive_failures);
   metrics_->primary_read_only.Set(primary.read_only ? 1 : 0);
   PrimarySnapshot published = primary;
+  const TopologyMonitor* topology;
   {
     std::lock_guard lock(mu_);
-    if (topology_) published.topology = TopologyStateName(topology_->state());
+    topology = topology_;
   }
+  // Not under mu_: a move runs SetPrimary under the monitor's lock.
+  if (topology) published.topology = TopologyStateName(topology->state());
   if (published.topology == "ambiguous") published.state = "ambiguous";
   publisher_->PublishPrimary(published);
   if (since_last_ack) {
