@@ -75,6 +75,7 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
   limits_ms_.erase(std::unique(limits_ms_.begin(), limits_ms_.end()), limits_ms_.end());
   last_probe_done_ = clock_.Now();
   const TopologyMonitor::View view = topology_->ViewOf(id_);
+  last_view_ = view;
   epoch_ = view.epoch;
   acting_primary_ = view.is_primary;
   if (!acting_primary_) Metric();
@@ -382,7 +383,7 @@ void ReplicaProber::ScheduleNext() {
   // While no one server is writable (the primary read-only or gone, or two writable), a promotion
   // elsewhere is seen at the next probe of that server, and until then replicas are judged
   // against the old primary: every server is probed twice as often.
-  if (topology_->ViewOf(id_).state != TopologyState::kOk) {
+  if (last_view_.state != TopologyState::kOk) {
     planned_ = std::min(planned_, std::max(probe_.started + interval / 2, now));
   }
   planned_ = std::max(now, planned_);
@@ -473,7 +474,7 @@ void ReplicaProber::ReportRole(const Assessment& a) {
     read_only_flip_seen_.reset();
   }
   // Unchanged roles are not reported again, but when asked to confirm an ambiguity.
-  if (last_role_ == role && !topology_->ViewOf(id_).confirm) return;
+  if (last_role_ == role && !last_view_.confirm) return;
   last_role_ = role;
   topology_->Report(role);
 }
@@ -560,6 +561,7 @@ void ReplicaProber::Evaluate(Result<QueryResult> r,
   }
   ReportRole(a);
   const TopologyMonitor::View view = topology_->ViewOf(id_);
+  last_view_ = view;
   if (view.confirm) probe_soon_ = true;  // the next probe confirms or ends an ambiguity
   if (view.epoch != epoch_) {
     // The primary moved with this very report: this probe was judged against the old one.

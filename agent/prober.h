@@ -186,6 +186,9 @@ class ReplicaProber {
   bool acting_primary_ = false;  // its server is the primary
   bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
   std::optional<ServerRole> last_role_;  // what was last reported to the topology
+  // The topology as the last probe saw it after its report: whether to confirm an ambiguity at
+  // the next report, and whether to probe faster (no one primary). One monitor lock per probe.
+  TopologyMonitor::View last_view_;
   // When a change of read_only not yet reported was first seen (the probe's start).
   std::optional<MonoTime> read_only_flip_seen_;
   HealthTracker health_;
