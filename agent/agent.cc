@@ -243,18 +243,8 @@ void Agent::OnListed(const std::vector<ListedReplica>& listed, int skipped) {
                              std::to_string(config_.discovery.grace_ms) +
                              " ms): no longer probed or published");
   }
-  const std::vector<ReplicaConfig> next = EffectiveServers(config_);
-  std::vector<Endpoint> servers;
-  for (const auto& r : next) servers.push_back(r.endpoint);
-  topology_.SetServers(servers);
-  ApplyServers(next, running, false);
-  {
-    std::lock_guard servers_lock(servers_mu_);
-    servers_.clear();
-    for (const auto& [id, p] : probers_) servers_.push_back(id);
-  }
+  ApplyServers(EffectiveServers(config_), running, false);
   metrics_.discovered_replicas.Set(static_cast<double>(discovered_.replicas().size()));
-  PublishReplicaSet();
 }
 
 void Agent::PublishReplicaSet() {
@@ -398,23 +388,14 @@ Status Agent::Reload(const Config& next) {
   const Endpoint primary = topology_.primary();
   const std::vector<ReplicaConfig> running_servers = EffectiveServers(config_);
   const std::vector<ReplicaConfig> next_servers = EffectiveServers(next);
-  std::vector<Endpoint> servers;
-  for (const auto& s : next_servers) servers.push_back(s.endpoint);
-  if (std::find(servers.begin(), servers.end(), primary) == servers.end()) {
+  if (std::none_of(next_servers.begin(), next_servers.end(),
+                   [&](const ReplicaConfig& r) { return r.endpoint == primary; })) {
     return Status::InvalidArgument("replicas: " + primary.Id() +
                                    " is the primary now and cannot be removed");
   }
-  // The monitor knows the new servers before their probers report.
-  topology_.SetServers(servers);
   // New and restarted probers share the new settings; unchanged ones keep theirs.
   prober_settings_ = ProberSettings(next);
   const ReloadCounts n = ApplyServers(next_servers, running_servers, shared_changed);
-  {
-    std::lock_guard servers_lock(servers_mu_);
-    servers_.clear();
-    for (const auto& [id, p] : probers_) servers_.push_back(id);
-  }
-  PublishReplicaSet();
   config_ = next;
   Log(LogLevel::kInfo, "configuration reloaded: " + std::to_string(n.added) + " added, " +
                            std::to_string(n.removed) + " removed, " + std::to_string(n.restarted) +
@@ -436,6 +417,10 @@ std::vector<ReplicaConfig> Agent::EffectiveServers(const Config& c) const {
 Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_servers,
                                         const std::vector<ReplicaConfig>& running_servers,
                                         bool shared_changed) {
+  // The monitor knows the new servers before their probers report.
+  std::vector<Endpoint> servers;
+  for (const auto& r : next_servers) servers.push_back(r.endpoint);
+  topology_.SetServers(servers);
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next_servers) wanted[r.endpoint.Id()] = &r;
   ReloadCounts n;
@@ -471,6 +456,12 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
     if (started_) StartProber(*probers_[id]);
     ++n.added;
   }
+  {
+    std::lock_guard servers_lock(servers_mu_);
+    servers_.clear();
+    for (const auto& [id, p] : probers_) servers_.push_back(id);
+  }
+  PublishReplicaSet();
   return n;
 }
 

@@ -65,8 +65,9 @@ class Agent {
   // A prober with prober_settings_. REQUIRES: mu_ held (or in the constructor).
   std::unique_ptr<ReplicaProber> MakeProber(const ReplicaConfig& r);
   void StartProber(ReplicaProber& p);  // REQUIRES: mu_ held
-  // Reload's replica step: stops removed probers, restarts changed ones (all of them when
-  // `shared_changed`), starts new ones. REQUIRES: mu_ held; config_ still the running one.
+  // Switches the probed servers from `running` to `next` (a reload, or discovery): tells the
+  // topology monitor first, stops removed probers, restarts changed ones (all of them when
+  // `shared_changed`), starts new ones, and publishes the replica set. REQUIRES: mu_ held.
   struct ReloadCounts {
     int added = 0, removed = 0, restarted = 0, kept = 0;
   };

@@ -19,11 +19,9 @@ bool PlainHost(const std::string& h) {
   });
 }
 
-// The column `a` or else `b` (MySQL 8.0.22 renamed Server_id to Server_Id).
-const std::optional<std::string>* CellEither(const QueryResult& r, size_t row, std::string_view a,
-                                             std::string_view b) {
-  int c = r.Column(a);
-  if (c < 0) c = r.Column(b);
+// Row `row`'s cell in column `name`; nullptr when there is no such column or the row is short.
+const std::optional<std::string>* CellAt(const QueryResult& r, size_t row, std::string_view name) {
+  const int c = r.Column(name);
   if (c < 0 || static_cast<size_t>(c) >= r.rows[row].size()) return nullptr;
   return &r.rows[row][c];
 }
@@ -34,9 +32,11 @@ std::vector<ListedReplica> ParseReplicaHosts(const QueryResult& result, size_t m
   std::vector<ListedReplica> out;
   *skipped = 0;
   for (size_t i = 0; i < result.rows.size(); ++i) {
-    const auto* host = CellEither(result, i, "Host", "Host");
-    const auto* port = CellEither(result, i, "Port", "Port");
-    const auto* id = CellEither(result, i, "Server_id", "Server_Id");
+    const auto* host = CellAt(result, i, "Host");
+    const auto* port = CellAt(result, i, "Port");
+    // MySQL's manual shows Server_id; some versions print Server_Id.
+    const auto* id = CellAt(result, i, "Server_id");
+    if (!id) id = CellAt(result, i, "Server_Id");
     int64_t p = 0;  // 0: none (MySQL's "report_port not set")
     if (port && port->has_value()) p = ParseInt<int64_t>(**port).value_or(0);
     if (!host || !host->has_value() || !PlainHost(**host) || p < 1 || p > 65535) {

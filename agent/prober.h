@@ -187,7 +187,8 @@ class ReplicaProber {
   bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
   std::optional<ServerRole> last_role_;  // what was last reported to the topology
   // The topology as the last probe saw it after its report: whether to confirm an ambiguity at
-  // the next report, and whether to probe faster (no one primary). One monitor lock per probe.
+  // the next report, and whether to probe faster (no one primary), without asking the monitor
+  // again (each evaluation asks it twice: the epoch before, the view after the report).
   TopologyMonitor::View last_view_;
   // When a change of read_only not yet reported was first seen (the probe's start).
   std::optional<MonoTime> read_only_flip_seen_;

@@ -14,6 +14,7 @@
 #include "base/binlog_coords.h"
 #include "base/gtid.h"
 #include "base/position.h"
+#include "client/record.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {
@@ -256,19 +257,8 @@ void CheckReadYourWrites(const std::string& kind) {
   auto includes = [&](int r) {
     auto h = key(r);
     if (h["position_kind"] != kind || !token) return false;
-    std::optional<Position> pos;
-    if (kind == "mariadb_gtid") {
-      if (auto p = GtidPos::Parse(h["position"]); p.ok()) pos = Position(p.value());
-    } else {
-      const size_t colon = h["position"].rfind(':');
-      if (colon == std::string::npos) return false;
-      if (auto c =
-              ParseBinlogCoords(h["position"].substr(0, colon), h["position"].substr(colon + 1));
-          c.ok()) {
-        pos = Position(c.value());
-      }
-    }
-    return pos && pos->Includes(*token);
+    auto pos = client::ParsePosition(token->kind(), h["position"]);
+    return pos.ok() && pos->Includes(*token);
   };
   {
     AdminSession held(E().sandbox.socket("replica2"));
