@@ -4,9 +4,11 @@
 //   - Seconds_Behind_Master <= 1 s, polled every second (ProxySQL's max_replication_lag style);
 //   - a naive heartbeat, NOW() - updated_at <= 500 ms, written every 500 ms, polled every 200 ms;
 //   - lagwatch's healthy flag with tiers (client/: ContractReader and Route);
-//   - lagwatch plus read-your-writes from the published positions only;
-//   - lagwatch plus read-your-writes, asking a replica without waiting when no published
-//     position includes the session's token.
+//   - lagwatch plus read-your-writes from the published positions only, and bounded staleness
+//     (a replica serves only while its published bound plus the time since its measurement stays
+//     within the limit; an answer that comes back later is discarded for the primary's);
+//   - the same, asking a replica without waiting when no published position includes the
+//     session's token.
 // Each router has a writer session (writes its order's version on the primary, waits a think time
 // from 0 to 1,000 ms, reads it back) and a reader session (reads other sessions' orders, about ten
 // reads per write in all). A read is stale when it returns an older version than its session
@@ -22,6 +24,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,9 +70,9 @@ const char* PolicyName(Policy p) {
     case Policy::kLagwatch:
       return "lagwatch healthy";
     case Policy::kRywPublished:
-      return "lagwatch + read-your-writes (published)";
+      return "lagwatch + RYW + bounded staleness (published)";
     case Policy::kRywAsk:
-      return "lagwatch + read-your-writes (ask)";
+      return "lagwatch + RYW + bounded staleness (ask)";
   }
   return "?";
 }
@@ -76,9 +80,11 @@ bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; 
 
 constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
-    "                         [--command TEXT] [--git-rev REV]\n";
+    "                         [--php-worker PATH] [--command TEXT] [--git-rev REV]\n";
 
-struct Options : CommonOptions {};
+struct Options : CommonOptions {
+  std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
+};
 
 std::string Socket(const Options& o, int server) {
   return o.dir + "/" + (server == 0 ? std::string("primary") : "replica" + std::to_string(server)) +
@@ -123,9 +129,12 @@ class Router {
   Policy policy() const { return policy_; }
 
   // Where a read goes: 0 the primary, 1 or 2 a replica; `ask`: ask that replica first.
+  // `fresh_until_ms`: bounded staleness (read-your-writes routers): an answer after it is
+  // discarded and the read goes to the primary.
   struct Choice {
     int server = 0;
     bool ask = false;
+    std::optional<int64_t> fresh_until_ms;
   };
   Choice ForRead(const client::Session& session, const client::RandomBelow& random) {
     if (reader_) {
@@ -133,25 +142,28 @@ class Router {
       client::Statement st;
       st.read = true;
       const client::Session none;
+      std::optional<client::Freshness> freshness;
+      if (Ryw(policy_)) freshness = client::Freshness{.now_unix_ms = NowUs() / 1000};
       const client::Decision d =
-          client::Route(st, Ryw(policy_) ? session : none, *contract, random);
+          client::Route(st, Ryw(policy_) ? session : none, *contract, random, freshness);
       auto server = [&] {
         const size_t colon = d.replica.rfind(':');
         auto port = ParseInt<int>(d.replica.substr(colon + 1));
         return port ? *port - s_.opt.base_port : 0;
       };
-      if (d.target == client::Target::kReplica) return {server(), false};
+      if (d.target == client::Target::kReplica) return {server(), false, d.fresh_until_ms};
       if (d.target == client::Target::kAskReplica) {
-        return policy_ == Policy::kRywAsk ? Choice{server(), true} : Choice{0, false};
+        return policy_ == Policy::kRywAsk ? Choice{server(), true, d.fresh_until_ms}
+                                          : Choice{0, false, std::nullopt};
       }
-      return {0, false};
+      return {0, false, std::nullopt};
     }
     std::vector<int> candidates;
     for (int r : {1, 2}) {
       if (policy_ == Policy::kRandom || usable_[r]) candidates.push_back(r);
     }
-    if (candidates.empty()) return {0, false};
-    return {candidates[random(candidates.size())], false};
+    if (candidates.empty()) return {0, false, std::nullopt};
+    return {candidates[random(candidates.size())], false, std::nullopt};
   }
 
  private:
@@ -199,6 +211,19 @@ struct Connections {
   }
 };
 
+// Judges an answer: which server gave it (0 the primary), the oracle's seq and the order's version
+// it returned (nullopt: the read failed), and the version the session wrote (own reads).
+void Judge(ReadRecord& r, const OracleLog& oracle, int server, std::optional<int64_t> seen,
+           std::optional<int64_t> got, std::optional<int64_t> written) {
+  if (!seen || !got) {
+    r.served_by = -1;
+    return;
+  }
+  r.served_by = server;
+  if (server > 0) r.staleness_us = oracle.StalenessUs(*seen, r.answer_us).value_or(0);
+  r.stale = written ? *got < *written : r.staleness_us > kLimitUs;
+}
+
 // Reads order `id` through `router`; judged as a read of its own write (version `written`,
 // `think_ms` after it) or of another session's row.
 ReadRecord Read(Shared& s, Router& router, Connections& c, const client::Session& session,
@@ -216,26 +241,25 @@ ReadRecord Read(Shared& s, Router& router, Connections& c, const client::Session
     auto v = res ? res->First() : std::nullopt;
     if (!v || !client::CatchUpReached(session.token->kind(), *v)) choice.server = 0;
   }
-  auto res = c.sql[choice.server]->Query(
+  const std::string query =
       "SELECT o.seq, d.version FROM lwbench.oracle o JOIN lwbench.orders d WHERE o.id = 1 AND "
       "d.id = " +
-      std::to_string(id));
+      std::to_string(id);
+  auto res = c.sql[choice.server]->Query(query);
   r.answer_us = NowUs();
+  if (choice.server > 0 && choice.fresh_until_ms && r.answer_us / 1000 > *choice.fresh_until_ms) {
+    // Too late to prove the limit: the primary's answer instead.
+    choice.server = 0;
+    res = c.sql[0]->Query(query);
+    r.answer_us = NowUs();
+  }
   r.latency_us = r.answer_us - start;
   auto seq = res ? res->Get("seq") : std::nullopt;
   auto version = res ? res->Get("version") : std::nullopt;
   auto seen = seq ? ParseInt<int64_t>(*seq) : std::nullopt;
   auto got = version ? ParseInt<int64_t>(*version) : std::nullopt;
-  if (!seen || !got) {
-    r.served_by = -1;
-    return r;
-  }
-  r.served_by = choice.server;
-  if (choice.server > 0) {
-    std::lock_guard lock(s.mu);
-    r.staleness_us = s.oracle.StalenessUs(*seen, r.answer_us).value_or(0);
-  }
-  r.stale = written ? *got < *written : r.staleness_us > kLimitUs;
+  std::lock_guard lock(s.mu);
+  Judge(r, s.oracle, choice.server, seen, got, written);
   return r;
 }
 
@@ -281,6 +305,103 @@ void ReaderSession(Shared& s, Router& router, int routers, uint64_t seed) {
     std::this_thread::sleep_until(std::max(next, SteadyClock::now()));
   }
 }
+
+// A router in other processes: the shipped PHP library through php-cli
+// (client/php/bench/stale_reads_worker.php), a writer and a reader process like the sessions
+// above, each printing one JSON line per read into its log; judged after the run like the reads
+// of the routers in this process.
+class PhpRouter {
+ public:
+  PhpRouter(int index, const Options& o, int routers, const std::vector<std::string>& extra)
+      : index_(index),
+        base_port_(o.base_port),
+        stop_file_(o.dir + "/php-stop-" + std::to_string(index)) {
+    std::remove(stop_file_.c_str());
+    for (const std::string role : {"writer", "reader"}) {
+      std::vector<std::string> argv = {
+          "php",         o.php_worker,
+          "--dir",       o.dir,
+          "--base-port", std::to_string(o.base_port),
+          "--role",      role,
+          "--order-id",  std::to_string(index + 1),
+          "--orders",    std::to_string(routers),
+          "--seed",      std::to_string((role == "writer" ? 1000 : 2000) + index),
+          "--stop-file", stop_file_,
+          "--app",       "bench"};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+      logs_.push_back(o.out_dir + "/stale-reads-php" + std::to_string(index) + "-" + role + ".log");
+      std::remove(logs_.back().c_str());
+      workers_.push_back(Child::Spawn(argv, logs_.back()));
+    }
+  }
+  // Asks the workers to stop (the stop file) and waits for them; SIGTERM after 5 s.
+  void Stop() {
+    std::ofstream(stop_file_) << "stop\n";
+    for (auto& w : workers_) {
+      if (!w->Wait(5s)) w->Stop();
+    }
+  }
+  // The reads the workers printed, judged against `oracle`. Throws when a worker printed none
+  // (it failed: see its log); `junk` counts lines that are not a read (warnings).
+  std::vector<ReadRecord> Collect(const OracleLog& oracle, int64_t& junk) const {
+    std::vector<ReadRecord> out;
+    for (const std::string& log : logs_) {
+      std::ifstream in(log);
+      size_t before = out.size();
+      for (std::string line; std::getline(in, line);) {
+        if (auto r = Parse(line, oracle)) {
+          out.push_back(*r);
+        } else {
+          ++junk;
+        }
+      }
+      if (out.size() == before)
+        throw std::runtime_error("no reads from the PHP worker: see " + log);
+    }
+    return out;
+  }
+
+ private:
+  std::optional<ReadRecord> Parse(const std::string& line, const OracleLog& oracle) const {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto integer = [&](const char* key) -> std::optional<int64_t> {
+      auto it = j.find(key);
+      if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+      return it->get<int64_t>();
+    };
+    if (!j.is_object() || !j.contains("own") || !j["own"].is_boolean() || !integer("start_us") ||
+        !integer("answer_us") || !j.contains("server")) {
+      return std::nullopt;
+    }
+    ReadRecord r;
+    r.router = index_;
+    r.own_write = j["own"].get<bool>();
+    r.think_ms = static_cast<int>(integer("think_ms").value_or(0));
+    r.answer_us = *integer("answer_us");
+    r.latency_us = r.answer_us - *integer("start_us");
+    std::optional<int64_t> written = r.own_write ? integer("written") : std::nullopt;
+    if (r.own_write && !written) return std::nullopt;
+    int server = -1;
+    if (j["server"].is_string()) {
+      const std::string id = j["server"].get<std::string>();
+      if (id == "primary") {
+        server = 0;
+      } else if (auto port = ParseInt<int>(id.substr(id.rfind(':') + 1))) {
+        server = *port - base_port_;
+      }
+      if (server < 0 || server > 2) return std::nullopt;
+    }
+    Judge(r, oracle, server, server < 0 ? std::nullopt : integer("seq"),
+          server < 0 ? std::nullopt : integer("version"), written);
+    return r;
+  }
+
+  const int index_;
+  const int base_port_;
+  const std::string stop_file_;
+  std::vector<std::string> logs_;
+  std::vector<std::unique_ptr<Child>> workers_;
+};
 
 // The primary's oracle write every 5 ms, and the naive heartbeat every 500 ms.
 void Oracle(Shared& s) {
@@ -358,12 +479,12 @@ void RunFault(const Options& o, const Fault& f, std::chrono::milliseconds hold) 
   }
 }
 
-json Report(const Options& o, const std::vector<Phase>& phases,
-            const std::vector<std::string>& groups, const std::vector<ReadRecord>& reads,
-            double seconds) {
+json Report(const Options& o, const std::vector<std::string>& names,
+            const std::vector<Phase>& phases, const std::vector<std::string>& groups,
+            const std::vector<ReadRecord>& reads, double seconds) {
   const auto sums = Summarise(reads, phases, kLimitUs);
   json routers = json::array();
-  for (size_t i = 0; i < std::size(kPolicies); ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     json per_phase = json::array();
     for (size_t p = 0; p < groups.size(); ++p) {
       auto it = sums.find({static_cast<int>(i), static_cast<int>(p)});
@@ -390,7 +511,7 @@ json Report(const Options& o, const std::vector<Phase>& phases,
            {"last_bad_use_ms", s.last_bad_use_ms ? json(*s.last_bad_use_ms) : json(nullptr)},
            {"own_by_think_ms", by_think}});
     }
-    routers.push_back({{"router", PolicyName(kPolicies[i])}, {"phases", per_phase}});
+    routers.push_back({{"router", names[i]}, {"phases", per_phase}});
   }
   return {{"benchmark", "stale_reads"}, {"mode", o.quick ? "quick" : "full"},
           {"command", o.command},       {"git_rev", o.git_rev},
@@ -427,7 +548,7 @@ std::string Render(const json& r, bool markdown) {
             line, sizeof line,
             markdown ? "| %s | %lld | %lld | %lld | %.2f | %lld | %lld | %lld | %.1f%% | %lld | "
                        "%.1f | %.1f | %s |\n"
-                     : "%-42s reads %6lld failed %4lld stale %5lld (%6.2f%%) own %4lld "
+                     : "%-48s reads %6lld failed %4lld stale %5lld (%6.2f%%) own %4lld "
                        "others %5lld >lim+25 %5lld RWSR %5.1f%% primary %5lld p50 %5.1f "
                        "p99 %6.1f last-bad %s\n",
             router["router"].get<std::string>().c_str(), p["reads"].get<long long>(),
@@ -490,6 +611,14 @@ int RunBenchmark(const Options& o) {
     }
   }
   Shared shared(o);
+  // The rows: the policies in this process, then the PHP routers (arguments for the worker).
+  std::vector<std::string> names;
+  for (Policy p : kPolicies) names.push_back(PolicyName(p));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> php_rows =
+      o.php_worker.empty() ? decltype(php_rows){}
+                           : decltype(php_rows){{"PHP router (client/php)", {}}};
+  for (const auto& row : php_rows) names.push_back(row.first);
+  const int n = static_cast<int>(names.size());
   std::vector<std::unique_ptr<Router>> routers;
   for (size_t i = 0; i < std::size(kPolicies); ++i) {
     routers.push_back(std::make_unique<Router>(static_cast<int>(i), kPolicies[i], shared));
@@ -497,12 +626,23 @@ int RunBenchmark(const Options& o) {
   std::thread oracle([&] { Oracle(shared); });
   Pause(200ms);  // the oracle's first writes
   std::vector<std::thread> sessions;
-  const int n = static_cast<int>(routers.size());
-  for (int i = 0; i < n; ++i) {
-    Router& router = *routers[i];
-    sessions.emplace_back([&, i] { WriterSession(shared, router, i + 1, 1000 + i); });
-    sessions.emplace_back([&, i] { ReaderSession(shared, router, n, 2000 + i); });
+  for (auto& owned : routers) {
+    Router* router = owned.get();
+    const int i = router->index();
+    sessions.emplace_back([&, router, i] { WriterSession(shared, *router, i + 1, 1000 + i); });
+    sessions.emplace_back([&, router, i] { ReaderSession(shared, *router, n, 2000 + i); });
   }
+  std::vector<std::unique_ptr<PhpRouter>> php;
+  for (size_t k = 0; k < php_rows.size(); ++k) {
+    php.push_back(std::make_unique<PhpRouter>(static_cast<int>(std::size(kPolicies) + k), o, n,
+                                              php_rows[k].second));
+  }
+  auto stop_all = [&] {
+    shared.stop = true;
+    for (auto& p : php) p->Stop();
+    for (auto& t : sessions) t.join();
+    oracle.join();
+  };
   const auto steady = o.quick ? 20s : 120s;
   const auto hold = o.quick ? 5s : 8s;
   const auto recover = o.quick ? 8s : 12s;
@@ -526,18 +666,20 @@ int RunBenchmark(const Options& o) {
       }
     }
   } catch (...) {
-    shared.stop = true;
-    for (auto& t : sessions) t.join();
-    oracle.join();
+    stop_all();
     throw;
   }
-  shared.stop = true;
-  for (auto& t : sessions) t.join();
-  oracle.join();
+  stop_all();
   routers.clear();
   agent->Stop();
+  int64_t junk = 0;
+  for (const auto& p : php) {
+    auto reads = p->Collect(shared.oracle, junk);
+    shared.reads.insert(shared.reads.end(), reads.begin(), reads.end());
+  }
+  if (junk > 0) Progress(std::to_string(junk) + " lines of the PHP workers' logs were not reads");
   const double seconds = static_cast<double>(NowUs() - begun) / 1e6;
-  const json result = Report(o, phases, groups, shared.reads, seconds);
+  const json result = Report(o, names, phases, groups, shared.reads, seconds);
   WriteResults(
       o.out_dir + "/stale-reads-" + (o.quick ? "quick" : "full"), result,
       [](const json& r) { return Render(r, true); },
@@ -554,7 +696,12 @@ int main(int argc, char** argv) {
   return BenchmarkMain(argc, argv, opt,
                        {.name = "bench_stale_reads",
                         .usage = kUsage,
-                        .flag = [](FlagReader&) { return false; },
+                        .flag =
+                            [&](FlagReader& f) {
+                              if (f.flag() != "--php-worker") return false;
+                              opt.php_worker = f.Value();
+                              return true;
+                            },
                         .valid = [] { return true; },
                         .run = [&] { return RunBenchmark(opt); }});
 }

@@ -68,12 +68,23 @@ Decision Primary(const Contract& c, Reason reason) {
   return d;
 }
 
-Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Reason reason) {
+Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Reason reason,
+                   const std::optional<Freshness>& freshness, bool primary_takes_reads) {
   Decision d = Primary(c, reason);
   d.target = target;
   d.replica = r.id;
   d.tier = r.tier;
+  if (!primary_takes_reads) d.fallback = Target::kFailFast;
+  if (freshness) d.fresh_until_ms = FreshUntilMs(r, freshness->clock_skew_ms);
   return d;
+}
+
+// Usable, and under `freshness` with time enough left before the deadline.
+bool Fresh(const ReplicaRecord& r, const std::optional<Freshness>& freshness) {
+  if (!r.usable()) return false;
+  if (!freshness) return true;
+  const std::optional<int64_t> until = FreshUntilMs(r, freshness->clock_skew_ms);
+  return !until || *until - freshness->now_unix_ms >= freshness->min_left_ms;
 }
 
 Reason Unavailable(PrimaryCircuit circuit) {
@@ -109,6 +120,16 @@ void Session::Settle(const Contract& contract) {
     }
     untokened_write_at.reset();
   }
+}
+
+std::optional<int64_t> FreshUntilMs(const ReplicaRecord& r, int64_t clock_skew_ms) {
+  if (!r.max_delay_ms) return std::nullopt;
+  // Every term is a published non-negative integer; clamp so that no record can overflow.
+  auto clamp = [](int64_t v) {
+    return std::clamp<int64_t>(v, -(int64_t{1} << 52), int64_t{1} << 52);
+  };
+  return clamp(r.measured_at_ms) + clamp(*r.max_delay_ms) - clamp(r.delay_ms) -
+         clamp(clock_skew_ms);
 }
 
 RandomBelow SeededRandom(uint64_t seed) {
@@ -158,7 +179,7 @@ const char* ReasonName(Reason reason) {
 }
 
 Decision Route(const Statement& statement, const Session& session, const Contract& contract,
-               const RandomBelow& random) {
+               const RandomBelow& random, const std::optional<Freshness>& freshness) {
   const PrimaryCircuit circuit = contract.primary.circuit;
   const bool primary_takes_writes =
       circuit != PrimaryCircuit::kDown && circuit != PrimaryCircuit::kAmbiguous;
@@ -188,7 +209,7 @@ Decision Route(const Statement& statement, const Session& session, const Contrac
   std::vector<const ReplicaRecord*> proven, weighted_unproven;
   bool any_usable = false;
   for (const ReplicaRecord& r : contract.replicas) {
-    if (!r.usable()) continue;
+    if (!Fresh(r, freshness)) continue;
     any_usable = true;
     if (HasSessionWrites(session, r)) {
       proven.push_back(&r);
@@ -197,16 +218,16 @@ Decision Route(const Statement& statement, const Session& session, const Contrac
     }
   }
   if (const ReplicaRecord* r = Pick(proven, random)) {
-    return OnReplica(contract, *r, Target::kReplica, Reason::kReplica);
+    return OnReplica(contract, *r, Target::kReplica, Reason::kReplica, freshness,
+                     primary_takes_reads);
   }
   const Reason fallback_reason = any_usable && (session.token || session.untokened_write_at)
                                      ? Reason::kNotCaughtUp
                                      : Reason::kNoUsableReplica;
   if (session.token && session.token->kind() != PositionsKind::kBinlog) {
     if (const ReplicaRecord* r = Pick(weighted_unproven, random)) {
-      Decision d = OnReplica(contract, *r, Target::kAskReplica, Reason::kNotCaughtUp);
-      if (!primary_takes_reads) d.fallback = Target::kFailFast;
-      return d;
+      return OnReplica(contract, *r, Target::kAskReplica, Reason::kNotCaughtUp, freshness,
+                       primary_takes_reads);
     }
   }
   if (primary_takes_reads) {
@@ -215,7 +236,8 @@ Decision Route(const Statement& statement, const Session& session, const Contrac
     return d;
   }
   if (const ReplicaRecord* r = Pick(proven, random, /*drained=*/true)) {
-    Decision d = OnReplica(contract, *r, Target::kReplica, Reason::kDrainedReplica);
+    Decision d = OnReplica(contract, *r, Target::kReplica, Reason::kDrainedReplica, freshness,
+                           primary_takes_reads);
     d.degraded = true;
     return d;
   }

@@ -46,6 +46,22 @@ struct Session {
 // limit of the write while lacking it.
 bool TokenSettled(const Contract& contract, const Position& token);
 
+// Bounded staleness (docs/routing.md, "Bounded staleness"), on top of `healthy`: a record's upper
+// bound `delay_ms` held at its measurement, and a replica falls behind by at most a millisecond per
+// millisecond since, so its answer is within the tier's limit if it comes back before
+//   measured_at_ms + max_delay_ms - delay_ms - clock_skew_ms   (unix ms, the router's clock).
+struct Freshness {
+  int64_t now_unix_ms = 0;    // the router's wall clock at the decision
+  int64_t clock_skew_ms = 0;  // how far the router's clock may run behind the agent's
+  // A replica is chosen only with at least this long left before its deadline: a read that cannot
+  // be answered in time is not worth sending.
+  int64_t min_left_ms = 5;
+};
+
+// The unix ms (router's clock) until which an answer from `r` is within its tier's limit; nullopt
+// for a replica without a limit. Saturates rather than overflowing on absurd records.
+std::optional<int64_t> FreshUntilMs(const ReplicaRecord& r, int64_t clock_skew_ms);
+
 // A uniformly distributed integer in [0, n), n >= 1. Injected so tests are deterministic.
 using RandomBelow = std::function<uint64_t(uint64_t n)>;
 // A Mersenne Twister seeded with `seed`. The function it returns is not thread-safe: one per
@@ -82,9 +98,14 @@ struct Decision {
   std::string replica;  // kReplica, kAskReplica: "host:port"
   std::string tier;     // kReplica, kAskReplica: its tier
   std::string primary;  // the pointer's primary, "" when unknown
-  // kAskReplica: where the read goes when the replica has not reached the token (kPrimary, or
-  // kFailFast while the primary is down).
+  // kAskReplica: where the read goes when the replica has not reached the token; kReplica and
+  // kAskReplica: where it goes when the answer misses fresh_until_ms. kPrimary, or kFailFast while
+  // the primary is down.
   Target fallback = Target::kPrimary;
+  // With Freshness, kReplica and kAskReplica on a replica with a limit: the answer proves the
+  // limit only if it arrives by this unix ms (router's clock); a later answer is discarded and the
+  // read goes to `fallback` instead.
+  std::optional<int64_t> fresh_until_ms;
   // A read that wanted a replica and could not have one (kNoUsableReplica, kDrainedReplica, or
   // kFailFast for a read): counted as a degradation in rw_stats (client/feedback.h).
   bool degraded = false;
@@ -101,7 +122,9 @@ struct Decision {
 //  4. Otherwise the primary — or, when its circuit is down, a usable weight-0 replica the session
 //     may read from, else kFailFast.
 // A circuit that is unknown (no pointer) does not stop anything: lagwatch has no opinion.
+// With `freshness`, a replica with a limit is usable only with at least min_left_ms before its
+// FreshUntilMs, and the decision carries that deadline.
 Decision Route(const Statement& statement, const Session& session, const Contract& contract,
-               const RandomBelow& random);
+               const RandomBelow& random, const std::optional<Freshness>& freshness = std::nullopt);
 
 }  // namespace lagwatch::client

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -249,6 +250,66 @@ TEST_CASE("a token is dropped once every replica in the set includes it, usable 
   missing.members.push_back("gone:3306");
   CHECK_FALSE(TokenSettled(missing, Gtid("0-1-1")));
   CHECK_FALSE(TokenSettled(Contract{}, Gtid("0-1-1")));
+}
+
+TEST_CASE(
+    "bounded staleness: a replica serves only while its bound plus the time since proves it") {
+  // measured at 1,000 with an upper bound of 10 ms: within 200 ms until 1,190 (1,185 with 5 ms
+  // skew).
+  ReplicaRecord r1 = Replica("r1:3306", "tier1", 100, 200);
+  r1.measured_at_ms = 1000;
+  ReplicaRecord r2 = Replica("r2:3306", "tier1", 100, 200);
+  r2.measured_at_ms = 1150;
+  ReplicaRecord open = Replica("r3:3306", "tier3", 100, std::nullopt);
+  open.measured_at_ms = 0;
+  CHECK(FreshUntilMs(r1, 0) == 1190);
+  CHECK(FreshUntilMs(r1, 5) == 1185);
+  CHECK_FALSE(FreshUntilMs(open, 0).has_value());
+
+  const Session s;
+  RandomBelow random = SeededRandom(1);
+  const Contract one = With({r1});
+  Decision d = Route(kRead, s, one, random, Freshness{.now_unix_ms = 1100, .clock_skew_ms = 5});
+  CHECK(d.target == Target::kReplica);
+  CHECK(d.fresh_until_ms == 1185);
+  CHECK(d.fallback == Target::kPrimary);
+  // Less than min_left_ms (5) before the deadline: not worth sending.
+  d = Route(kRead, s, one, random, Freshness{.now_unix_ms = 1181, .clock_skew_ms = 5});
+  CHECK(d.target == Target::kPrimary);
+  CHECK(d.reason == Reason::kNoUsableReplica);
+  CHECK(d.degraded);
+  // Without the option the same record is used, with no deadline.
+  d = Route(kRead, s, one, random);
+  CHECK(d.target == Target::kReplica);
+  CHECK_FALSE(d.fresh_until_ms.has_value());
+
+  // Two in the tier: only the one measured recently enough; a tier without a limit is not held
+  // to a deadline.
+  CHECK(Spread(With({r1, r2}), s, 50).size() == 2);
+  std::map<std::string, int> spread;
+  for (int i = 0; i < 50; ++i) {
+    d = Route(kRead, s, With({r1, r2, open}), random, Freshness{.now_unix_ms = 1250});
+    ++spread[d.replica];
+  }
+  CHECK(spread == std::map<std::string, int>{{"r2:3306", 50}});
+  d = Route(kRead, s, With({r1, open}), random, Freshness{.now_unix_ms = 99'000});
+  CHECK(d.replica == "r3:3306");
+  CHECK_FALSE(d.fresh_until_ms.has_value());
+
+  // The primary down: an answer after the deadline has nowhere else to go.
+  d = Route(kRead, s, With({r2}, PrimaryCircuit::kDown), random, Freshness{.now_unix_ms = 1200});
+  CHECK(d.target == Target::kReplica);
+  CHECK(d.fallback == Target::kFailFast);
+
+  // Absurd records saturate instead of overflowing.
+  ReplicaRecord absurd = Replica("r4:3306", "tier1", 100, std::numeric_limits<int64_t>::max());
+  absurd.measured_at_ms = std::numeric_limits<int64_t>::max();
+  absurd.delay_ms = 0;
+  CHECK(FreshUntilMs(absurd, std::numeric_limits<int64_t>::min()).value() > 0);
+  absurd.measured_at_ms = 0;
+  absurd.delay_ms = std::numeric_limits<int64_t>::max();
+  absurd.max_delay_ms = 0;
+  CHECK(FreshUntilMs(absurd, std::numeric_limits<int64_t>::max()).value() < 0);
 }
 
 }  // namespace
