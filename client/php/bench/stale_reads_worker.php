@@ -45,8 +45,9 @@ function options(array $argv): array
     $opts = getopt('', array_map(static fn (string $n): string => $n . ':', $names));
     foreach ($names as $n) {
         if (!isset($opts[$n]) || !is_string($opts[$n]) || $opts[$n] === '') {
-            fwrite(STDERR, "stale_reads_worker: --$n is required\n" . 'usage: php ' . basename($argv[0])
-                . " --dir DIR --base-port P --role writer|reader --order-id N --orders N --seed S --stop-file F --app NAME\n");
+            fwrite(STDERR, "stale_reads_worker: --$n is required\nusage: php " . basename($argv[0])
+                . ' --dir DIR --base-port P --role writer|reader --order-id N --orders N --seed S'
+                . " --stop-file F --app NAME\n");
             exit(2);
         }
     }
@@ -96,7 +97,14 @@ function nowUs(): int
 /** Reads order $id through the router and prints its line. */
 function readOrder(Router $router, int $id, bool $own, int $thinkMs, ?int $written): void
 {
-    $line = ['own' => $own, 'think_ms' => $thinkMs, 'written' => $written, 'server' => null, 'seq' => null, 'version' => null];
+    $line = [
+        'own' => $own,
+        'think_ms' => $thinkMs,
+        'written' => $written,
+        'server' => null,
+        'seq' => null,
+        'version' => null,
+    ];
     $start = nowUs();
     try {
         $row = $router->query(READ_SQL, [$id])->fetch(PDO::FETCH_NUM);
@@ -121,7 +129,11 @@ function writer(Router $router, array $o): void
     for ($n = 0; !file_exists($o['stop-file']); ++$n) {
         try {
             // The version the row has, on the primary: at the start, and after a write whose fate is unknown.
-            $version ??= (int) $router->query('SELECT version FROM lwbench.orders WHERE id = ?', [$id], ['force_primary' => true])->fetchColumn();
+            $version ??= (int) $router->query(
+                'SELECT version FROM lwbench.orders WHERE id = ?',
+                [$id],
+                ['force_primary' => true],
+            )->fetchColumn();
             if ($router->execute('UPDATE lwbench.orders SET version = version + 1 WHERE id = ?', [$id]) !== 1) {
                 throw new RuntimeException("order $id does not exist");
             }

@@ -124,7 +124,9 @@ final class ConfigReader
     {
         foreach (array_keys($this->values) as $k) {
             if (!in_array((string) $k, $known, true)) {
-                throw new ConfigException($this->key((string) $k) . ': unknown key (known: ' . implode(', ', $known) . ')');
+                throw new ConfigException(
+                    $this->key((string) $k) . ': unknown key (known: ' . implode(', ', $known) . ')'
+                );
             }
         }
     }

@@ -29,7 +29,9 @@ final class RedisConfig
     /** @throws ConfigException */
     public static function from(ConfigReader $c): self
     {
-        $c->rejectUnknown(['host', 'port', 'timeout', 'username', 'password', 'database', 'key_prefix', 'ttl_ms', 'retry_after_ms']);
+        $c->rejectUnknown([
+            'host', 'port', 'timeout', 'username', 'password', 'database', 'key_prefix', 'ttl_ms', 'retry_after_ms',
+        ]);
         $prefix = $c->string('key_prefix', 'slave_delay');
         if (!Text::isToken($prefix, '_.:-', 1, 128)) {
             throw new ConfigException($c->key('key_prefix') . ': not 1..128 of [A-Za-z0-9_.:-]');

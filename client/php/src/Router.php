@@ -294,7 +294,12 @@ final class Router
         $now = $this->config->clock->nowMs();
         $contract = $this->reader->snapshot($now);
         $this->noteContract($contract, $now);
-        $statement = new Statement($class->read, $class->locking, $this->inTransaction($context), $this->forced($context));
+        $statement = new Statement(
+            $class->read,
+            $class->locking,
+            $this->inTransaction($context),
+            $this->forced($context),
+        );
         $excluded = $this->connections->failed($now);
         for ($attempt = 0; $attempt <= count($this->config->replicas) + 1; ++$attempt) {
             $d = $this->decider->decide($statement, $this->session, $contract, $this->config->random, $now, $excluded);
@@ -344,7 +349,15 @@ final class Router
             return [$pdo, $class, $d];
         }
         // Every replica's connection failed at once and the decider kept choosing: the primary.
-        $d = new Decision(Target::Primary, Reason::NoHealthyReplica, null, $contract->primary->id, $contract->primary->circuit, degraded: true);
+        $primary = $contract->primary;
+        $d = new Decision(
+            Target::Primary,
+            Reason::NoHealthyReplica,
+            null,
+            $primary->id,
+            $primary->circuit,
+            degraded: true,
+        );
         $pdo = $this->connections->primary();
         $this->finish($d, $class);
         return [$pdo, $class, $d];
@@ -380,7 +393,8 @@ final class Router
         } catch (\PDOException $e) {
             $excluded[] = $id;
             ++$this->counters['replica_connect_errors'];
-            $this->log('warning', 'route: cannot connect to replica {replica} ({error}); it is passed over for {retry_ms} ms', [
+            $message = 'route: cannot connect to replica {replica} ({error}); passed over for {retry_ms} ms';
+            $this->log('warning', $message, [
                 'replica' => $id,
                 'error' => $e->getMessage(),
                 'retry_ms' => $this->config->replicaRetryMs,
@@ -404,7 +418,8 @@ final class Router
             return true;
         }
         foreach (['tag', 'class'] as $k) {
-            if (isset($context[$k]) && is_string($context[$k]) && in_array($context[$k], $this->config->forcePrimary, true)) {
+            $v = $context[$k] ?? null;
+            if (is_string($v) && in_array($v, $this->config->forcePrimary, true)) {
                 return true;
             }
         }
@@ -435,7 +450,12 @@ final class Router
             return;
         }
         ++$this->counters['untokened_writes'];
-        $this->log('debug', 'route: no read-your-writes token after a write ({why}): the session reads from the primary until a replica proves it has the write by time', ['why' => $why]);
+        $this->log(
+            'debug',
+            'route: no read-your-writes token after a write ({why}): the session reads from the primary'
+            . ' until a replica proves by time that it has the write',
+            ['why' => $why],
+        );
     }
 
     /** What a refresh says beyond the decision: Redis episodes, malformed records, the position kind. */
@@ -444,7 +464,8 @@ final class Router
         if (!$contract->readable) {
             if (!$this->redisEpisode) {
                 $this->redisEpisode = true;
-                $this->log('warning', "route: cannot read lagwatch's contract from Redis ({error}): every read goes to the primary until it can", [
+                $this->log('warning', "route: cannot read lagwatch's contract from Redis ({error}): every read goes"
+                    . ' to the primary until it can', [
                     'error' => $this->reader->lastError(),
                 ]);
             }
@@ -513,7 +534,7 @@ final class Router
             ++$this->degradedReads;
             if (!$this->degradedEpisode) {
                 $this->degradedEpisode = true;
-                $this->log('warning', 'route: no usable replica ({reason}): reads go to the primary until one is usable', [
+                $this->log('warning', 'route: no usable replica ({reason}): reads go to the primary meanwhile', [
                     'reason' => $d->reasonLabel(),
                 ]);
             }

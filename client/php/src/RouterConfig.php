@@ -62,7 +62,8 @@ final class RouterConfig
         $section = $c->section('replicas');
         $replicaTimeout = $c->int('replica_timeout', 2, 1, 3600);
         foreach (array_keys($c->array('replicas')) as $id) {
-            $replicas[(string) $id] = ServerConfig::from($section->section((string) $id), (string) $id, $replicaTimeout);
+            $id = (string) $id;
+            $replicas[$id] = ServerConfig::from($section->section($id), $id, $replicaTimeout);
         }
         $kindText = $c->string('position_kind', 'auto');
         $kind = $kindText === 'auto' ? null : PositionKind::tryFrom($kindText);

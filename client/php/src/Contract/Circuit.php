@@ -18,11 +18,14 @@ enum Circuit: string
     /** No pointer (no agent, no Redis, or malformed): lagwatch has no opinion. */
     case Unknown = 'unknown';
 
+    /** Below every opinion: an unknown circuit is never the worse of two. */
+    private const NO_OPINION = -1;
+
     /** How bad it is, for taking the worse of two. */
     public function severity(): int
     {
         return match ($this) {
-            self::Unknown => -1,
+            self::Unknown => self::NO_OPINION,
             self::Up => 0,
             self::Degraded => 1,
             self::Down => 2,

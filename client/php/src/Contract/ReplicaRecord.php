@@ -41,9 +41,21 @@ final class ReplicaRecord
     public function fetched(int $fetchedAtMs, int $pttlMs): self
     {
         return new self(
-            $this->id, $this->delayMs, $this->delayLowerMs, $this->state, $this->healthy, $this->tier,
-            $this->weight, $this->maxDelayMs, $this->seq, $this->measuredAtMs, $this->agent,
-            $this->positionKind, $this->position, $fetchedAtMs, $fetchedAtMs + $pttlMs
+            $this->id,
+            $this->delayMs,
+            $this->delayLowerMs,
+            $this->state,
+            $this->healthy,
+            $this->tier,
+            $this->weight,
+            $this->maxDelayMs,
+            $this->seq,
+            $this->measuredAtMs,
+            $this->agent,
+            $this->positionKind,
+            $this->position,
+            $fetchedAtMs,
+            $fetchedAtMs + $pttlMs
         );
     }
 

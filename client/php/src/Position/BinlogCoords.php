@@ -50,7 +50,9 @@ final class BinlogCoords implements Position
     public static function fromFileAndOffset(string $file, string $offset): self
     {
         if (preg_match('/[\'"`\\\\\x00-\x1f\x7f]/', $file) === 1) {
-            throw new PositionException('a quote, backslash or control byte in a file name, got ' . Text::quoted($file));
+            throw new PositionException(
+                'a quote, backslash or control byte in a file name, got ' . Text::quoted($file)
+            );
         }
         $dot = strrpos($file, '.');
         $seq = $dot !== false && $dot > 0 ? Text::u64(substr($file, $dot + 1)) : null;

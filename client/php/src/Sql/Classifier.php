@@ -111,7 +111,10 @@ final class Classifier
         $read = $select;
         $locking = false;
         for ($i = $begin; $i < $end; ++$i) {
-            if (self::isWord($t, $i, 'for') && (self::isWord($t, $i + 1, 'update') || self::isWord($t, $i + 1, 'share'))) {
+            if (
+                self::isWord($t, $i, 'for')
+                && (self::isWord($t, $i + 1, 'update') || self::isWord($t, $i + 1, 'share'))
+            ) {
                 $locking = true;
             } elseif (
                 self::isWord($t, $i, 'lock') && self::isWord($t, $i + 1, 'in')
@@ -123,7 +126,8 @@ final class Classifier
             }
         }
         if ($select || $word === 'with') {
-            return new StatementInfo($select ? StatementKind::Select : StatementKind::Write, $read && !$locking, $locking);
+            $kind = $select ? StatementKind::Select : StatementKind::Write;
+            return new StatementInfo($kind, $read && !$locking, $locking);
         }
         return self::control($t, $first, $end, $word, $locking);
     }

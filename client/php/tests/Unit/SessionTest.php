@@ -25,8 +25,21 @@ final class SessionTest extends TestCase
     private static function record(string $id, ?Position $position, bool $healthy = true): ReplicaRecord
     {
         return new ReplicaRecord(
-            $id, 10, 0, $healthy ? ReplicaState::Ok : ReplicaState::Lagging, $healthy, 'tier1', 1, 200, 1, 1, '1',
-            $position?->kind() ?? PositionKind::None, $position, 5000, 6000,
+            $id,
+            10,
+            0,
+            $healthy ? ReplicaState::Ok : ReplicaState::Lagging,
+            $healthy,
+            'tier1',
+            1,
+            200,
+            1,
+            1,
+            '1',
+            $position?->kind() ?? PositionKind::None,
+            $position,
+            5000,
+            6000,
         );
     }
 
@@ -56,7 +69,7 @@ final class SessionTest extends TestCase
     /** @return iterable<string, array{string}> */
     public static function notSessions(): iterable
     {
-        foreach ([
+        $cases = [
             '', 'null', '[]', '{}', '{"v":2}', '{"v":"1"}', '{"v":1,"extra":1}',
             '{"v":1,"write_ms":-1}', '{"v":1,"write_ms":"1"}', '{"v":1,"write_ms":1.5}',
             '{"v":1,"kind":"mariadb_gtid"}', '{"v":1,"token":"0-1-1"}',
@@ -67,7 +80,8 @@ final class SessionTest extends TestCase
             '{"v":1,"kind":"mariadb_gtid","token":"0-1-1","write_ms":1}',
             '{"v":1,"kind":"mariadb_gtid","token":7}',
             '{"v":1,"write_ms":{"a":{"b":1}}}',
-        ] as $text) {
+        ];
+        foreach ($cases as $text) {
             yield $text === '' ? '(empty)' : $text => [$text];
         }
     }

@@ -132,11 +132,12 @@ final class RecordParserTest extends TestCase
         } catch (MalformedException $e) {
             self::assertLessThan(300, strlen($e->getMessage()));
         }
-        foreach ([
+        $cases = [
             ['db:3306', self::with(['position' => str_repeat('1', 2 << 20), 'position_kind' => 'mysql_gtid'])],
             ['db:3306', []],
             ['not an id', FakeRedis::healthy()],
-        ] as [$id, $fields]) {
+        ];
+        foreach ($cases as [$id, $fields]) {
             try {
                 RecordParser::replica($id, $fields);
                 self::fail('parsed');
@@ -181,13 +182,14 @@ final class RecordParserTest extends TestCase
         $ignored = RecordParser::primary($pointer, ['state' => 'down', 'read_only' => '2', 'last_write_ms' => '1', 'consecutive_failures' => '0']);
         self::assertSame(Circuit::Up, $ignored->circuit);
 
-        foreach ([
+        $cases = [
             ['primary' => 'x', 'state' => 'up', 'topology' => 'ok'],
             ['primary' => 'db:3306', 'state' => 'meh', 'topology' => 'ok'],
             ['primary' => 'db:3306', 'state' => 'unknown', 'topology' => 'ok'],
             ['primary' => 'db:3306', 'state' => 'up'],
             ['primary' => 'db:3306', 'state' => 'up', 'topology' => 'split'],
-        ] as $bad) {
+        ];
+        foreach ($cases as $bad) {
             try {
                 RecordParser::primary($bad, null);
                 self::fail(json_encode($bad) . ' parsed');

@@ -39,10 +39,11 @@ final class PositionsTest extends TestCase
     /** @return iterable<string, array{string}> */
     public static function malformedMariaDb(): iterable
     {
-        foreach ([
+        $cases = [
             '0-1', 'x-1-2', '0-1-2,', '0-1-2,0-3-4', '0--2', '0-1-99999999999999999999', '-1-1-1',
             '0-1-18446744073709551616', '4294967296-1-1', '0-1-2-3', "0-1-1', 0); DROP TABLE t; --", '0-1-+1',
-        ] as $bad) {
+        ];
+        foreach ($cases as $bad) {
             yield $bad => [$bad];
         }
     }
@@ -98,13 +99,14 @@ final class PositionsTest extends TestCase
     /** @return iterable<string, array{string}> */
     public static function malformedCoords(): iterable
     {
-        foreach ([
+        $cases = [
             'mysql-bin:4', 'mysql-bin.:4', '.000001:4', 'mysql-bin.00001a:4', 'mysql-bin.-1:4', 'mysql-bin.+1:4',
             'INVALID:4', 'mysql-bin.0 :4', 'mysql-bin.18446744073709551616:4', 'mysql-bin.000001:', 'mysql-bin.000001:-4',
             'mysql-bin.000001:+4', 'mysql-bin.000001:4 ', 'mysql-bin.000001:0x10', 'mysql-bin.000001:four',
             'mysql-bin.000001:18446744073709551616', 'mysql-bin.000001', "bin'.000001:4", "bin\\.000001:4",
             "bin\n.000001:4", '',
-        ] as $bad) {
+        ];
+        foreach ($cases as $bad) {
             yield $bad === '' ? '(empty)' : $bad => [$bad];
         }
     }
@@ -147,14 +149,15 @@ final class PositionsTest extends TestCase
 
     public function testPositionsParseRefusesEmptyTextKindNoneAndInjection(): void
     {
-        foreach ([
+        $cases = [
             [PositionKind::MariaDbGtid, ''],
             [PositionKind::MariaDbGtid, '   '],
             [PositionKind::MysqlGtid, ','],
             [PositionKind::None, '0-1-1'],
             [PositionKind::MysqlGtid, "x' OR '1'='1"],
             [PositionKind::MariaDbGtid, 'bin.000001:4'],
-        ] as [$kind, $text]) {
+        ];
+        foreach ($cases as [$kind, $text]) {
             try {
                 Positions::parse($kind, $text);
                 self::fail($kind->value . ' ' . $text . ' parsed');

@@ -38,8 +38,21 @@ final class DeciderTest extends TestCase
         int $fetchedAtMs = self::NOW,
     ): ReplicaRecord {
         return new ReplicaRecord(
-            $id, $delayMs, 0, $healthy ? ReplicaState::Ok : ReplicaState::Lagging, $healthy, $tier, $weight, $limit, 1,
-            $measuredAtMs, '1', $position?->kind() ?? PositionKind::None, $position, $fetchedAtMs, $fetchedAtMs + 1000,
+            $id,
+            $delayMs,
+            0,
+            $healthy ? ReplicaState::Ok : ReplicaState::Lagging,
+            $healthy,
+            $tier,
+            $weight,
+            $limit,
+            1,
+            $measuredAtMs,
+            '1',
+            $position?->kind() ?? PositionKind::None,
+            $position,
+            $fetchedAtMs,
+            $fetchedAtMs + 1000,
         );
     }
 

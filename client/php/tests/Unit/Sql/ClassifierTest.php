@@ -35,7 +35,7 @@ final class ClassifierTest extends TestCase
     /** @return iterable<string, array{string}> */
     public static function notReads(): iterable
     {
-        foreach ([
+        $cases = [
             'INSERT INTO t VALUES (1)', 'UPDATE t SET a = 1', 'DELETE FROM t', 'REPLACE INTO t VALUES (1)',
             'CREATE TABLE t (a INT)', 'SET @a = 1', 'CALL p()', 'BEGIN', 'SHOW MASTER STATUS', '', '   ',
             '-- just a comment', 'SELECT 1; DELETE FROM t', 'SELECT a INTO @x FROM t',
@@ -43,7 +43,8 @@ final class ClassifierTest extends TestCase
             'SELECT NEXTVAL(s)', 'SELECT NEXT VALUE FOR s', 'SELECT FOUND_ROWS()', 'SELECT ROW_COUNT()',
             "SELECT RELEASE_LOCK('x')", 'SELECT PREVIOUS VALUE FOR s', 'LOAD DATA INFILE "x" INTO TABLE t',
             'DO SLEEP(1)', 'HANDLER t READ FIRST',
-        ] as $sql) {
+        ];
+        foreach ($cases as $sql) {
             yield $sql === '' ? '(empty)' : $sql => [$sql];
         }
     }
@@ -69,13 +70,14 @@ final class ClassifierTest extends TestCase
     /** @return iterable<string, array{string}> */
     public static function wordsInsideLiterals(): iterable
     {
-        foreach ([
+        $cases = [
             "SELECT 'for update' FROM t", 'SELECT "FOR UPDATE" FROM t', 'SELECT `for update` FROM t',
             'SELECT 1 -- FOR UPDATE', 'SELECT 1 # FOR UPDATE', 'SELECT 1 /* FOR UPDATE */',
             "SELECT 'it''s for update' FROM t", "SELECT 'a\\' for update' FROM t",
             "SELECT * FROM t WHERE note = 'lock in share mode'", "SELECT note FROM t WHERE note = 'for update'",
             'SELECT "a"" for update" FROM t', "SELECT 'x' AS `into`", "SELECT 'last_insert_id()'",
-        ] as $sql) {
+        ];
+        foreach ($cases as $sql) {
             yield $sql => [$sql];
         }
     }
