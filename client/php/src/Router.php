@@ -301,7 +301,9 @@ final class Router
             $this->forced($context),
         );
         $excluded = $this->connections->failed($now);
-        for ($attempt = 0; $attempt <= count($this->config->replicas) + 1; ++$attempt) {
+        // A pass that does not return has excluded one more replica (its connection failed), so
+        // the decider runs out of replicas to choose and this ends.
+        for (;;) {
             $d = $this->decider->decide($statement, $this->session, $contract, $this->config->random, $now, $excluded);
             if ($d->target === Target::AskReplica) {
                 $d = $this->ask($d, $now, $excluded);
@@ -348,19 +350,6 @@ final class Router
             }
             return [$pdo, $class, $d];
         }
-        // Every replica's connection failed at once and the decider kept choosing: the primary.
-        $primary = $contract->primary;
-        $d = new Decision(
-            Target::Primary,
-            Reason::NoHealthyReplica,
-            null,
-            $primary->id,
-            $primary->circuit,
-            degraded: true,
-        );
-        $pdo = $this->connections->primary();
-        $this->finish($d, $class);
-        return [$pdo, $class, $d];
     }
 
     /**

@@ -146,4 +146,28 @@ final class RouterTest extends TestCase
             }
         }
     }
+
+    public function testAReplicaThatRefusesConnectionsIsPassedOverForAWhileAndRoutingDoesNotThrowForIt(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306');
+        $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440', 'position' => '']);
+        $router = new Router($this->config(), $this->redis);
+        for ($i = 0; $i < 3; ++$i) {
+            try {
+                $router->connectionFor('SELECT 1');
+                self::fail('connected to ' . self::NOWHERE);
+            } catch (\PDOException) {
+                // The primary's connection (nothing listens there either) is the application's error.
+                self::assertSame('no_healthy_replica', $router->routeInfo()?->reason);
+                self::assertSame('primary', $router->routeInfo()->selected);
+            }
+        }
+        // Tried once, then passed over for replica_retry_ms.
+        self::assertSame(1, $router->stats()['replica_connect_errors']);
+        $warnings = $this->logger->at('warning');
+        self::assertStringStartsWith('route: cannot connect to replica 10.0.0.11:3306 (', $warnings[0]);
+        self::assertStringEndsWith('); passed over for 1000 ms', $warnings[0]);
+        self::assertSame(3, $router->stats()['degrade_attempts']);
+        self::assertSame(0, $router->stats()['degrade_successes']);
+    }
 }
