@@ -1,0 +1,14 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Lagwatch\Router\Position;
+
+/**
+ * Text that is not a position of the kind asked for. Raised by Positions::parse; the router
+ * catches it (a malformed record is unusable, a malformed token is no token) and never lets it
+ * reach the application.
+ */
+final class PositionException extends \RuntimeException
+{
+}

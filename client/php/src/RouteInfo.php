@@ -1,0 +1,47 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Lagwatch\Router;
+
+use Lagwatch\Router\Position\Text;
+
+/** The last routing decision, explained (Router::routeInfo()). Immutable. */
+final class RouteInfo
+{
+    /**
+     * @param string $fingerprint the statement with literals as `?`, comments dropped, whitespace collapsed
+     * @param ?string $selected 'primary', a replica's "host:port", or null when nothing was sent (fail fast)
+     * @param string $server the server's lagwatch id ("host:port"); '' when nothing was sent
+     * @param ?int $delayMs the replica's published delay_ms; null for the primary
+     * @param ?string $tier the replica's tier; null for the primary
+     * @param string $reason "tier1_available", "tier2_fallback", "no_healthy_replica", "in_transaction",
+     *        "read_your_writes", "primary_circuit_open", "write", "locking_read", "forced",
+     *        "redis_unavailable", "caught_up", "drained_replica", "primary_ambiguous"
+     * @param bool $degraded a read that wanted a replica and could not have one
+     * @param string $circuit the primary's circuit as read: up, degraded, down, ambiguous, unknown
+     */
+    public function __construct(
+        public readonly string $fingerprint,
+        public readonly ?string $selected,
+        public readonly string $server,
+        public readonly ?int $delayMs,
+        public readonly ?string $tier,
+        public readonly string $reason,
+        public readonly bool $degraded,
+        public readonly string $circuit,
+    ) {
+    }
+
+    /** The decision's debug log line: route: SQL fingerprint=… selected=… delay_ms=… reason=… */
+    public function logLine(): string
+    {
+        return sprintf(
+            'route: SQL fingerprint=%s selected=%s delay_ms=%s reason=%s',
+            Text::escapeControl($this->fingerprint),
+            $this->selected ?? 'none',
+            $this->delayMs === null ? '-' : (string) $this->delayMs,
+            $this->reason,
+        );
+    }
+}

@@ -1,0 +1,276 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Lagwatch\Router\Tests\Integration;
+
+use RuntimeException;
+
+/**
+ * The replication sandbox of scripts/sandbox in /tmp/lw-php (primary 29706, replicas 29707 and
+ * 29708, Redis 29709; lagwatch's HTTP 29710) and the real lagwatch binary on it, shared by every
+ * sandbox test of one PHPUnit run: brought up by the first, taken down after the last
+ * (SandboxExtension) or at exit. Everything it starts it stops by PID: lagwatch by the PID
+ * proc_open gave, the servers by scripts/sandbox (their pid files). An exclusive lock on
+ * /tmp/lw-php.lock keeps two runs from sharing the sandbox.
+ */
+final class Sandbox
+{
+    public const DIR = '/tmp/lw-php';
+    public const BASE_PORT = 29706;
+    private const LAGWATCH_STOP_GRACE_S = 5.0;
+
+    private static ?self $instance = null;
+
+    /** @var resource */
+    private $lock;
+    /** @var ?resource */
+    private $lagwatch = null;
+    private int $lagwatchPid = 0;
+    private ?string $lagwatchConfig = null;
+    private ?\Redis $redis = null;
+
+    private function __construct()
+    {
+        $lock = fopen(self::DIR . '.lock', 'c');
+        if ($lock === false) {
+            throw new RuntimeException('cannot open ' . self::DIR . '.lock');
+        }
+        $this->lock = $lock;
+        if (!flock($this->lock, LOCK_EX | LOCK_NB)) {
+            fwrite(STDERR, self::DIR . " is in use by another test run; waiting for it\n");
+            flock($this->lock, LOCK_EX);
+        }
+        $this->script('down');
+        $this->script('up');
+    }
+
+    /** The sandbox with lagwatch running and both replicas healthy, brought up on first use. */
+    public static function get(): self
+    {
+        if (self::$instance === null) {
+            self::$instance = new self();
+            register_shutdown_function([self::class, 'shutdown']);
+        }
+        $s = self::$instance;
+        if (!$s->lagwatchRunning()) {
+            $s->startLagwatch();
+        }
+        $s->waitBothHealthy(20.0);
+        return $s;
+    }
+
+    /** Stops lagwatch and takes the sandbox down, if it was brought up. Idempotent. */
+    public static function shutdown(): void
+    {
+        $s = self::$instance;
+        if ($s === null) {
+            return;
+        }
+        self::$instance = null;
+        $s->stopLagwatch();
+        $s->redis?->close();
+        $s->script('down');
+        flock($s->lock, LOCK_UN);
+        fclose($s->lock);
+    }
+
+    public static function sourceDir(): string
+    {
+        $dir = getenv('LAGWATCH_SOURCE_DIR');
+        return $dir !== false && $dir !== '' ? $dir : (string) realpath(__DIR__ . '/../../../..');
+    }
+
+    public static function lagwatchBinary(): string
+    {
+        $bin = getenv('LAGWATCH_BINARY');
+        return $bin !== false && $bin !== '' ? $bin : self::sourceDir() . '/build/lagwatch';
+    }
+
+    public function port(string $server): int
+    {
+        return self::BASE_PORT + ['primary' => 0, 'replica1' => 1, 'replica2' => 2, 'redis' => 3, 'http' => 4][$server];
+    }
+
+    /** "127.0.0.1:<port>", as lagwatch names the server in Redis. */
+    public function id(string $server): string
+    {
+        return '127.0.0.1:' . $this->port($server);
+    }
+
+    public function socket(string $server): string
+    {
+        return self::DIR . '/' . $server . '/mysqld.sock';
+    }
+
+    /** A new root session on $server over its unix socket. */
+    public function admin(string $server): \PDO
+    {
+        return new \PDO('mysql:unix_socket=' . $this->socket($server), 'root', '', [
+            \PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION,
+            \PDO::ATTR_TIMEOUT => 5,
+        ]);
+    }
+
+    /** Runs $sql as root on $server; the first column of the first row, if any. */
+    public function adminQuery(string $server, string $sql): mixed
+    {
+        $stmt = $this->admin($server)->query($sql);
+        $v = $stmt->columnCount() > 0 ? $stmt->fetchColumn() : false;
+        return $v === false ? null : $v;
+    }
+
+    /** A Redis connection to the sandbox's Redis, reconnected when it broke. */
+    public function redis(): \Redis
+    {
+        try {
+            if ($this->redis !== null && $this->redis->ping() !== false) {
+                return $this->redis;
+            }
+        } catch (\RedisException) {
+            // Reconnect below.
+        }
+        $r = new \Redis();
+        $r->connect('127.0.0.1', $this->port('redis'), 2.0);
+        return $this->redis = $r;
+    }
+
+    /** @return array<string, string> replica $server's hash in Redis (empty when missing or Redis is away) */
+    public function replicaHash(string $server): array
+    {
+        try {
+            $h = $this->redis()->hGetAll('slave_delay:' . $this->id($server));
+            return is_array($h) ? $h : [];
+        } catch (\RedisException) {
+            return [];
+        }
+    }
+
+    public function isHealthy(string $server): bool
+    {
+        return ($this->replicaHash($server)['healthy'] ?? '') === '1';
+    }
+
+    public function waitBothHealthy(float $timeoutS): void
+    {
+        if (!self::waitFor(fn () => $this->isHealthy('replica1') && $this->isHealthy('replica2'), $timeoutS)) {
+            throw new RuntimeException(sprintf(
+                "replicas not both healthy within %.0f s: %s / %s\nlagwatch's log:\n%s",
+                $timeoutS,
+                json_encode($this->replicaHash('replica1')),
+                json_encode($this->replicaHash('replica2')),
+                $this->lagwatchLog(),
+            ));
+        }
+    }
+
+    /** The PID in $server's pid file (primary, replica1, replica2, redis); 0 if none. */
+    public function pid(string $server): int
+    {
+        $file = $server === 'redis' ? self::DIR . '/redis/redis.pid' : self::DIR . '/' . $server . '/mysqld.pid';
+        $text = @file_get_contents($file);
+        return $text === false ? 0 : (int) trim($text);
+    }
+
+    /** scripts/sandbox up: restarts whatever of the sandbox is down (Redis after a test killed it). */
+    public function up(): void
+    {
+        $this->script('up');
+    }
+
+    /**
+     * Starts lagwatch with the sandbox's configuration, or with $changes merged into it (written
+     * beside it), and waits until both replicas are healthy.
+     *
+     * @param array<string, mixed> $changes
+     */
+    public function startLagwatch(array $changes = []): void
+    {
+        if ($this->lagwatchRunning()) {
+            throw new RuntimeException('lagwatch is already running (pid ' . $this->lagwatchPid . ')');
+        }
+        $config = self::DIR . '/lagwatch.json';
+        if ($changes !== []) {
+            $json = json_decode((string) file_get_contents($config), true, 64, JSON_THROW_ON_ERROR);
+            $config = self::DIR . '/lagwatch-php-test.json';
+            file_put_contents($config, json_encode(array_replace_recursive($json, $changes), JSON_PRETTY_PRINT));
+        }
+        $log = self::DIR . '/lagwatch.log';
+        $proc = proc_open(
+            [self::lagwatchBinary(), '--config', $config],
+            [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']],
+            $pipes,
+        );
+        if (!is_resource($proc)) {
+            throw new RuntimeException('cannot start ' . self::lagwatchBinary());
+        }
+        $this->lagwatch = $proc;
+        $this->lagwatchPid = (int) proc_get_status($proc)['pid'];
+        $this->lagwatchConfig = $config;
+        $this->waitBothHealthy(20.0);
+    }
+
+    public function lagwatchRunning(): bool
+    {
+        return $this->lagwatch !== null && proc_get_status($this->lagwatch)['running'];
+    }
+
+    /** Stops lagwatch by its PID: SIGTERM, then SIGKILL after a few seconds. */
+    public function stopLagwatch(): void
+    {
+        if ($this->lagwatch === null) {
+            return;
+        }
+        if (proc_get_status($this->lagwatch)['running']) {
+            posix_kill($this->lagwatchPid, SIGTERM);
+            if (!self::waitFor(fn () => !proc_get_status($this->lagwatch)['running'], self::LAGWATCH_STOP_GRACE_S)) {
+                fwrite(STDERR, "lagwatch (pid {$this->lagwatchPid}) did not stop within 5 s of SIGTERM: SIGKILL\n");
+                posix_kill($this->lagwatchPid, SIGKILL);
+                self::waitFor(fn () => !proc_get_status($this->lagwatch)['running'], 5.0);
+            }
+        }
+        proc_close($this->lagwatch);
+        $this->lagwatch = null;
+        $this->lagwatchPid = 0;
+    }
+
+    /** Whether lagwatch runs with a configuration other than the sandbox's own. */
+    public function lagwatchCustomised(): bool
+    {
+        return $this->lagwatchConfig !== null && $this->lagwatchConfig !== self::DIR . '/lagwatch.json';
+    }
+
+    public function lagwatchLog(): string
+    {
+        $log = @file_get_contents(self::DIR . '/lagwatch.log');
+        return $log === false ? '' : substr($log, -4000);
+    }
+
+    /** Polls $cond every 10 ms until it holds or $timeoutS pass; whether it held. */
+    public static function waitFor(callable $cond, float $timeoutS): bool
+    {
+        $until = microtime(true) + $timeoutS;
+        do {
+            if ($cond()) {
+                return true;
+            }
+            usleep(10000);
+        } while (microtime(true) < $until);
+        return (bool) $cond();
+    }
+
+    private function script(string $command): void
+    {
+        $argv = [self::sourceDir() . '/scripts/sandbox', $command, '--dir', self::DIR, '--base-port', (string) self::BASE_PORT];
+        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
+        if (!is_resource($proc)) {
+            throw new RuntimeException('cannot run scripts/sandbox');
+        }
+        $out = stream_get_contents($pipes[1]);
+        fclose($pipes[1]);
+        $rc = proc_close($proc);
+        if ($rc !== 0) {
+            throw new RuntimeException("scripts/sandbox $command failed ($rc):\n$out");
+        }
+    }
+}

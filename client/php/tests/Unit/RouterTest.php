@@ -1,0 +1,173 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Lagwatch\Router\Tests\Unit;
+
+use Lagwatch\Router\Clock;
+use Lagwatch\Router\Exception\ConfigException;
+use Lagwatch\Router\Exception\PrimaryUnavailableException;
+use Lagwatch\Router\Router;
+use PHPUnit\Framework\TestCase;
+
+/**
+ * The router's parts that need no server: its configuration, and failing fast (nothing is
+ * connected: the servers' DSNs point where nothing listens, so a connect attempt would show as a
+ * PDOException). Routing to real servers is tested on the sandbox (tests/Integration).
+ */
+final class RouterTest extends TestCase
+{
+    private const NOWHERE = 'mysql:host=127.0.0.1;port=1';
+
+    private FakeRedis $redis;
+    private MemoryLogger $logger;
+
+    protected function setUp(): void
+    {
+        $this->redis = new FakeRedis();
+        $this->logger = new MemoryLogger();
+    }
+
+    /** @param array<string, mixed> $changes */
+    private function config(array $changes = []): array
+    {
+        $clock = new class () implements Clock {
+            public function nowMs(): int
+            {
+                return 1796004314440;
+            }
+        };
+        return array_merge([
+            'app' => 'shop',
+            'primary' => ['host' => '10.0.0.1', 'port' => 3306, 'dsn' => self::NOWHERE],
+            'replicas' => ['10.0.0.11:3306' => ['dsn' => self::NOWHERE]],
+            'logger' => $this->logger,
+            'clock' => $clock,
+        ], $changes);
+    }
+
+    /** @return iterable<string, array{array<string, mixed>, string}> */
+    public static function badConfigs(): iterable
+    {
+        yield 'no app' => [['app' => null], 'app: missing'];
+        yield 'a bad app' => [['app' => 'shop stats'], 'app: not 1..64'];
+        yield 'an unknown key' => [['replica' => []], 'replica: unknown key'];
+        yield 'no primary port' => [['primary' => ['host' => 'db']], 'primary.port: not an integer'];
+        yield 'a bad replica id' => [['replicas' => ['db' => []]], "replicas.db: not a lagwatch id host:port: 'db'"];
+        yield 'a replica id unlike its host' => [['replicas' => ['db:3306' => ['host' => 'db', 'port' => 3307]]], 'replicas.db:3306.host: host:port differs'];
+        yield 'an unknown server key' => [['primary' => ['host' => 'db', 'port' => 1, 'pasword' => 'x']], 'primary.pasword: unknown key'];
+        yield 'a cache too long' => [['cache_ms' => 26], 'cache_ms: not an integer in [0, 25]'];
+        yield 'a bad prefix' => [['redis' => ['key_prefix' => 'a b']], 'redis.key_prefix'];
+        yield 'a bad kind' => [['position_kind' => 'gtid'], 'position_kind: not auto'];
+        yield 'a bad flag' => [['bounded_staleness' => 'yes'], 'bounded_staleness: not true or false'];
+        yield 'a bad logger' => [['logger' => 'syslog'], 'logger: not a Psr\Log\LoggerInterface'];
+        yield 'bad tags' => [['force_primary' => ['reports', 3]], 'force_primary: not a list'];
+    }
+
+    /**
+     * @dataProvider badConfigs
+     * @param array<string, mixed> $changes
+     */
+    public function testABadConfigurationFailsAtConstructionNamingTheKey(array $changes, string $message): void
+    {
+        $config = $this->config($changes);
+        if (array_key_exists('app', $changes) && $changes['app'] === null) {
+            unset($config['app']);
+        }
+        $this->expectException(ConfigException::class);
+        $this->expectExceptionMessage($message);
+        new Router($config, $this->redis);
+    }
+
+    public function testWhileThePrimaryIsDownWritesFailFastWithoutConnecting(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306', 'down');
+        $router = new Router($this->config(), $this->redis);
+        foreach (['UPDATE t SET a = 1', 'SELECT * FROM t FOR UPDATE', 'BEGIN'] as $sql) {
+            try {
+                $router->connectionFor($sql);
+                self::fail($sql . ' was routed');
+            } catch (PrimaryUnavailableException $e) {
+                self::assertSame('down', $e->circuit);
+                self::assertSame('primary_circuit_open', $e->reason);
+                self::assertSame('10.0.0.1:3306', $e->primary);
+                self::assertStringContainsString('cannot take this statement (circuit down): not sent', $e->getMessage());
+            }
+        }
+        $info = $router->routeInfo();
+        self::assertNull($info?->selected);
+        self::assertSame('primary_circuit_open', $info->reason);
+        self::assertContains('route: SQL fingerprint=BEGIN selected=none delay_ms=- reason=primary_circuit_open', $this->logger->at('debug'));
+        self::assertSame(3, $router->stats()['fail_fast']);
+        self::assertSame(0, $router->stats()['degrade_attempts']);  // writes count nothing in rw_stats
+    }
+
+    public function testWithThePrimaryDownAndNoReplicaAReadFailsFastAsADegradation(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306', 'down');
+        $this->redis->replica('10.0.0.11:3306', ['healthy' => '0', 'state' => 'stopped']);
+        $router = new Router($this->config(), $this->redis);
+        $this->expectException(PrimaryUnavailableException::class);
+        try {
+            $router->connectionFor('SELECT 1', ['tag' => 'list']);
+        } finally {
+            self::assertSame(1, $router->stats()['degrade_attempts']);
+            self::assertSame(0, $router->stats()['degrade_successes']);
+            $router->flush();
+            self::assertSame(['degrade_attempts' => '1'], $this->redis->hashes['rw_stats:shop']);
+            self::assertCount(1, $this->logger->at('warning'));
+        }
+    }
+
+    public function testASplitBrainFailsWritesAndSaysSo(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306', 'ambiguous', 'ambiguous');
+        $router = new Router($this->config(), $this->redis);
+        try {
+            $router->connectionFor('INSERT INTO t VALUES (1)');
+            self::fail('routed');
+        } catch (PrimaryUnavailableException $e) {
+            self::assertSame('ambiguous', $e->circuit);
+            self::assertSame('primary_ambiguous', $e->reason);
+        }
+    }
+
+    public function testForcedClassesAndTagsAreWritesToTheCircuit(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306', 'down');
+        $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440']);
+        $router = new Router($this->config(['force_primary' => ['billing']]), $this->redis);
+        foreach ([['tag' => 'billing'], ['class' => 'billing'], ['force_primary' => true], ['in_transaction' => true]] as $context) {
+            try {
+                $router->connectionFor('SELECT 1', $context);
+                self::fail(json_encode($context) . ' routed');
+            } catch (PrimaryUnavailableException $e) {
+                self::assertSame('primary_circuit_open', $e->reason);
+            }
+        }
+    }
+
+    public function testAReplicaThatRefusesConnectionsIsPassedOverForAWhileAndRoutingDoesNotThrowForIt(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306');
+        $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440', 'position' => '']);
+        $router = new Router($this->config(), $this->redis);
+        for ($i = 0; $i < 3; ++$i) {
+            try {
+                $router->connectionFor('SELECT 1');
+                self::fail('connected to ' . self::NOWHERE);
+            } catch (\PDOException) {
+                // The primary's connection (nothing listens there either) is the application's error.
+                self::assertSame('no_healthy_replica', $router->routeInfo()?->reason);
+                self::assertSame('primary', $router->routeInfo()->selected);
+            }
+        }
+        // Tried once, then passed over for replica_retry_ms.
+        self::assertSame(1, $router->stats()['replica_connect_errors']);
+        $warnings = $this->logger->at('warning');
+        self::assertStringStartsWith('route: cannot connect to replica 10.0.0.11:3306 (', $warnings[0]);
+        self::assertStringEndsWith('); passed over for 1000 ms', $warnings[0]);
+        self::assertSame(3, $router->stats()['degrade_attempts']);
+        self::assertSame(0, $router->stats()['degrade_successes']);
+    }
+}

@@ -1,0 +1,25 @@
+<?php
+
+declare(strict_types=1);
+
+// Autoloading without Composer (the tests run offline): PSR-4 for the library and its tests, as
+// composer.json declares it, and PSR-3's interfaces from Debian's php-psr-log.
+spl_autoload_register(static function (string $class): void {
+    $roots = [
+        'Lagwatch\\Router\\Tests\\' => __DIR__ . '/',
+        'Lagwatch\\Router\\' => __DIR__ . '/../src/',
+    ];
+    foreach ($roots as $prefix => $dir) {
+        if (str_starts_with($class, $prefix)) {
+            $file = $dir . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
+            if (is_file($file)) {
+                require $file;
+            }
+            return;
+        }
+    }
+});
+
+if (!interface_exists(\Psr\Log\LoggerInterface::class)) {
+    require '/usr/share/php/Psr/Log/autoload.php';
+}
