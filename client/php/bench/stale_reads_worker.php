@@ -7,7 +7,14 @@ declare(strict_types=1);
  * sandbox in DIR, printing one JSON line per read until the stop file appears.
  *
  *   php stale_reads_worker.php --dir DIR --base-port P --role writer|reader --order-id N
- *       --orders N --seed S --stop-file F --app NAME
+ *       --orders N --seed S --stop-file F --app NAME [--router MODE]
+ *
+ * MODE is `lagwatch` (default: the library's Router itself, RouterClient) or a framework's mode,
+ * e.g. `laravel-stock`, `laravel`, `doctrine-stock`, `doctrine`: the part before the first '-'
+ * names a class beside this one, Lagwatch\Router\Bench\<Framework>Client (LaravelClient.php, ...),
+ * whose static create(string $mode, array $options): BenchClient makes it. A framework's client runs
+ * each write and each read as its own request (new connection objects, the session's state kept
+ * only where the framework would keep it between requests), as an application does.
  *
  * writer: UPDATE its order (lwbench.orders, id N) through the router (the primary; the token is
  *         taken after it), waits a think time (0, 5, 20, 50, 100, 200, 500, 1000 ms in turn), then
@@ -21,19 +28,21 @@ declare(strict_types=1);
  * timeout, so a frozen replica costs a failed read. Exits 0 once the stop file exists.
  */
 
+use Lagwatch\Router\Bench\BenchClient;
+use Lagwatch\Router\Bench\RouterClient;
 use Lagwatch\Router\Router;
 use Lagwatch\Router\SeededRandom;
 
 const THINK_MS = [0, 5, 20, 50, 100, 200, 500, 1000];
 const READER_PERIOD_US = 25000;
-const READ_SQL = 'SELECT o.seq, d.version FROM lwbench.oracle o JOIN lwbench.orders d WHERE o.id = 1 AND d.id = ?';
-
 spl_autoload_register(static function (string $class): void {
-    $prefix = 'Lagwatch\\Router\\';
-    if (str_starts_with($class, $prefix)) {
-        $file = __DIR__ . '/../src/' . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
-        if (is_file($file)) {
-            require $file;
+    foreach (['Lagwatch\\Router\\Bench\\' => __DIR__ . '/', 'Lagwatch\\Router\\' => __DIR__ . '/../src/'] as $prefix => $dir) {
+        if (str_starts_with($class, $prefix)) {
+            $file = $dir . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
+            if (is_file($file)) {
+                require $file;
+            }
+            return;
         }
     }
 });
@@ -42,7 +51,12 @@ spl_autoload_register(static function (string $class): void {
 function options(array $argv): array
 {
     $names = ['dir', 'base-port', 'role', 'order-id', 'orders', 'seed', 'stop-file', 'app'];
-    $opts = getopt('', array_map(static fn (string $n): string => $n . ':', $names));
+    $opts = getopt('', array_map(static fn (string $n): string => $n . ':', [...$names, 'router']));
+    $opts['router'] ??= 'lagwatch';
+    if (!is_string($opts['router']) || preg_match('/^[a-z]+(-[a-z]+)*$/', $opts['router']) !== 1) {
+        fwrite(STDERR, "stale_reads_worker: --router is a mode like lagwatch or laravel-stock\n");
+        exit(2);
+    }
     foreach ($names as $n) {
         if (!isset($opts[$n]) || !is_string($opts[$n]) || $opts[$n] === '') {
             fwrite(STDERR, "stale_reads_worker: --$n is required\nusage: php " . basename($argv[0])
@@ -94,8 +108,8 @@ function nowUs(): int
     return (int) (microtime(true) * 1e6);
 }
 
-/** Reads order $id through the router and prints its line. */
-function readOrder(Router $router, int $id, bool $own, int $thinkMs, ?int $written): void
+/** Reads order $id through $client and prints its line. */
+function readOrder(BenchClient $client, int $id, bool $own, int $thinkMs, ?int $written): void
 {
     $line = [
         'own' => $own,
@@ -107,14 +121,10 @@ function readOrder(Router $router, int $id, bool $own, int $thinkMs, ?int $writt
     ];
     $start = nowUs();
     try {
-        $row = $router->query(READ_SQL, [$id])->fetch(PDO::FETCH_NUM);
-        if (is_array($row)) {
-            $line['server'] = $router->routeInfo()?->selected;
-            $line['seq'] = (int) $row[0];
-            $line['version'] = (int) $row[1];
-        }
+        [$line['server'], $line['seq'], $line['version']] = $client->read($id);
     } catch (Throwable) {
         // A failed read is a line with server null; the worker goes on.
+        [$line['server'], $line['seq'], $line['version']] = [null, null, null];
     }
     $line['start_us'] = $start;
     $line['answer_us'] = nowUs();
@@ -122,21 +132,15 @@ function readOrder(Router $router, int $id, bool $own, int $thinkMs, ?int $writt
     fflush(STDOUT);
 }
 
-function writer(Router $router, array $o): void
+function writer(BenchClient $client, array $o): void
 {
     $id = (int) $o['order-id'];
     $version = null;
     for ($n = 0; !file_exists($o['stop-file']); ++$n) {
         try {
             // The version the row has, on the primary: at the start, and after a write whose fate is unknown.
-            $version ??= (int) $router->query(
-                'SELECT version FROM lwbench.orders WHERE id = ?',
-                [$id],
-                ['force_primary' => true],
-            )->fetchColumn();
-            if ($router->execute('UPDATE lwbench.orders SET version = version + 1 WHERE id = ?', [$id]) !== 1) {
-                throw new RuntimeException("order $id does not exist");
-            }
+            $version ??= $client->versionOnPrimary($id);
+            $client->write($id);
             ++$version;
         } catch (Throwable) {
             $version = null;
@@ -145,23 +149,37 @@ function writer(Router $router, array $o): void
         }
         $think = THINK_MS[$n % count(THINK_MS)];
         usleep($think * 1000);
-        readOrder($router, $id, true, $think, $version);
+        readOrder($client, $id, true, $think, $version);
     }
 }
 
-function reader(Router $router, array $o): void
+function reader(BenchClient $client, array $o): void
 {
     $orders = max(1, (int) $o['orders']);
     $random = new SeededRandom((int) $o['seed'] + 1);
     while (!file_exists($o['stop-file'])) {
-        readOrder($router, 1 + $random->below($orders), false, 0, null);
+        readOrder($client, 1 + $random->below($orders), false, 0, null);
         $now = nowUs();
         usleep(READER_PERIOD_US - $now % READER_PERIOD_US);
     }
 }
 
+/** The client for --router: the library's Router, or a framework's client class. */
+function client(array $o): BenchClient
+{
+    if ($o['router'] === 'lagwatch') {
+        return new RouterClient(router($o));
+    }
+    $class = 'Lagwatch\\Router\\Bench\\' . ucfirst(explode('-', $o['router'])[0]) . 'Client';
+    if (!class_exists($class)) {
+        fwrite(STDERR, "stale_reads_worker: no client for --router {$o['router']} ($class)\n");
+        exit(2);
+    }
+    return $class::create($o['router'], $o);
+}
+
 $o = options($argv);
-$router = router($o);
-$o['role'] === 'writer' ? writer($router, $o) : reader($router, $o);
-$router->flush();
+$client = client($o);
+$o['role'] === 'writer' ? writer($client, $o) : reader($client, $o);
+$client->close();
 exit(0);
