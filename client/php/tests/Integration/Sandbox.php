@@ -8,16 +8,17 @@ use RuntimeException;
 
 /**
  * The replication sandbox of scripts/sandbox in /tmp/lw-php (primary 29706, replicas 29707 and
- * 29708, Redis 29709; lagwatch's HTTP 29710) and the real lagwatch binary on it, shared by every
+ * 29708, Redis 29709; lagwatch's HTTP 29710; another suite sets LW_PHP_SANDBOX_DIR and
+ * LW_PHP_SANDBOX_PORT for its own) and the real lagwatch binary on it, shared by every
  * sandbox test of one PHPUnit run: brought up by the first, taken down after the last
  * (SandboxExtension) or at exit. Everything it starts it stops by PID: lagwatch by the PID
  * proc_open gave, the servers by scripts/sandbox (their pid files). An exclusive lock on
- * /tmp/lw-php.lock keeps two runs from sharing the sandbox.
+ * <dir>.lock keeps two runs from sharing the sandbox.
  */
 final class Sandbox
 {
-    public const DIR = '/tmp/lw-php';
-    public const BASE_PORT = 29706;
+    private const DEFAULT_DIR = '/tmp/lw-php';
+    private const DEFAULT_BASE_PORT = 29706;
     private const LAGWATCH_STOP_GRACE_S = 5.0;
 
     private static ?self $instance = null;
@@ -32,17 +33,31 @@ final class Sandbox
 
     private function __construct()
     {
-        $lock = fopen(self::DIR . '.lock', 'c');
+        $lock = fopen(self::dir() . '.lock', 'c');
         if ($lock === false) {
-            throw new RuntimeException('cannot open ' . self::DIR . '.lock');
+            throw new RuntimeException('cannot open ' . self::dir() . '.lock');
         }
         $this->lock = $lock;
         if (!flock($this->lock, LOCK_EX | LOCK_NB)) {
-            fwrite(STDERR, self::DIR . " is in use by another test run; waiting for it\n");
+            fwrite(STDERR, self::dir() . " is in use by another test run; waiting for it\n");
             flock($this->lock, LOCK_EX);
         }
         $this->script('down');
         $this->script('up');
+    }
+
+    /** The sandbox's directory: LW_PHP_SANDBOX_DIR, else /tmp/lw-php. */
+    public static function dir(): string
+    {
+        $dir = getenv('LW_PHP_SANDBOX_DIR');
+        return is_string($dir) && $dir !== '' ? $dir : self::DEFAULT_DIR;
+    }
+
+    /** The primary's port (replicas +1 and +2, Redis +3, HTTP +4): LW_PHP_SANDBOX_PORT, else 29706. */
+    public static function basePort(): int
+    {
+        $port = getenv('LW_PHP_SANDBOX_PORT');
+        return is_string($port) && ctype_digit($port) ? (int) $port : self::DEFAULT_BASE_PORT;
     }
 
     /** The sandbox with lagwatch running and both replicas healthy, brought up on first use. */
@@ -89,7 +104,7 @@ final class Sandbox
 
     public function port(string $server): int
     {
-        return self::BASE_PORT + ['primary' => 0, 'replica1' => 1, 'replica2' => 2, 'redis' => 3, 'http' => 4][$server];
+        return self::basePort() + ['primary' => 0, 'replica1' => 1, 'replica2' => 2, 'redis' => 3, 'http' => 4][$server];
     }
 
     /** "127.0.0.1:<port>", as lagwatch names the server in Redis. */
@@ -100,7 +115,7 @@ final class Sandbox
 
     public function socket(string $server): string
     {
-        return self::DIR . '/' . $server . '/mysqld.sock';
+        return self::dir() . '/' . $server . '/mysqld.sock';
     }
 
     /** A new root session on $server over its unix socket. */
@@ -167,7 +182,7 @@ final class Sandbox
     /** The PID in $server's pid file (primary, replica1, replica2, redis); 0 if none. */
     public function pid(string $server): int
     {
-        $file = $server === 'redis' ? self::DIR . '/redis/redis.pid' : self::DIR . '/' . $server . '/mysqld.pid';
+        $file = $server === 'redis' ? self::dir() . '/redis/redis.pid' : self::dir() . '/' . $server . '/mysqld.pid';
         $text = @file_get_contents($file);
         return $text === false ? 0 : (int) trim($text);
     }
@@ -189,13 +204,13 @@ final class Sandbox
         if ($this->lagwatchRunning()) {
             throw new RuntimeException('lagwatch is already running (pid ' . $this->lagwatchPid . ')');
         }
-        $config = self::DIR . '/lagwatch.json';
+        $config = self::dir() . '/lagwatch.json';
         if ($changes !== []) {
             $json = json_decode((string) file_get_contents($config), true, 64, JSON_THROW_ON_ERROR);
-            $config = self::DIR . '/lagwatch-php-test.json';
+            $config = self::dir() . '/lagwatch-php-test.json';
             file_put_contents($config, json_encode(array_replace_recursive($json, $changes), JSON_PRETTY_PRINT));
         }
-        $log = self::DIR . '/lagwatch.log';
+        $log = self::dir() . '/lagwatch.log';
         $proc = proc_open(
             [self::lagwatchBinary(), '--config', $config],
             [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']],
@@ -237,12 +252,12 @@ final class Sandbox
     /** Whether lagwatch runs with a configuration other than the sandbox's own. */
     public function lagwatchCustomised(): bool
     {
-        return $this->lagwatchConfig !== null && $this->lagwatchConfig !== self::DIR . '/lagwatch.json';
+        return $this->lagwatchConfig !== null && $this->lagwatchConfig !== self::dir() . '/lagwatch.json';
     }
 
     public function lagwatchLog(): string
     {
-        $log = @file_get_contents(self::DIR . '/lagwatch.log');
+        $log = @file_get_contents(self::dir() . '/lagwatch.log');
         return $log === false ? '' : substr($log, -4000);
     }
 
@@ -261,7 +276,7 @@ final class Sandbox
 
     private function script(string $command): void
     {
-        $argv = [self::sourceDir() . '/scripts/sandbox', $command, '--dir', self::DIR, '--base-port', (string) self::BASE_PORT];
+        $argv = [self::sourceDir() . '/scripts/sandbox', $command, '--dir', self::dir(), '--base-port', (string) self::basePort()];
         $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
         if (!is_resource($proc)) {
             throw new RuntimeException('cannot run scripts/sandbox');

@@ -20,11 +20,11 @@ final class WorkerTest extends SandboxTestCase
     private function start(string $role, string $stop): void
     {
         $argv = [
-            PHP_BINARY, __DIR__ . '/../../bench/stale_reads_worker.php', '--dir', Sandbox::DIR,
-            '--base-port', (string) Sandbox::BASE_PORT, '--role', $role, '--order-id', '1',
+            PHP_BINARY, __DIR__ . '/../../bench/stale_reads_worker.php', '--dir', Sandbox::dir(),
+            '--base-port', (string) Sandbox::basePort(), '--role', $role, '--order-id', '1',
             '--orders', (string) self::ORDERS, '--seed', '7', '--stop-file', $stop, '--app', self::APP,
         ];
-        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['file', Sandbox::DIR . "/worker-$role.err", 'w']], $pipes);
+        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['file', Sandbox::dir() . "/worker-$role.err", 'w']], $pipes);
         self::assertIsResource($proc);
         stream_set_blocking($pipes[1], false);
         $this->workers[$role] = [$proc, $pipes[1]];
@@ -52,7 +52,7 @@ final class WorkerTest extends SandboxTestCase
             self::assertSame(0, (int) $this->sandbox->adminQuery($r, "SELECT MASTER_GTID_WAIT('$pos', 10)"));
         }
         $this->sandbox->redis()->del('rw_stats:' . self::APP);
-        $stop = Sandbox::DIR . '/worker.stop';
+        $stop = Sandbox::dir() . '/worker.stop';
         @unlink($stop);
 
         $this->start('writer', $stop);
@@ -89,7 +89,7 @@ final class WorkerTest extends SandboxTestCase
                 $exit = $status['running'] ? null : $status['exitcode'];
                 return !$status['running'];
             }, 5.0), "$role did not stop");
-            self::assertSame(0, $exit, "$role: " . @file_get_contents(Sandbox::DIR . "/worker-$role.err"));
+            self::assertSame(0, $exit, "$role: " . @file_get_contents(Sandbox::dir() . "/worker-$role.err"));
         }
         $this->drain($out);
         foreach ($this->workers as [$proc, $stdout]) {
