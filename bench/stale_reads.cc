@@ -80,10 +80,12 @@ bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; 
 
 constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
-    "                         [--php-worker PATH] [--command TEXT] [--git-rev REV]\n";
+    "                         [--php-worker PATH [--php-router MODE]...] [--command TEXT]\n"
+    "                         [--git-rev REV]\n";
 
 struct Options : CommonOptions {
   std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
+  std::vector<std::string> php_routers;  // the worker's --router modes, one row each
 };
 
 std::string Socket(const Options& o, int server) {
@@ -292,7 +294,8 @@ void WriterSession(Shared& s, Router& router, int order_id, uint64_t seed) {
   }
 }
 
-// Reads other sessions' orders, one every 25 ms.
+// Reads other sessions' orders, one every 25 ms; a read that takes longer skips the turns it missed
+// rather than catching up in a burst.
 void ReaderSession(Shared& s, Router& router, int routers, uint64_t seed) {
   Connections c(s.opt);
   const client::Session none;
@@ -301,8 +304,8 @@ void ReaderSession(Shared& s, Router& router, int routers, uint64_t seed) {
   while (!s.stop) {
     const int id = 1 + static_cast<int>(random(static_cast<uint64_t>(routers)));
     s.Add(Read(s, router, c, none, random, id, std::nullopt, 0));
-    next += 25ms;
-    std::this_thread::sleep_until(std::max(next, SteadyClock::now()));
+    next = std::max(next + 25ms, SteadyClock::now());
+    std::this_thread::sleep_until(next);
   }
 }
 
@@ -402,6 +405,21 @@ class PhpRouter {
   std::vector<std::string> logs_;
   std::vector<std::unique_ptr<Child>> workers_;
 };
+
+// A PHP row's name in the report, by the worker's --router mode.
+std::string PhpRowName(const std::string& mode) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"lagwatch", "PHP router (client/php)"},
+      {"laravel-stock", "Laravel read/write split, sticky (stock)"},
+      {"laravel", "Laravel + lagwatch (client/php)"},
+      {"doctrine-stock", "Doctrine PrimaryReadReplicaConnection (stock)"},
+      {"doctrine", "Doctrine + lagwatch (client/php)"},
+  };
+  for (const auto& [m, name] : kNames) {
+    if (mode == m) return name;
+  }
+  return "PHP " + mode;
+}
 
 // The primary's oracle write every 5 ms, and the naive heartbeat every 500 ms.
 void Oracle(Shared& s) {
@@ -614,9 +632,10 @@ int RunBenchmark(const Options& o) {
   // The rows: the policies in this process, then the PHP routers (arguments for the worker).
   std::vector<std::string> names;
   for (Policy p : kPolicies) names.push_back(PolicyName(p));
-  const std::vector<std::pair<std::string, std::vector<std::string>>> php_rows =
-      o.php_worker.empty() ? decltype(php_rows){}
-                           : decltype(php_rows){{"PHP router (client/php)", {}}};
+  std::vector<std::pair<std::string, std::vector<std::string>>> php_rows;
+  for (const std::string& mode : o.php_routers) {
+    php_rows.push_back({PhpRowName(mode), {"--router", mode}});
+  }
   for (const auto& row : php_rows) names.push_back(row.first);
   const int n = static_cast<int>(names.size());
   std::vector<std::unique_ptr<Router>> routers;
@@ -698,10 +717,15 @@ int main(int argc, char** argv) {
                         .usage = kUsage,
                         .flag =
                             [&](FlagReader& f) {
-                              if (f.flag() != "--php-worker") return false;
-                              opt.php_worker = f.Value();
+                              if (f.flag() == "--php-worker") {
+                                opt.php_worker = f.Value();
+                              } else if (f.flag() == "--php-router") {
+                                opt.php_routers.push_back(f.Value());
+                              } else {
+                                return false;
+                              }
                               return true;
                             },
-                        .valid = [] { return true; },
+                        .valid = [&] { return opt.php_routers.empty() || !opt.php_worker.empty(); },
                         .run = [&] { return RunBenchmark(opt); }});
 }

@@ -114,7 +114,7 @@ Result<ReplicaRecord> ParseReplicaRecord(std::string_view id, const FieldMap& fi
                    ReadInt(fields, "measured_at_ms", 0, kMax, &r.measured_at_ms)}) {
     if (!s.ok()) return s;
   }
-  // ParseInt takes "+1" and "01"; the contract's values are written by std::to_string.
+  // ParseInt takes "01" (std::from_chars refuses "+1"); the contract writes "1" or "0" exactly.
   if (fields.at("healthy").size() != 1) return Bad("healthy", "not 1 or 0", fields.at("healthy"));
   r.healthy = healthy == 1;
   r.weight = static_cast<int>(weight);
