@@ -26,7 +26,7 @@ if (!interface_exists(\Psr\Log\LoggerInterface::class)) {
 
 // Laravel's Illuminate components and PSR-16 from Debian's php-laravel-framework (the token stores'
 // tests and the laravel suite); without the package those tests fail on the missing classes.
-foreach (['Psr/SimpleCache', 'Illuminate/Container', 'Illuminate/Events', 'Illuminate/Database', 'Illuminate/Cache', 'Illuminate/Session'] as $package) {
+foreach (['Psr/SimpleCache', 'Illuminate/Container', 'Illuminate/Config', 'Illuminate/Events', 'Illuminate/Database', 'Illuminate/Cache', 'Illuminate/Session'] as $package) {
     if (stream_resolve_include_path($package . '/autoload.php') !== false) {
         require_once $package . '/autoload.php';
     }
