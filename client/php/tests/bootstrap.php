@@ -23,3 +23,11 @@ spl_autoload_register(static function (string $class): void {
 if (!interface_exists(\Psr\Log\LoggerInterface::class)) {
     require '/usr/share/php/Psr/Log/autoload.php';
 }
+
+// Laravel's Illuminate components and PSR-16 from Debian's php-laravel-framework (the token stores'
+// tests and the laravel suite); without the package those tests fail on the missing classes.
+foreach (['Psr/SimpleCache', 'Illuminate/Container', 'Illuminate/Config', 'Illuminate/Events', 'Illuminate/Database', 'Illuminate/Cache', 'Illuminate/Session'] as $package) {
+    if (stream_resolve_include_path($package . '/autoload.php') !== false) {
+        require_once $package . '/autoload.php';
+    }
+}
