@@ -28,6 +28,9 @@ use RuntimeException;
  */
 final class LaravelClient implements BenchClient
 {
+    /** The last request's Capsule, freed when the next request starts. */
+    private ?Capsule $capsule = null;
+
     /** @param array<string, mixed> $config the connection's config */
     private function __construct(private readonly array $config, private readonly bool $lagwatch, private readonly int $basePort)
     {
@@ -119,12 +122,25 @@ final class LaravelClient implements BenchClient
     public function close(): void
     {
         // Each request's router flushed its rw_stats when its connection went away.
+        $this->capsule?->getDatabaseManager()->purge();
+        $this->capsule = null;
+        gc_collect_cycles();
     }
 
-    /** A new request: a new Capsule and connection (the last one's router flushes as it goes). */
+    /**
+     * A new request: a new Capsule and connection (the last one's router flushes as it goes). The
+     * last request's objects are freed first, as the end of a PHP-FPM request would: the Capsule,
+     * its container and the connection refer to each other, so without a cycle collection their
+     * server connections would pile up until PHP's collector happens to run.
+     */
     private function request(): Connection
     {
-        $capsule = new Capsule(new Container());
+        if ($this->capsule !== null) {
+            $this->capsule->getDatabaseManager()->purge();
+            $this->capsule = null;
+            gc_collect_cycles();
+        }
+        $capsule = $this->capsule = new Capsule(new Container());
         $capsule->addConnection($this->config);
         $c = $capsule->getConnection();
         if ($this->lagwatch !== $c instanceof LagwatchMySqlConnection) {

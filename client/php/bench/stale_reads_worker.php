@@ -99,6 +99,9 @@ function router(array $o): Router
         'redis' => ['host' => '127.0.0.1', 'port' => $port + 3, 'key_prefix' => 'slave_delay'],
         'bounded_staleness' => true,
         'read_your_writes' => true,
+        // One router for the whole run: a replica that failed comes back after 1 s (the
+        // router's default, 0, skips it until reset(), for a router per request).
+        'replica_retry_ms' => 1000,
         'random' => new SeededRandom((int) $o['seed']),
     ]);
 }

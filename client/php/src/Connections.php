@@ -6,8 +6,10 @@ namespace Lagwatch\Router;
 
 /**
  * The router's PDO connections, one per server, opened on first use and reused. A replica whose
- * connect failed is not tried again for a while (replica_retry_ms), so a dead replica that is
- * still healthy in Redis (for up to a probe interval) costs one connect timeout, not one per read.
+ * connect failed, or whose connection timed out or broke under a read, is not tried again for the
+ * rest of the request: until forgetFailures() (Router::reset()) or, with replica_retry_ms above 0,
+ * that long. So a dead or hung replica that is still healthy in Redis (for up to a probe
+ * interval) costs one timeout per request, not one per read.
  * Not thread-safe.
  */
 final class Connections
@@ -17,11 +19,16 @@ final class Connections
     /** @var array<string, int> replica id => when its connect failed, unix ms */
     private array $failedAtMs = [];
 
-    /** @param array<string, ServerConfig> $replicas */
+    /**
+     * @param array<string, ServerConfig> $replicas
+     * @param int $retryMs how long a failed replica is passed over; 0: until forgetFailures()
+     * @param ?\Closure(ServerConfig): \PDO $connect opens a connection (tests); default connect()
+     */
     public function __construct(
         private readonly ServerConfig $primary,
         private readonly array $replicas,
         private readonly int $retryMs,
+        private readonly ?\Closure $connect = null,
     ) {
     }
 
@@ -32,7 +39,7 @@ final class Connections
      */
     public function primary(): \PDO
     {
-        return $this->open[$this->primary->id] ??= self::connect($this->primary);
+        return $this->open[$this->primary->id] ??= $this->open($this->primary);
     }
 
     /** The primary's connection if it is open (no connect). */
@@ -52,7 +59,7 @@ final class Connections
             return $this->open[$id];
         }
         try {
-            $pdo = self::connect($this->replicas[$id]);
+            $pdo = $this->open($this->replicas[$id]);
         } catch (\PDOException $e) {
             $this->failedAtMs[$id] = $nowMs;
             throw $e;
@@ -61,16 +68,31 @@ final class Connections
         return $this->open[$id] = $pdo;
     }
 
-    /** @return list<string> the replicas not to try now: their connect failed within replica_retry_ms */
+    /**
+     * @return list<string> the replicas not to try now: their connect failed, or a read on them
+     *   timed out, since forgetFailures() (and within replica_retry_ms when that is above 0)
+     */
     public function failed(int $nowMs): array
     {
         $out = [];
         foreach ($this->failedAtMs as $id => $at) {
-            if ($nowMs - $at < $this->retryMs) {
+            if ($this->retryMs === 0 || $nowMs - $at < $this->retryMs) {
                 $out[] = (string) $id;
             }
         }
         return $out;
+    }
+
+    /** Passes replica $id over from now on (a read on it timed out or its connection broke). */
+    public function markFailed(string $id, int $nowMs): void
+    {
+        $this->failedAtMs[$id] = $nowMs;
+    }
+
+    /** Tries every replica again (a new request in a long-lived process). */
+    public function forgetFailures(): void
+    {
+        $this->failedAtMs = [];
     }
 
     /** The id of the server $pdo is connected to ('' if it is not one of ours). */
@@ -99,9 +121,20 @@ final class Connections
     }
 
     /**
+     * Opens a connection: the injected connector's, else connect().
+     *
+     * @throws \PDOException
+     */
+    private function open(ServerConfig $server): \PDO
+    {
+        return $this->connect !== null ? ($this->connect)($server) : self::connect($server);
+    }
+
+    /**
      * Opens a connection with the server's timeouts: the connect timeout as PDO::ATTR_TIMEOUT
      * (unless its options set one), the read timeout as mysqlnd.net_read_timeout, which mysqlnd
-     * copies into the connection when it opens it (so it is set around the connect only).
+     * copies into the connection when it opens it (so it is set around the connect only; whole
+     * seconds). mysqlnd's warnings for a failed connect are silenced: the PDOException says it.
      *
      * @throws \PDOException
      */
@@ -112,11 +145,11 @@ final class Connections
             $options += [\PDO::ATTR_TIMEOUT => $server->timeoutSeconds];
         }
         if ($server->readTimeoutSeconds === null) {
-            return new \PDO($server->dsn, $server->user, $server->password, $options);
+            return @new \PDO($server->dsn, $server->user, $server->password, $options);
         }
         $previous = ini_set('mysqlnd.net_read_timeout', (string) $server->readTimeoutSeconds);
         try {
-            return new \PDO($server->dsn, $server->user, $server->password, $options);
+            return @new \PDO($server->dsn, $server->user, $server->password, $options);
         } finally {
             if ($previous !== false) {
                 ini_set('mysqlnd.net_read_timeout', $previous);

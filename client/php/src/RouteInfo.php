@@ -17,7 +17,7 @@ final class RouteInfo
      * @param ?string $tier the replica's tier; null for the primary
      * @param string $reason "tier1_available", "tier2_fallback", "no_healthy_replica", "in_transaction",
      *        "read_your_writes", "primary_circuit_open", "write", "locking_read", "forced",
-     *        "redis_unavailable", "caught_up", "drained_replica", "primary_ambiguous"
+     *        "redis_unavailable", "caught_up", "drained_replica", "primary_ambiguous", "late_answer"
      * @param bool $degraded a read that wanted a replica and could not have one
      * @param string $circuit the primary's circuit as read: up, degraded, down, ambiguous, unknown
      */

@@ -35,6 +35,12 @@ use Lagwatch\Router\Sql\TransactionTracker;
  * - Read-your-writes: after a write the session's token is taken on the primary connection that
  *   wrote (after the commit), and later reads go only to replicas proven to have it.
  * - Redis down or lagwatch not running: every read goes to the primary; routing never throws.
+ * - Bounded staleness, late answers: a replica read run by query() or run() whose answer comes
+ *   back after the decision's deadline (measured_at_ms + max_delay_ms − delay_ms −
+ *   clock_skew_ms) is discarded and run again on the primary.
+ * - Replica timeouts: a replica whose connect fails, or whose connection times out or breaks under
+ *   a read of query() or run(), is skipped for the rest of the request (this Router's life, or
+ *   until reset()) and the read runs elsewhere; connect and read timeouts per replica.
  *
  * Not thread-safe: one Router per application session (per request, or per worker loop).
  */
@@ -73,6 +79,8 @@ final class Router
         'tokens_taken' => 0,
         'untokened_writes' => 0,
         'replica_connect_errors' => 0,
+        'replica_read_errors' => 0,
+        'late_answers' => 0,
         'redis_unavailable_reads' => 0,
     ];
 
@@ -96,10 +104,15 @@ final class Router
      *   cache_ms          int 0..25, default 0: reuse the contract this long (see ContractReader)
      *   read_your_writes  bool, default true
      *   position_kind     'auto' (default: what the replicas publish), 'mariadb_gtid', 'mysql_gtid', 'binlog', 'none'
-     *   replica_retry_ms  int, default 1000: a replica whose connect failed is not tried for this long
+     *   replica_retry_ms  int, default 0: a replica whose connect failed or whose read timed out is
+     *                     not tried again until reset() (0), or for this long (a router kept
+     *                     across requests that does not call reset())
      *   replica_timeout   int seconds, default 2: the replicas' connect timeout unless they set one
+     *   replica_read_timeout int seconds, default 2: the replicas' read timeout unless they set
+     *                     read_timeout (0: mysqlnd.net_read_timeout of php.ini); whole seconds
      *   logger            Psr\Log\LoggerInterface, optional
      *   clock, random     Clock, RandomSource, for tests
+     *   connect           Closure(ServerConfig): \PDO, for tests: opens the connections
      * @param ?RedisTransport $redis for tests; default phpredis
      * @throws ConfigException naming the key; nothing is connected yet
      */
@@ -117,7 +130,7 @@ final class Router
             $c->redis->retryAfterMs,
         );
         $this->decider = new Decider($c->boundedStaleness, $c->clockSkewMs, $c->redis->ttlMs);
-        $this->connections = new Connections($c->primary, $c->replicas, $c->replicaRetryMs);
+        $this->connections = new Connections($c->primary, $c->replicas, $c->replicaRetryMs, $c->connect);
         $this->transactions = new TransactionTracker();
         $this->session = new Session();
     }
@@ -149,6 +162,8 @@ final class Router
     /**
      * Runs $sql where it belongs ($params: prepared and executed; none: PDO::query) and, after a
      * write outside a transaction, takes the session's token at once on the same connection.
+     * A replica read whose answer comes back late, or whose replica times out, runs again (see
+     * run()).
      *
      * @param array<int|string, mixed> $params
      * @param array{force_primary?: bool, tag?: string, class?: string, in_transaction?: bool} $context
@@ -157,28 +172,78 @@ final class Router
      */
     public function query(string $sql, array $params = [], array $context = []): \PDOStatement
     {
-        [$pdo, $class, $decision] = $this->route($sql, $context);
-        $served = false;
-        try {
+        return $this->run($sql, static function (\PDO $pdo) use ($sql, $params): \PDOStatement {
             if ($params === []) {
-                $stmt = $pdo->query($sql);
-            } else {
-                $stmt = $pdo->prepare($sql);
-                $stmt->execute($params);
+                return $pdo->query($sql);
             }
-            $served = true;
-        } catch (\PDOException $e) {
-            if (self::connectionLost($e)) {
-                $this->discard($pdo);
+            $stmt = $pdo->prepare($sql);
+            $stmt->execute($params);
+            return $stmt;
+        }, $context);
+    }
+
+    /**
+     * Runs $sql with $run on the connection it belongs on, for integrations that execute
+     * statements themselves (a framework's connection wrapper): $run(\PDO $pdo) executes $sql
+     * there and returns its result, which run() returns. With query()'s rules:
+     * - a read on a replica with a limit whose answer comes back after the decision's deadline
+     *   (bounded staleness: measured_at_ms + max_delay_ms − delay_ms − clock_skew_ms, on this
+     *   clock, when $run returns) is discarded and $run runs again on the primary (routeInfo()
+     *   reason late_answer; PrimaryUnavailableException when the primary's circuit is down),
+     *   counted in late_answers;
+     * - a read on a replica whose connection times out or breaks (MySQL client errors 2006, 2013
+     *   anywhere in the exception's chain) runs again elsewhere, and that replica is skipped for
+     *   the rest of the request (until reset()), counted in replica_read_errors;
+     * - after a write outside a transaction the session's token is taken at once.
+     * $run may run more than once, but only for a read that a replica did not answer in time.
+     *
+     * @template T
+     * @param callable(\PDO): T $run
+     * @param array{force_primary?: bool, tag?: string, class?: string, in_transaction?: bool} $context
+     * @return T
+     * @throws PrimaryUnavailableException see connectionFor()
+     * @throws \Throwable what $run throws, but for a replica's lost connection (above)
+     */
+    public function run(string $sql, callable $run, array $context = []): mixed
+    {
+        $late = false;
+        for (;;) {
+            [$pdo, $class, $decision] = $this->route($sql, $context, $late);
+            try {
+                $result = $run($pdo);
+            } catch (\Throwable $e) {
+                $lost = self::connectionLost($e);
+                if ($lost) {
+                    $this->discard($pdo);
+                }
+                $this->count($decision, false);
+                if ($class->writes()) {
+                    $this->settleToken($context);
+                }
+                if ($lost && $decision->target === Target::Replica && $decision->replica !== null) {
+                    $this->replicaFailed($decision->replica->id, $e);
+                    continue;
+                }
+                throw $e;
             }
-            throw $e;
-        } finally {
-            $this->count($decision, $served);
+            $deadline = $this->deadlineMs($decision);
+            if ($deadline !== null && ($now = $this->config->clock->nowMs()) > $deadline) {
+                $this->count($decision, false);
+                ++$this->counters['late_answers'];
+                $this->log('debug', 'route: the answer of {replica} came {late_ms} ms after its deadline: discarded,'
+                    . ' the read again on the primary', [
+                    'replica' => $decision->replica?->id,
+                    'late_ms' => $now - $deadline,
+                ]);
+                $late = true;
+                continue;
+            }
+            $this->count($decision, true);
             if ($class->writes()) {
                 $this->settleToken($context);
             }
+            return $result;
         }
-        return $stmt;
     }
 
     /**
@@ -225,6 +290,15 @@ final class Router
     }
 
     /**
+     * A new request for a router kept across requests (a worker loop): the replicas skipped for
+     * a failed connect or a timeout are tried again. The session and connections are kept.
+     */
+    public function reset(): void
+    {
+        $this->connections->forgetFailures();
+    }
+
+    /**
      * Tells the router $pdo broke (the application saw "server has gone away" on it): the next
      * statement for that server opens a new connection.
      */
@@ -263,7 +337,9 @@ final class Router
      * reads_replica:<id>, reads_master, degrade_attempts, degrade_successes) whether Redis took
      * them or not, and its own (decisions, primary_only (statements that needed the primary:
      * writes, locking reads, transactions, forced), fail_fast, asks, asks_reached, tokens_taken,
-     * untokened_writes, replica_connect_errors, redis_unavailable_reads) and the contract
+     * untokened_writes, replica_connect_errors, replica_read_errors (a replica read that timed out
+     * or lost its connection), late_answers (a replica's answer after its deadline, discarded),
+     * redis_unavailable_reads) and the contract
      * reader's (refreshes, redis_errors, malformed, missing, served_from_cache, feedback_sent,
      * feedback_lost).
      *
@@ -285,9 +361,10 @@ final class Router
      * knows whether the statement was served.
      *
      * @param array<string, mixed> $context
+     * @param bool $late the read again after a replica's late answer: the primary (or fail fast)
      * @return array{\PDO, SqlClass, Decision}
      */
-    private function route(string $sql, array $context): array
+    private function route(string $sql, array $context, bool $late = false): array
     {
         $class = Classifier::classify($sql);
         $this->settleToken($context);
@@ -298,13 +375,18 @@ final class Router
             $class->read,
             $class->locking,
             $this->inTransaction($context),
-            $this->forced($context),
+            $late || $this->forced($context),
         );
         $excluded = $this->connections->failed($now);
         // A pass that does not return has excluded one more replica (its connection failed), so
         // the decider runs out of replicas to choose and this ends.
         for (;;) {
             $d = $this->decider->decide($statement, $this->session, $contract, $this->config->random, $now, $excluded);
+            if ($late) {
+                $d = $d->target === Target::FailFast
+                    ? $d->with(Target::FailFast, $d->reason, null, true)
+                    : $d->with(Target::Primary, Reason::LateAnswer);
+            }
             if ($d->target === Target::AskReplica) {
                 $d = $this->ask($d, $now, $excluded);
                 if ($d === null) {
@@ -382,7 +464,9 @@ final class Router
         } catch (\PDOException $e) {
             $excluded[] = $id;
             ++$this->counters['replica_connect_errors'];
-            $message = 'route: cannot connect to replica {replica} ({error}); passed over for {retry_ms} ms';
+            $message = $this->config->replicaRetryMs === 0
+                ? 'route: cannot connect to replica {replica} ({error}); skipped for the rest of the request'
+                : 'route: cannot connect to replica {replica} ({error}); passed over for {retry_ms} ms';
             $this->log('warning', $message, [
                 'replica' => $id,
                 'error' => $e->getMessage(),
@@ -390,6 +474,31 @@ final class Router
             ]);
             return null;
         }
+    }
+
+    /**
+     * When a replica read of $d must have its answer by (bounded staleness), unix ms on this
+     * clock; null when it has no deadline (the primary, no limit, bounded_staleness off).
+     */
+    private function deadlineMs(Decision $d): ?int
+    {
+        $r = $d->replica;
+        if ($d->target !== Target::Replica || $r === null || !$this->config->boundedStaleness || $r->maxDelayMs === null) {
+            return null;
+        }
+        return $r->measuredAtMs + $r->maxDelayMs - $r->delayMs - $this->config->clockSkewMs;
+    }
+
+    /** A read on replica $id timed out or lost its connection: skipped for the rest of the request. */
+    private function replicaFailed(string $id, \Throwable $e): void
+    {
+        $this->connections->markFailed($id, $this->config->clock->nowMs());
+        ++$this->counters['replica_read_errors'];
+        $this->log('warning', 'route: a read on replica {replica} failed ({error}); skipped for the rest of'
+            . ' the request, the read again elsewhere', [
+            'replica' => $id,
+            'error' => $e->getMessage(),
+        ]);
     }
 
     /** @param array<string, mixed> $context */
@@ -538,13 +647,26 @@ final class Router
         }
     }
 
-    /** Whether $e says the connection itself is gone (MySQL client errors 2006, 2013). */
-    private static function connectionLost(\PDOException $e): bool
+    /**
+     * Whether $e, or an exception it wraps (a framework's), says the connection itself is gone
+     * (MySQL client errors 2006, 2013: a read timeout is one of them).
+     */
+    private static function connectionLost(\Throwable $e): bool
     {
-        $code = $e->errorInfo[1] ?? null;
-        return $code === 2006 || $code === 2013
-            || str_contains($e->getMessage(), 'server has gone away')
-            || str_contains($e->getMessage(), 'Lost connection');
+        for ($x = $e; $x !== null; $x = $x->getPrevious()) {
+            if (!$x instanceof \PDOException) {
+                continue;
+            }
+            $code = $x->errorInfo[1] ?? null;
+            if (
+                $code === 2006 || $code === 2013
+                || str_contains($x->getMessage(), 'server has gone away')
+                || str_contains($x->getMessage(), 'Lost connection')
+            ) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

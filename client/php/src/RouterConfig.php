@@ -18,8 +18,8 @@ final class RouterConfig
 {
     public const KEYS = [
         'app', 'primary', 'replicas', 'redis', 'force_primary', 'bounded_staleness', 'clock_skew_ms',
-        'cache_ms', 'read_your_writes', 'position_kind', 'replica_retry_ms', 'replica_timeout', 'logger',
-        'clock', 'random',
+        'cache_ms', 'read_your_writes', 'position_kind', 'replica_retry_ms', 'replica_timeout',
+        'replica_read_timeout', 'logger', 'clock', 'random', 'connect',
     ];
 
     /**
@@ -42,6 +42,7 @@ final class RouterConfig
         public readonly ?LoggerInterface $logger,
         public readonly Clock $clock,
         public readonly RandomSource $random,
+        public readonly ?\Closure $connect = null,
     ) {
     }
 
@@ -61,9 +62,15 @@ final class RouterConfig
         $replicas = [];
         $section = $c->section('replicas');
         $replicaTimeout = $c->int('replica_timeout', 2, 1, 3600);
+        $replicaReadTimeout = $c->int('replica_read_timeout', 2, 0, 86400);
         foreach (array_keys($c->array('replicas')) as $id) {
             $id = (string) $id;
-            $replicas[$id] = ServerConfig::from($section->section($id), $id, $replicaTimeout);
+            $replicas[$id] = ServerConfig::from(
+                $section->section($id),
+                $id,
+                $replicaTimeout,
+                $replicaReadTimeout === 0 ? null : $replicaReadTimeout,
+            );
         }
         $kindText = $c->string('position_kind', 'auto');
         $kind = $kindText === 'auto' ? null : PositionKind::tryFrom($kindText);
@@ -81,10 +88,11 @@ final class RouterConfig
             $c->int('cache_ms', 0, 0, ContractReader::MAX_CACHE_MS),
             $c->bool('read_your_writes', true),
             $kind,
-            $c->int('replica_retry_ms', 1000, 0, 3600000),
+            $c->int('replica_retry_ms', 0, 0, 3600000),
             $c->object('logger', LoggerInterface::class),
             $c->object('clock', Clock::class) ?? new SystemClock(),
             $c->object('random', RandomSource::class) ?? new SeededRandom(),
+            $c->object('connect', \Closure::class),
         );
     }
 }

@@ -35,12 +35,17 @@ final class ServerConfig
      * From ['host' => ..., 'port' => ..., 'dsn' => ..., 'user' => ..., 'password' => ...,
      * 'options' => [...], 'timeout' => s, 'read_timeout' => s]. The id is $id when given (a
      * replica's key in `replicas`), else host:port; the DSN defaults to
-     * mysql:host=<host>;port=<port>; the timeouts to $defaultTimeout and none.
+     * mysql:host=<host>;port=<port>; the timeouts to $defaultTimeout and $defaultReadTimeout
+     * (a replica's: replica_timeout and replica_read_timeout of the router's configuration).
      *
      * @throws ConfigException
      */
-    public static function from(ConfigReader $c, ?string $id = null, ?int $defaultTimeout = null): self
-    {
+    public static function from(
+        ConfigReader $c,
+        ?string $id = null,
+        ?int $defaultTimeout = null,
+        ?int $defaultReadTimeout = null,
+    ): self {
         $c->rejectUnknown(['host', 'port', 'dsn', 'user', 'password', 'options', 'timeout', 'read_timeout']);
         if ($id === null) {
             $id = $c->string('host') . ':' . $c->int('port', 0, 1, 65535);
@@ -63,7 +68,7 @@ final class ServerConfig
             $c->optionalString('password'),
             $c->array('options'),
             $c->has('timeout') ? $c->int('timeout', 0, 1, 3600) : $defaultTimeout,
-            $c->has('read_timeout') ? $c->int('read_timeout', 0, 1, 86400) : null,
+            $c->has('read_timeout') ? $c->int('read_timeout', 0, 1, 86400) : $defaultReadTimeout,
         );
     }
 }

@@ -55,7 +55,7 @@ final class Decision
     {
         return $this->degraded || in_array($this->reason, [
             Reason::TierAvailable, Reason::TierFallback, Reason::CaughtUp, Reason::DrainedReplica,
-            Reason::NoHealthyReplica, Reason::RedisUnavailable, Reason::ReadYourWrites,
+            Reason::NoHealthyReplica, Reason::RedisUnavailable, Reason::ReadYourWrites, Reason::LateAnswer,
         ], true);
     }
 }

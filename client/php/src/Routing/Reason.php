@@ -26,6 +26,11 @@ enum Reason: string
     case NoHealthyReplica = 'no_healthy_replica';
     /** Redis could not be read (or lagwatch's contract is missing): the primary. */
     case RedisUnavailable = 'redis_unavailable';
+    /**
+     * A replica's answer came back after its deadline (bounded staleness: measured_at_ms +
+     * max_delay_ms − delay_ms − clock_skew_ms): discarded, the read again on the primary.
+     */
+    case LateAnswer = 'late_answer';
     /** Usable replicas, but none proven to have the session's writes: the primary. */
     case ReadYourWrites = 'read_your_writes';
     /** The primary's circuit is open. */

@@ -147,7 +147,7 @@ final class RouterTest extends TestCase
         }
     }
 
-    public function testAReplicaThatRefusesConnectionsIsPassedOverForAWhileAndRoutingDoesNotThrowForIt(): void
+    public function testAReplicaThatRefusesConnectionsIsSkippedForTheRequestAndRoutingDoesNotThrowForIt(): void
     {
         $this->redis->pointer('10.0.0.1:3306');
         $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440', 'position' => '']);
@@ -162,11 +162,11 @@ final class RouterTest extends TestCase
                 self::assertSame('primary', $router->routeInfo()->selected);
             }
         }
-        // Tried once, then passed over for replica_retry_ms.
+        // Tried once, then skipped for the rest of the request (replica_retry_ms 0: until reset()).
         self::assertSame(1, $router->stats()['replica_connect_errors']);
         $warnings = $this->logger->at('warning');
         self::assertStringStartsWith('route: cannot connect to replica 10.0.0.11:3306 (', $warnings[0]);
-        self::assertStringEndsWith('); passed over for 1000 ms', $warnings[0]);
+        self::assertStringEndsWith('); skipped for the rest of the request', $warnings[0]);
         self::assertSame(3, $router->stats()['degrade_attempts']);
         self::assertSame(0, $router->stats()['degrade_successes']);
     }
