@@ -125,9 +125,15 @@ function readOrder(BenchClient $client, int $id, bool $own, int $thinkMs, ?int $
     $start = nowUs();
     try {
         [$line['server'], $line['seq'], $line['version']] = $client->read($id);
-    } catch (Throwable) {
-        // A failed read is a line with server null; the worker goes on.
+    } catch (Throwable $e) {
+        // A failed read is a line with server null; the worker goes on. Why, on stderr (the
+        // bench counts such lines apart), at most once a second.
         [$line['server'], $line['seq'], $line['version']] = [null, null, null];
+        static $lastReportUs = 0;
+        if ($start - $lastReportUs >= 1000000) {
+            $lastReportUs = $start;
+            fwrite(STDERR, 'stale_reads_worker: read failed: ' . get_class($e) . ': ' . $e->getMessage() . "\n");
+        }
     }
     $line['start_us'] = $start;
     $line['answer_us'] = nowUs();

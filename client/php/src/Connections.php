@@ -120,6 +120,12 @@ final class Connections
         }
     }
 
+    /** Drops every open connection (each closes once nothing else holds it). */
+    public function closeAll(): void
+    {
+        $this->open = [];
+    }
+
     /**
      * Opens a connection: the injected connector's, else connect().
      *

@@ -135,9 +135,18 @@ final class Router
         $this->session = new Session();
     }
 
+    /**
+     * Sends what is queued. Never throws: a destructor can run anywhere (PHP's cycle collector
+     * runs it in the middle of other code, even while the class of the exception it would throw
+     * is being loaded, which turns that exception into an Error).
+     */
     public function __destruct()
     {
-        $this->flush();
+        try {
+            $this->flush();
+        } catch (\Throwable) {
+            // The counters are lost with the router; routing never fails for them.
+        }
     }
 
     /**
@@ -296,6 +305,18 @@ final class Router
     public function reset(): void
     {
         $this->connections->forgetFailures();
+    }
+
+    /**
+     * The end of the router's use (a request that built it is over): sends the counters and drops
+     * its connections, which close once the caller holds none of them. The router stays usable:
+     * the next statement opens what it needs.
+     */
+    public function close(): void
+    {
+        $this->flush();
+        $this->transactions->reset();
+        $this->connections->closeAll();
     }
 
     /**

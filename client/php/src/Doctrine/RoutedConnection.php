@@ -115,6 +115,18 @@ class RoutedConnection extends PrimaryReadReplicaConnection
     }
 
     /** The router: routeInfo(), stats(), session(), afterWrite() for writes made around Doctrine. */
+    /**
+     * Closes Doctrine's connections and the router's (it owns the PDO connections Doctrine used).
+     * The driver wrappers go too: each holds its PDO, the key it is filed under, and PHP 8.2 never
+     * frees a WeakMap entry whose value refers to its key, so they would keep every connection open.
+     */
+    public function close()
+    {
+        parent::close();
+        $this->drivers = new \WeakMap();
+        $this->router->close();
+    }
+
     public function router(): Router
     {
         return $this->router;

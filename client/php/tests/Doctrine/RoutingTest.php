@@ -33,6 +33,29 @@ final class RoutingTest extends DoctrineTestCase
         self::assertSame(40 - ($seen['primary'] ?? 0), $conn->router()->stats()['reads_replica']);
     }
 
+    public function testAClosedConnectionLeavesNoServerConnectionOpen(): void
+    {
+        // As a request ends: a write (the primary, a token) and reads (replicas), then close().
+        $idle = fn (): int => array_sum(array_map(
+            fn (string $server): int => (int) $this->sandbox->adminQuery(
+                $server,
+                "SELECT COUNT(*) FROM information_schema.processlist WHERE command = 'Sleep'",
+            ),
+            ['primary', 'replica1', 'replica2'],
+        ));
+        $before = $idle();
+        for ($i = 0; $i < 30; ++$i) {
+            $conn = $this->connection();
+            $conn->executeStatement('UPDATE dc SET v = v + 1 WHERE id = 3');
+            $conn->fetchOne('SELECT v FROM dc WHERE id = 3');
+            $conn->fetchOne('SELECT v FROM dc WHERE id = 3');
+            $conn->close();
+        }
+        unset($conn);
+        // Thirty requests of up to three connections each: a leak would leave dozens open.
+        self::assertLessThanOrEqual($before + 3, $idle(), 'connections left open by closed requests');
+    }
+
     public function testWritesTransactionsAndLockingReadsGoToThePrimary(): void
     {
         $conn = $this->connection();

@@ -19,14 +19,22 @@ final class FakeRedis implements RedisTransport
     /** @var array<string, int> PTTL per key; a key not here has none (-1) */
     public array $pttl = [];
     public bool $down = false;
+    /** Thrown by the next round trips when set (something other than a TransportException). */
+    public ?\Throwable $fail = null;
     public int $roundTrips = 0;
+    /** Calls of pipeline(), failed ones included. */
+    public int $attempts = 0;
     /** @var list<list<string>> every command received */
     public array $received = [];
 
     public function pipeline(array $commands): array
     {
+        ++$this->attempts;
         if ($this->down) {
             throw new TransportException('Redis 127.0.0.1:6379: Connection refused');
+        }
+        if ($this->fail !== null) {
+            throw $this->fail;
         }
         ++$this->roundTrips;
         $replies = [];

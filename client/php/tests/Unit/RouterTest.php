@@ -102,6 +102,25 @@ final class RouterTest extends TestCase
         self::assertSame(0, $router->stats()['degrade_attempts']);  // writes count nothing in rw_stats
     }
 
+    public function testARouterDestroyedWhileRedisFailsThrowsNothing(): void
+    {
+        // Counters queued (a read failed fast as a degradation), then the flush in the
+        // destructor meets an Error: PHP's cycle collector can run a destructor anywhere.
+        $this->redis->pointer('10.0.0.1:3306', 'down');
+        $this->redis->replica('10.0.0.11:3306', ['healthy' => '0', 'state' => 'stopped']);
+        $router = new Router($this->config(), $this->redis);
+        try {
+            $router->connectionFor('SELECT 1');
+            self::fail('routed');
+        } catch (PrimaryUnavailableException) {
+        }
+        $this->redis->fail = new \Error('Class "TransportException" not found');
+        $attempts = $this->redis->attempts;
+        unset($router);
+        self::assertSame($attempts + 1, $this->redis->attempts);  // the flush was tried, and failed
+        self::assertArrayNotHasKey('rw_stats:shop', $this->redis->hashes);
+    }
+
     public function testWithThePrimaryDownAndNoReplicaAReadFailsFastAsADegradation(): void
     {
         $this->redis->pointer('10.0.0.1:3306', 'down');
