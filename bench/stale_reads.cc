@@ -21,6 +21,7 @@
 // and a burst of heavy writes on the primary.
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -77,15 +78,37 @@ const char* PolicyName(Policy p) {
   return "?";
 }
 bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; }
+// The name --policy takes.
+const char* PolicyFlag(Policy p) {
+  switch (p) {
+    case Policy::kRandom:
+      return "random";
+    case Policy::kSbm:
+      return "sbm";
+    case Policy::kNaive:
+      return "naive";
+    case Policy::kLagwatch:
+      return "lagwatch";
+    case Policy::kRywPublished:
+      return "ryw-published";
+    case Policy::kRywAsk:
+      return "ryw-ask";
+  }
+  return "?";
+}
 
 constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
-    "                         [--php-worker PATH [--php-router MODE]...] [--command TEXT]\n"
-    "                         [--git-rev REV]\n";
+    "                         [--policy NAME]... [--php-worker PATH [--php-router MODE]...]\n"
+    "                         [--name NAME] [--command TEXT] [--git-rev REV]\n"
+    "  --policy: random, sbm, naive, lagwatch, ryw-published, ryw-ask (default: all six)\n"
+    "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n";
 
 struct Options : CommonOptions {
   std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
   std::vector<std::string> php_routers;  // the worker's --router modes, one row each
+  std::vector<Policy> policies;          // the in-process rows; empty: all of kPolicies
+  std::string name = "stale-reads";      // the results' file name
 };
 
 std::string Socket(const Options& o, int server) {
@@ -631,7 +654,9 @@ int RunBenchmark(const Options& o) {
   Shared shared(o);
   // The rows: the policies in this process, then the PHP routers (arguments for the worker).
   std::vector<std::string> names;
-  for (Policy p : kPolicies) names.push_back(PolicyName(p));
+  std::vector<Policy> policies = o.policies;
+  if (policies.empty()) policies.assign(std::begin(kPolicies), std::end(kPolicies));
+  for (Policy p : policies) names.push_back(PolicyName(p));
   std::vector<std::pair<std::string, std::vector<std::string>>> php_rows;
   for (const std::string& mode : o.php_routers) {
     php_rows.push_back({PhpRowName(mode), {"--router", mode}});
@@ -639,8 +664,8 @@ int RunBenchmark(const Options& o) {
   for (const auto& row : php_rows) names.push_back(row.first);
   const int n = static_cast<int>(names.size());
   std::vector<std::unique_ptr<Router>> routers;
-  for (size_t i = 0; i < std::size(kPolicies); ++i) {
-    routers.push_back(std::make_unique<Router>(static_cast<int>(i), kPolicies[i], shared));
+  for (size_t i = 0; i < policies.size(); ++i) {
+    routers.push_back(std::make_unique<Router>(static_cast<int>(i), policies[i], shared));
   }
   std::thread oracle([&] { Oracle(shared); });
   Pause(200ms);  // the oracle's first writes
@@ -653,7 +678,7 @@ int RunBenchmark(const Options& o) {
   }
   std::vector<std::unique_ptr<PhpRouter>> php;
   for (size_t k = 0; k < php_rows.size(); ++k) {
-    php.push_back(std::make_unique<PhpRouter>(static_cast<int>(std::size(kPolicies) + k), o, n,
+    php.push_back(std::make_unique<PhpRouter>(static_cast<int>(policies.size() + k), o, n,
                                               php_rows[k].second));
   }
   auto stop_all = [&] {
@@ -700,7 +725,7 @@ int RunBenchmark(const Options& o) {
   const double seconds = static_cast<double>(NowUs() - begun) / 1e6;
   const json result = Report(o, names, phases, groups, shared.reads, seconds);
   WriteResults(
-      o.out_dir + "/stale-reads-" + (o.quick ? "quick" : "full"), result,
+      o.out_dir + "/" + o.name + "-" + (o.quick ? "quick" : "full"), result,
       [](const json& r) { return Render(r, true); },
       [](const json& r) { return Render(r, false); });
   return 0;
@@ -712,20 +737,36 @@ int RunBenchmark(const Options& o) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  return BenchmarkMain(argc, argv, opt,
-                       {.name = "bench_stale_reads",
-                        .usage = kUsage,
-                        .flag =
-                            [&](FlagReader& f) {
-                              if (f.flag() == "--php-worker") {
-                                opt.php_worker = f.Value();
-                              } else if (f.flag() == "--php-router") {
-                                opt.php_routers.push_back(f.Value());
-                              } else {
-                                return false;
-                              }
-                              return true;
-                            },
-                        .valid = [&] { return opt.php_routers.empty() || !opt.php_worker.empty(); },
-                        .run = [&] { return RunBenchmark(opt); }});
+  return BenchmarkMain(
+      argc, argv, opt,
+      {.name = "bench_stale_reads",
+       .usage = kUsage,
+       .flag =
+           [&](FlagReader& f) {
+             if (f.flag() == "--php-worker") {
+               opt.php_worker = f.Value();
+             } else if (f.flag() == "--php-router") {
+               opt.php_routers.push_back(f.Value());
+             } else if (f.flag() == "--name") {
+               opt.name = f.Value();
+             } else if (f.flag() == "--policy") {
+               const std::string v = f.Value();
+               auto it = std::find_if(std::begin(kPolicies), std::end(kPolicies),
+                                      [&](Policy p) { return v == PolicyFlag(p); });
+               if (it == std::end(kPolicies)) {
+                 std::fprintf(stderr, "bench_stale_reads: unknown --policy '%s'\n", v.c_str());
+                 std::exit(2);
+               }
+               opt.policies.push_back(*it);
+             } else {
+               return false;
+             }
+             return true;
+           },
+       .valid =
+           [&] {
+             return (opt.php_routers.empty() || !opt.php_worker.empty()) &&
+                    lagwatch::IsToken(opt.name, "_.-", 1, 64);
+           },
+       .run = [&] { return RunBenchmark(opt); }});
 }

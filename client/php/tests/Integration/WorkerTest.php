@@ -12,103 +12,44 @@ namespace Lagwatch\Router\Tests\Integration;
 final class WorkerTest extends SandboxTestCase
 {
     private const APP = 'phpworker';
-    private const ORDERS = 4;
-
-    /** @var array<string, array{resource, resource}> role => [process, stdout] */
-    private array $workers = [];
-
-    private function start(string $role, string $stop): void
-    {
-        $argv = [
-            PHP_BINARY, __DIR__ . '/../../bench/stale_reads_worker.php', '--dir', Sandbox::dir(),
-            '--base-port', (string) Sandbox::basePort(), '--role', $role, '--order-id', '1',
-            '--orders', (string) self::ORDERS, '--seed', '7', '--stop-file', $stop, '--app', self::APP,
-        ];
-        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['file', Sandbox::dir() . "/worker-$role.err", 'w']], $pipes);
-        self::assertIsResource($proc);
-        stream_set_blocking($pipes[1], false);
-        $this->workers[$role] = [$proc, $pipes[1]];
-    }
-
-    /** @return array<string, string> role => what it printed so far */
-    private function drain(array &$out): void
-    {
-        foreach ($this->workers as $role => [, $stdout]) {
-            $out[$role] = ($out[$role] ?? '') . stream_get_contents($stdout);
-        }
-    }
 
     public function testTheWorkerPrintsALinePerReadSurvivesAFrozenReplicaAndStopsOnTheStopFile(): void
     {
-        $primary = $this->sandbox->admin('primary');
-        $primary->exec('CREATE DATABASE IF NOT EXISTS lwbench');
-        $primary->exec('DROP TABLE IF EXISTS lwbench.oracle, lwbench.orders');
-        $primary->exec('CREATE TABLE lwbench.oracle (id INT PRIMARY KEY, seq BIGINT NOT NULL)');
-        $primary->exec('INSERT INTO lwbench.oracle VALUES (1, 0)');
-        $primary->exec('CREATE TABLE lwbench.orders (id INT PRIMARY KEY, version BIGINT NOT NULL)');
-        $primary->exec('INSERT INTO lwbench.orders VALUES (1, 0), (2, 0), (3, 0), (4, 0)');
-        $pos = $primary->query('SELECT @@gtid_binlog_pos')->fetchColumn();
-        foreach (['replica1', 'replica2'] as $r) {
-            self::assertSame(0, (int) $this->sandbox->adminQuery($r, "SELECT MASTER_GTID_WAIT('$pos', 10)"));
-        }
+        BenchWorkers::createTables($this->sandbox);
         $this->sandbox->redis()->del('rw_stats:' . self::APP);
-        $stop = Sandbox::dir() . '/worker.stop';
-        @unlink($stop);
-
-        $this->start('writer', $stop);
-        $this->start('reader', $stop);
-        $out = [];
         $pid = $this->sandbox->pid('replica1');
-        $seq = 0;
         $frozen = false;
         $began = microtime(true);
         try {
-            while (($t = microtime(true) - $began) < 7.0) {
-                $primary->exec('UPDATE lwbench.oracle SET seq = ' . ++$seq . ' WHERE id = 1');
-                if (!$frozen && $t > 1.5 && $t < 5.0) {
-                    posix_kill($pid, SIGSTOP);
-                    $frozen = true;
-                } elseif ($frozen && $t >= 5.0) {
-                    posix_kill($pid, SIGCONT);
-                    $frozen = false;
-                }
-                $this->drain($out);
-                usleep(5000);
-            }
+            // replica1 frozen from 1.5 s to 5 s.
+            $out = BenchWorkers::run(
+                $this->sandbox,
+                ['writer' => ['lagwatch', 'writer', 1], 'reader' => ['lagwatch', 'reader', 1]],
+                self::APP,
+                7.0,
+                static function (float $t) use ($pid, &$frozen): void {
+                    if (!$frozen && $t > 1.5 && $t < 5.0) {
+                        posix_kill($pid, SIGSTOP);
+                        $frozen = true;
+                    } elseif ($frozen && $t >= 5.0) {
+                        posix_kill($pid, SIGCONT);
+                        $frozen = false;
+                    }
+                },
+            );
         } finally {
             if ($frozen) {
                 posix_kill($pid, SIGCONT);
             }
-            touch($stop);
         }
-        foreach ($this->workers as $role => [$proc]) {
-            // proc_get_status reports the exit code once, in the call that first sees the exit.
-            $exit = null;
-            self::assertTrue(Sandbox::waitFor(function () use ($proc, &$exit) {
-                $status = proc_get_status($proc);
-                $exit = $status['running'] ? null : $status['exitcode'];
-                return !$status['running'];
-            }, 5.0), "$role did not stop");
-            self::assertSame(0, $exit, "$role: " . @file_get_contents(Sandbox::dir() . "/worker-$role.err"));
-        }
-        $this->drain($out);
-        foreach ($this->workers as [$proc, $stdout]) {
-            fclose($stdout);
-            proc_close($proc);
-        }
-        $this->workers = [];
 
         $servers = ['primary', $this->sandbox->id('replica1'), $this->sandbox->id('replica2')];
         $served = 0;
-        foreach (['writer', 'reader'] as $role) {
-            $lines = array_map(
-                static fn (string $l) => json_decode($l, true, 4, JSON_THROW_ON_ERROR),
-                array_values(array_filter(explode("\n", $out[$role]), static fn ($l) => $l !== ''))
-            );
+        foreach ($out as $role => $lines) {
             self::assertGreaterThan($role === 'reader' ? 150 : 8, count($lines), "$role printed " . count($lines) . ' lines');
             $previous = null;
             foreach ($lines as $i => $l) {
-                self::assertSame(['own', 'think_ms', 'written', 'server', 'seq', 'version', 'start_us', 'answer_us'], array_keys($l));
+                self::assertSame(BenchWorkers::FIELDS, array_keys($l));
                 self::assertSame($role === 'writer', $l['own']);
                 self::assertLessThanOrEqual($l['answer_us'], $l['start_us']);
                 // Bounded by the replicas' 2 s read timeout, even while one is frozen for 3.5 s.
