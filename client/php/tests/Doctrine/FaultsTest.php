@@ -84,25 +84,13 @@ final class FaultsTest extends DoctrineTestCase
 
     public function testMalformedHashesSendReadsToThePrimary(): void
     {
-        $this->sandbox->stopLagwatch();
-        $redis = $this->sandbox->redis();
-        try {
-            foreach (['replica1', 'replica2'] as $r) {
-                $key = 'slave_delay:' . $this->sandbox->id($r);
-                $redis->del($key);
-                $redis->hMSet($key, ['delay_ms' => 'ten', 'healthy' => '1', 'state' => 'ok', 'tier' => 'tier1']);
-                $redis->pExpire($key, 30000);
-            }
+        $fields = ['delay_ms' => 'ten', 'healthy' => '1', 'state' => 'ok', 'tier' => 'tier1'];
+        $this->sandbox->withReplicaKeys($fields, function (): void {
             $conn = $this->connection();
             self::assertSame($this->sandbox->port('primary'), (int) $conn->fetchOne('SELECT @@port'));
             self::assertSame('no_healthy_replica', $conn->router()->routeInfo()->reason);
             self::assertSame(2, $conn->router()->stats()['malformed']);
-        } finally {
-            foreach (['replica1', 'replica2'] as $r) {
-                $redis->del('slave_delay:' . $this->sandbox->id($r));
-            }
-            $this->sandbox->startLagwatch();
-        }
+        });
     }
 
     /**

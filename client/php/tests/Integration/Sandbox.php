@@ -230,6 +230,32 @@ final class Sandbox
         return $this->lagwatch !== null && proc_get_status($this->lagwatch)['running'];
     }
 
+    /**
+     * Runs $body with lagwatch stopped and both replicas' keys replaced by $fields (expiring in
+     * 30 s), then deletes those keys and starts lagwatch again, whatever $body did.
+     *
+     * @param array<string, string> $fields
+     */
+    public function withReplicaKeys(array $fields, callable $body): void
+    {
+        $this->stopLagwatch();
+        $redis = $this->redis();
+        try {
+            foreach (['replica1', 'replica2'] as $r) {
+                $key = 'slave_delay:' . $this->id($r);
+                $redis->del($key);
+                $redis->hMSet($key, $fields);
+                $redis->pExpire($key, 30000);
+            }
+            $body();
+        } finally {
+            foreach (['replica1', 'replica2'] as $r) {
+                $redis->del('slave_delay:' . $this->id($r));
+            }
+            $this->startLagwatch();
+        }
+    }
+
     /** Stops lagwatch by its PID: SIGTERM, then SIGKILL after a few seconds. */
     public function stopLagwatch(): void
     {

@@ -98,15 +98,8 @@ final class FaultsTest extends LaravelTestCase
 
     public function testMalformedHashesAreSkippedAndReadsGoToThePrimary(): void
     {
-        $this->sandbox->stopLagwatch();
-        $redis = $this->sandbox->redis();
-        try {
-            foreach (['replica1', 'replica2'] as $r) {
-                $key = 'slave_delay:' . $this->sandbox->id($r);
-                $redis->del($key);
-                $redis->hMSet($key, ['delay_ms' => 'ten', 'healthy' => '1', 'tier' => 'tier1', 'weight' => '50']);
-                $redis->pExpire($key, 30000);
-            }
+        $fields = ['delay_ms' => 'ten', 'healthy' => '1', 'tier' => 'tier1', 'weight' => '50'];
+        $this->sandbox->withReplicaKeys($fields, function (): void {
             $c = $this->lagwatch($this->capsule());
             for ($i = 0; $i < 10; ++$i) {
                 self::assertSame('two', Item::query()->find(2)->name);
@@ -115,12 +108,7 @@ final class FaultsTest extends LaravelTestCase
             }
             self::assertGreaterThanOrEqual(20, $c->router()->stats()['malformed']);
             self::assertNotEmpty(array_filter($this->logger->at('warning'), static fn ($l) => str_contains($l, 'malformed')));
-        } finally {
-            foreach (['replica1', 'replica2'] as $r) {
-                $redis->del('slave_delay:' . $this->sandbox->id($r));
-            }
-            $this->sandbox->startLagwatch();
-        }
+        });
     }
 
     public function testAReplicaThatHangsAfterItWasChosenCostsAtMostItsReadTimeout(): void
