@@ -58,44 +58,27 @@ constexpr int kThinkMs[] = {0, 5, 20, 50, 100, 200, 500, 1000};
 constexpr int kOrders = 1000;
 
 enum class Policy { kRandom, kSbm, kNaive, kLagwatch, kRywPublished, kRywAsk };
-constexpr Policy kPolicies[] = {Policy::kRandom,   Policy::kSbm,          Policy::kNaive,
-                                Policy::kLagwatch, Policy::kRywPublished, Policy::kRywAsk};
+// Each policy with the name --policy takes and the name the report prints, in report order.
+struct PolicyInfo {
+  Policy policy;
+  const char* flag;
+  const char* name;
+};
+constexpr PolicyInfo kPolicies[] = {
+    {Policy::kRandom, "random", "weighted random (no lag awareness)"},
+    {Policy::kSbm, "sbm", "Seconds_Behind_Master <= 1 s"},
+    {Policy::kNaive, "naive", "naive NOW() - updated_at <= 500 ms"},
+    {Policy::kLagwatch, "lagwatch", "lagwatch healthy"},
+    {Policy::kRywPublished, "ryw-published", "lagwatch + RYW + bounded staleness (published)"},
+    {Policy::kRywAsk, "ryw-ask", "lagwatch + RYW + bounded staleness (ask)"},
+};
 const char* PolicyName(Policy p) {
-  switch (p) {
-    case Policy::kRandom:
-      return "weighted random (no lag awareness)";
-    case Policy::kSbm:
-      return "Seconds_Behind_Master <= 1 s";
-    case Policy::kNaive:
-      return "naive NOW() - updated_at <= 500 ms";
-    case Policy::kLagwatch:
-      return "lagwatch healthy";
-    case Policy::kRywPublished:
-      return "lagwatch + RYW + bounded staleness (published)";
-    case Policy::kRywAsk:
-      return "lagwatch + RYW + bounded staleness (ask)";
+  for (const PolicyInfo& i : kPolicies) {
+    if (i.policy == p) return i.name;
   }
   return "?";
 }
 bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; }
-// The name --policy takes.
-const char* PolicyFlag(Policy p) {
-  switch (p) {
-    case Policy::kRandom:
-      return "random";
-    case Policy::kSbm:
-      return "sbm";
-    case Policy::kNaive:
-      return "naive";
-    case Policy::kLagwatch:
-      return "lagwatch";
-    case Policy::kRywPublished:
-      return "ryw-published";
-    case Policy::kRywAsk:
-      return "ryw-ask";
-  }
-  return "?";
-}
 
 constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
@@ -655,7 +638,9 @@ int RunBenchmark(const Options& o) {
   // The rows: the policies in this process, then the PHP routers (arguments for the worker).
   std::vector<std::string> names;
   std::vector<Policy> policies = o.policies;
-  if (policies.empty()) policies.assign(std::begin(kPolicies), std::end(kPolicies));
+  if (policies.empty()) {
+    for (const PolicyInfo& i : kPolicies) policies.push_back(i.policy);
+  }
   for (Policy p : policies) names.push_back(PolicyName(p));
   std::vector<std::pair<std::string, std::vector<std::string>>> php_rows;
   for (const std::string& mode : o.php_routers) {
@@ -752,12 +737,12 @@ int main(int argc, char** argv) {
              } else if (f.flag() == "--policy") {
                const std::string v = f.Value();
                auto it = std::find_if(std::begin(kPolicies), std::end(kPolicies),
-                                      [&](Policy p) { return v == PolicyFlag(p); });
+                                      [&](const PolicyInfo& i) { return v == i.flag; });
                if (it == std::end(kPolicies)) {
                  std::fprintf(stderr, "bench_stale_reads: unknown --policy '%s'\n", v.c_str());
                  std::exit(2);
                }
-               opt.policies.push_back(*it);
+               opt.policies.push_back(it->policy);
              } else {
                return false;
              }
