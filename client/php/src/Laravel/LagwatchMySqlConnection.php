@@ -138,12 +138,11 @@ class LagwatchMySqlConnection extends MySqlConnection
             if ($this->pretending()) {
                 return [];
             }
-            return $this->onReadConnection($query, $useReadPdo, function (\PDO $pdo) use ($query, $bindings) {
-                $statement = $this->prepared($pdo->prepare($query));
-                $this->bindValues($statement, $this->prepareBindings($bindings));
-                $statement->execute();
-                return $statement->fetchAll();
-            });
+            return $this->onReadConnection(
+                $query,
+                $useReadPdo,
+                fn (\PDO $pdo) => $this->executeRead($pdo, $query, $bindings)->fetchAll(),
+            );
         });
     }
 
@@ -153,12 +152,11 @@ class LagwatchMySqlConnection extends MySqlConnection
             if ($this->pretending()) {
                 return [];
             }
-            return $this->onReadConnection($query, $useReadPdo, function (\PDO $pdo) use ($query, $bindings) {
-                $statement = $this->prepared($pdo->prepare($query));
-                $this->bindValues($statement, $this->prepareBindings($bindings));
-                $statement->execute();
-                return $statement;
-            });
+            return $this->onReadConnection(
+                $query,
+                $useReadPdo,
+                fn (\PDO $pdo) => $this->executeRead($pdo, $query, $bindings),
+            );
         });
         while ($record = $statement->fetch()) {
             yield $record;
@@ -245,6 +243,15 @@ class LagwatchMySqlConnection extends MySqlConnection
      * @param Closure(\PDO): T $run
      * @return T
      */
+    /** Prepares $query on $pdo as Laravel does (fetch mode, bindings) and executes it. */
+    private function executeRead(\PDO $pdo, string $query, array $bindings): \PDOStatement
+    {
+        $statement = $this->prepared($pdo->prepare($query));
+        $this->bindValues($statement, $this->prepareBindings($bindings));
+        $statement->execute();
+        return $statement;
+    }
+
     private function onReadConnection(string $query, bool $useReadPdo, Closure $run): mixed
     {
         $this->beforeStatement();
