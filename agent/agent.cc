@@ -40,6 +40,8 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
     return "primary";
   }
   if (a.replica_defaults_file != b.replica_defaults_file) return "replica_defaults_file";
+  // The writer and the sampler keep their primary's; a replica's own `tls` reloads.
+  if (a.mysql_tls != b.mysql_tls || a.primary_tls != b.primary_tls) return "tls";
   if (a.heartbeat.QualifiedName() != b.heartbeat.QualifiedName() ||
       a.heartbeat.interval_ms != b.heartbeat.interval_ms ||
       a.heartbeat.create_table != b.heartbeat.create_table) {
@@ -64,14 +66,9 @@ Agent::Agent(Config config, const Clock& clock)
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),
-      writer_(WriterOptions{{initial_.primary, initial_.primary_defaults_file,
-                             "primary " + initial_.primary.Id()},
-                            initial_.heartbeat,
-                            initial_.agent_id},
+      writer_(WriterOptions{PrimaryTarget(initial_.primary), initial_.heartbeat, initial_.agent_id},
               &heartbeat_log_, &reporter_, clock_),
-      sampler_(SamplerOptions{{initial_.primary, initial_.primary_defaults_file,
-                               "primary " + initial_.primary.Id()},
-                              initial_.sampler_interval_ms,
+      sampler_(SamplerOptions{PrimaryTarget(initial_.primary), initial_.sampler_interval_ms,
                               initial_.positions},
                &positions_, &reporter_, clock_),
       topology_(
@@ -84,6 +81,7 @@ Agent::Agent(Config config, const Clock& clock)
           [this](const TopologyMonitor::Change& c) { TopologyChanged(c); },
           [this](const TopologyMonitor::Notice& n) { TopologyNotice(n); }),
       router_feedback_(initial_.redis, &metrics_.router_feedback, clock_),
+      tls_watch_(initial_.redis, &metrics_, clock_),
       config_(std::move(config)),
       discovered_(Millis(initial_.discovery.grace_ms),
                   static_cast<size_t>(initial_.discovery.max_replicas)) {
@@ -99,6 +97,7 @@ Agent::Agent(Config config, const Clock& clock)
     probers_[r.endpoint.Id()] = MakeProber(r);
     servers_.push_back(r.endpoint.Id());
   }
+  WatchTls(config_.Servers());
   if (initial_.discovery.enabled) {
     discovery_ = std::make_unique<ReplicaDiscovery>(
         PrimaryTarget(initial_.primary), Millis(initial_.discovery.interval_ms),
@@ -114,7 +113,8 @@ Agent::Agent(Config config, const Clock& clock)
 }
 
 MysqlTarget Agent::PrimaryTarget(const Endpoint& primary) const {
-  return {primary, initial_.primary_defaults_file, "primary " + primary.Id()};
+  return {primary, initial_.primary_defaults_file, "primary " + primary.Id(),
+          initial_.MysqlTlsFor(primary)};
 }
 
 void Agent::MovePrimary(const Endpoint& primary) {
@@ -349,6 +349,7 @@ Status Agent::Start() {
   }
   started_ = true;
   if (discovery_) discovery_->Start();
+  tls_watch_.Start();
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " +
                            std::to_string(probers_.size() - 1) + " replicas of primary " +
                            initial_.primary.Id() + " (and the primary, for its role); metrics on " +
@@ -367,6 +368,7 @@ void Agent::Stop() {
     for (auto& [id, p] : probers_) p->Stop();
     started_ = false;
   }
+  tls_watch_.Stop();
   writer_.Stop();
   sampler_.Stop();
   router_feedback_.Stop();
@@ -403,13 +405,25 @@ Status Agent::Reload(const Config& next) {
   return Status::Ok();
 }
 
+void Agent::WatchTls(const std::vector<ReplicaConfig>& servers) {
+  // As the probers log in: every server with the replicas' option file.
+  std::vector<MysqlTarget> targets;
+  for (const auto& r : servers) {
+    targets.push_back(
+        {r.endpoint, initial_.replica_defaults_file, "server " + r.endpoint.Id(), r.tls});
+  }
+  tls_watch_.SetTargets(std::move(targets));
+}
+
 std::vector<ReplicaConfig> Agent::EffectiveServers(const Config& c) const {
   // Every server is probed, the primary too (its tier and weight are for when it is a replica).
   std::vector<ReplicaConfig> out = c.Servers();
   std::set<std::string> named;
   for (const auto& r : out) named.insert(r.endpoint.Id());
   for (const auto& e : discovered_.replicas()) {
-    if (!named.count(e.Id())) out.push_back({e, c.discovery.tier, c.discovery.weight});
+    if (!named.count(e.Id())) {
+      out.push_back({e, c.discovery.tier, c.discovery.weight, c.mysql_tls});
+    }
   }
   return out;
 }
@@ -421,6 +435,7 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
   std::vector<Endpoint> servers;
   for (const auto& r : next_servers) servers.push_back(r.endpoint);
   topology_.SetServers(servers);
+  WatchTls(next_servers);
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next_servers) wanted[r.endpoint.Id()] = &r;
   ReloadCounts n;
@@ -438,7 +453,7 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
       if (r.endpoint.Id() == it->first) old_rc = &r;
     }
     const bool changed = shared_changed || !old_rc || old_rc->tier != w->second->tier ||
-                         old_rc->weight != w->second->weight;
+                         old_rc->weight != w->second->weight || old_rc->tls != w->second->tls;
     if (changed) {
       it->second->Stop();
       if (old_rc && old_rc->tier != w->second->tier) metrics_.RemoveReplica(it->first);

@@ -16,6 +16,7 @@
 #include "agent/discovery.h"
 #include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
+#include "agent/tls_watch.h"
 #include "agent/topology_monitor.h"
 #include "agent/windows.h"
 #include "base/clock.h"
@@ -76,6 +77,8 @@ class Agent {
   // `c`'s servers and the discovered replicas it does not name (with discovery's tier and
   // weight). REQUIRES: mu_ held.
   std::vector<ReplicaConfig> EffectiveServers(const Config& c) const;
+  // The TLS watch follows `servers` (those with TLS enabled).
+  void WatchTls(const std::vector<ReplicaConfig>& servers);
   // A listing of the primary's replicas (on the discovery thread): probers for replicas found,
   // none for those gone for the grace period.
   void OnListed(const std::vector<ListedReplica>& listed, int skipped);
@@ -112,6 +115,7 @@ class Agent {
   std::unique_ptr<ReplicaDiscovery> discovery_;  // when discovery.enabled
 
   RouterFeedback router_feedback_;
+  TlsWatch tls_watch_;
   // Per router app: RWSR and DSR windows (1m, 5m) and their gauges.
   struct AppWindows {
     std::vector<CounterRatioWindow> rwsr, dsr;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+
+#include <hiredis/hiredis.h>
 #include <optional>
 
 #include "agent/assessment.h"
@@ -9,10 +12,13 @@
 #include "base/binlog_coords.h"
 #include "base/mysql_conn.h"
 #include "base/mysql_errors.h"
+#include "base/net_stream.h"
 #include "base/position.h"
+#include "base/redis_conn.h"
 #include "base/server_flavor.h"
 #include "base/slave_status.h"
 #include "base/strings.h"
+#include "exporters/record_merge.h"
 #include "heartbeat/heartbeat_sql.h"
 #include "heartbeat/sampler.h"
 #include "version.h"
@@ -53,10 +59,52 @@ class Report {
   bool ok_ = true;
 };
 
+// "TLSv1.3 TLS_AES_256_GCM_SHA384, verified, certificate expires in 29 days (2027-01-02)", or
+// "plaintext".
+std::string DescribeTls(const TlsPeer& peer) {
+  if (!peer.tls) return "plaintext";
+  std::string out = peer.protocol + " " + peer.cipher + ", " +
+                    (peer.verified ? "verified" : "NOT verified (verify_server_cert is false)");
+  if (peer.not_after_unix) {
+    const int64_t now = UnixMillis(SystemClock::Get().WallNow()) / 1000;
+    const int64_t days = DaysUntil(*peer.not_after_unix, now);
+    char date[32];
+    const time_t t = static_cast<time_t>(*peer.not_after_unix);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    out += days >= 0
+               ? ", certificate expires in " + std::to_string(days) + " days (" + date + ")"
+               : ", certificate EXPIRED " + std::to_string(-days) + " days ago (" + date + ")";
+  }
+  return out;
+}
+
+// The line for a connection that failed on TLS: its named reason first.
+std::string TlsProblem(const Status& st) {
+  return std::string("TLS (") + st.tls_reason() + "): " + st.message();
+}
+
+// Certificates expiring within this many days are warned about (as the alert rule does).
+constexpr int64_t kExpiryWarnDays = 14;
+
+void ReportTls(Report& r, const TlsPeer& peer, const TlsOptions& wanted) {
+  r.Line("tls", DescribeTls(peer));
+  if (wanted.enabled && !peer.tls) {
+    r.Warn("tls is enabled but the server has no TLS, and tls.required is false: plaintext");
+  }
+  if (peer.not_after_unix &&
+      DaysUntil(*peer.not_after_unix, UnixMillis(SystemClock::Get().WallNow()) / 1000) <
+          kExpiryWarnDays) {
+    r.Warn("the server's certificate expires in less than " + std::to_string(kExpiryWarnDays) +
+           " days");
+  }
+}
+
 // A connection to one server and what the check learned of it.
 struct Server {
-  Server(const Endpoint& endpoint, const std::string& defaults_file, const std::string& label)
-      : conn(endpoint, defaults_file, label) {}
+  explicit Server(MysqlTarget t) : target(t), conn(std::move(t)) {}
+  MysqlTarget target;
   MysqlConn conn;
   ServerFlavor flavor;
   std::optional<int64_t> server_id;
@@ -74,17 +122,42 @@ struct Server {
   }
 };
 
+// Whether a plaintext login refused as "Access denied" succeeds over TLS (verification off,
+// credentials the same): MariaDB's answer to a plaintext client under require_secure_transport.
+bool RefusedForPlaintext(const MysqlTarget& target) {
+  MysqlTarget tls = target;
+  tls.tls.enabled = true;
+  tls.tls.verify = false;
+  MysqlConn conn(std::move(tls));
+  return conn.Query("SELECT 1", SystemClock::Get().Now() + kQueryTimeout).ok();
+}
+
 // Connects and asks which server it is; false (with the problem reported) when it cannot.
 bool Connect(Server& s, Report& r) {
   auto flavor = s.Query(kServerFlavorQuery);
   if (!flavor.ok()) {
-    r.Problem("cannot connect or query: " + flavor.status().ToString());
+    const Status& st = flavor.status();
+    if (st.code() == Status::Code::kTls) {
+      r.Problem(TlsProblem(st));
+    } else if (!s.target.tls.enabled && s.conn.last_errno() == kErAccessDenied &&
+               RefusedForPlaintext(s.target)) {
+      r.Problem(std::string("TLS (") + tls_reason::kPlaintextRefused +
+                "): the server refuses this login in plaintext and accepts it over TLS "
+                "(require_secure_transport=ON): configure tls");
+    } else {
+      r.Problem("cannot connect or query: " + st.ToString());
+    }
     return false;
   }
   if (auto parsed = ParseServerFlavor(*flavor); parsed.ok()) s.flavor = parsed.value();
   r.Line("server", s.flavor.Describe());
   if (s.flavor.kind == ServerFlavor::kUnknown) {
     r.Warn("the server's version is not one lagwatch knows; it is treated as an old MySQL");
+  }
+  if (auto peer = s.conn.InspectTls(SystemClock::Get().Now() + kQueryTimeout); peer.ok()) {
+    ReportTls(r, *peer, s.target.tls);
+  } else {
+    r.Warn("cannot read the connection's TLS status: " + peer.status().ToString());
   }
   auto who = s.Query("SELECT CURRENT_USER() AS user, @@server_id AS id, @@read_only AS ro");
   if (who.ok()) {
@@ -290,6 +363,41 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
   CheckHeartbeat(s, r, c, /*primary=*/false);
 }
 
+// Redis as the publisher reaches it: the server (or the master the sentinels name), TLS, the
+// user, and whether the record script loads. True when the agent can publish there.
+bool CheckRedis(const RedisConfig& redis) {
+  const std::string where = redis.sentinels.empty()
+                                ? Endpoint{redis.host, redis.port}.Id()
+                                : "master " + redis.master_name + " of " +
+                                      std::to_string(redis.sentinels.size()) + " sentinel" +
+                                      (redis.sentinels.size() == 1 ? "" : "s");
+  Report r("redis " + where + (redis.username.empty() ? "" : " as " + redis.username));
+  auto conn = RedisConnect(redis, kQueryTimeout);
+  if (!conn.ok()) {
+    const Status& st = conn.status();
+    r.Problem(st.code() == Status::Code::kTls ? TlsProblem(st) : st.ToString());
+    r.Print();
+    return false;
+  }
+  RedisConnection& rc = **conn;
+  r.Line("server", rc.server());
+  ReportTls(r, rc.tls(), redis.tls);
+  if (Status role = RedisCheckMaster(rc); !role.ok()) r.Problem(role.message());
+  if (RedisReply who = rc.Run({"ACL", "WHOAMI"}); who && who->type == REDIS_REPLY_STRING) {
+    r.Line("user", ReplyText(*who));
+  }
+  RedisReply sha = rc.Run({"SCRIPT", "LOAD", kMergeRecordScript});
+  if (sha && sha->type == REDIS_REPLY_STRING) {
+    r.Line("script", "lagwatch's record script loads (" + ReplyText(*sha) + ")");
+  } else {
+    r.Problem("the record script does not load: " + (sha ? ReplyText(*sha) : rc.error().message()) +
+              " (the agent's user needs SCRIPT LOAD and EVALSHA: docs/operations.md, "
+              "\"Least privilege in Redis\")");
+  }
+  r.Print();
+  return r.ok();
+}
+
 }  // namespace
 
 bool GrantsInclude(const std::vector<std::string>& grant_lines,
@@ -357,7 +465,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
               static_cast<long long>(c.agent_id), c.probe.interval_ms);
 
   int failed = 0;
-  Server primary(c.primary, c.primary_defaults_file, "primary " + c.primary.Id());
+  Server primary({c.primary, c.primary_defaults_file, "primary " + c.primary.Id(), c.primary_tls});
   Report pr("primary " + c.primary.Id() + " (option file " + c.primary_defaults_file + ")");
   PositionsKind kind = PositionsKind::kNone;
   if (Connect(primary, pr)) kind = CheckPrimary(primary, pr, c);
@@ -365,7 +473,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   failed += !pr.ok();
 
   for (const auto& rc : c.replicas) {
-    Server s(rc.endpoint, c.replica_defaults_file, "replica " + rc.endpoint.Id());
+    Server s({rc.endpoint, c.replica_defaults_file, "replica " + rc.endpoint.Id(), rc.tls});
     Report r("replica " + rc.endpoint.Id() + ", " + rc.tier + " (option file " +
              c.replica_defaults_file + ")");
     if (Connect(s, r)) CheckReplica(s, r, c, rc, primary.server_id, kind);
@@ -373,9 +481,10 @@ int RunCheckCommand(const std::vector<std::string>& args) {
     failed += !r.ok();
   }
   const size_t servers = 1 + c.replicas.size();
-  std::printf("%zu servers: %zu can be monitored, %d cannot\n", servers,
-              servers - static_cast<size_t>(failed), failed);
-  return failed ? kExitProblem : 0;
+  const bool redis_ok = CheckRedis(c.redis);
+  std::printf("%zu servers: %zu can be monitored, %d cannot; Redis %s\n", servers,
+              servers - static_cast<size_t>(failed), failed, redis_ok ? "usable" : "NOT usable");
+  return failed || !redis_ok ? kExitProblem : 0;
 }
 
 }  // namespace lagwatch

@@ -1,5 +1,7 @@
 #include "agent/config.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -95,6 +97,41 @@ Endpoint ReadEndpoint(Obj& o) {
   return e;
 }
 
+// A `tls` block: the keys of TlsOptions over `base` (the defaults, or the top-level block a
+// server's own overrides). `mysql`: a MySQL block (`required`, no `server_name`); else Redis's.
+TlsOptions ReadTls(const json& j, const std::string& path, TlsOptions base, bool mysql) {
+  Obj o(j, path);
+  base.enabled = o.Bool("enabled", base.enabled);
+  base.ca_file = o.Str("ca_file", base.ca_file);
+  base.cert_file = o.Str("cert_file", base.cert_file);
+  base.key_file = o.Str("key_file", base.key_file);
+  base.verify = o.Bool("verify_server_cert", base.verify);
+  if (mysql) {
+    base.required = o.Bool("required", base.required);
+  } else {
+    base.server_name = o.Str("server_name", base.server_name);
+    if (!IsToken(base.server_name, "._:-", 0, 253)) {
+      Fail(o.Key("server_name"), "not a valid host name or address");
+    }
+  }
+  if (const json* v = o.Get("min_version")) {
+    if (*v == "1.2") {
+      base.min_version = 12;
+    } else if (*v == "1.3") {
+      base.min_version = 13;
+    } else {
+      Fail(o.Key("min_version"), "must be \"1.2\" or \"1.3\"");
+    }
+  }
+  o.RejectUnknownKeys();
+  if (base.cert_file.empty() != base.key_file.empty()) {
+    Fail(o.Key(base.cert_file.empty() ? "key_file" : "cert_file"),
+         "needs " + o.Key(base.cert_file.empty() ? "cert_file" : "key_file") +
+             " (a client certificate and its key go together)");
+  }
+  return base;
+}
+
 // One reader per section; each reports unknown keys of its own object.
 
 void ReadPrimary(Obj& top, Config& c) {
@@ -104,6 +141,8 @@ void ReadPrimary(Obj& top, Config& c) {
   // Checked against the tiers once they are read (ReadTiers comes later).
   c.primary_tier = p.Str("tier", "");
   c.primary_weight = static_cast<int>(p.Int("weight", 1, 0, 1000));
+  c.primary_tls = c.mysql_tls;
+  if (const json* t = p.Get("tls")) c.primary_tls = ReadTls(*t, "primary.tls", c.mysql_tls, true);
   p.RejectUnknownKeys();
 }
 
@@ -177,6 +216,8 @@ void ReadReplicas(const json& r, Config& c) {
     for (const auto& t : c.tiers) known = known || t.name == rc.tier;
     if (!known) Fail(o.Key("tier"), "unknown tier \"" + rc.tier + "\"");
     rc.weight = static_cast<int>(o.Int("weight", 1, 0, 1000));
+    rc.tls = c.mysql_tls;
+    if (const json* t = o.Get("tls")) rc.tls = ReadTls(*t, o.Key("tls"), c.mysql_tls, true);
     o.RejectUnknownKeys();
     if (!ids.insert(rc.endpoint.Id()).second) {
       Fail(path, "duplicate replica " + rc.endpoint.Id());
@@ -234,9 +275,13 @@ void ReadRedis(const json& j, RedisConfig& redis) {
     if (!IsToken(redis.master_name, "_.:-", 1, 64)) {
       Fail("redis.master_name", "must match [A-Za-z0-9_.:-]{1,64}");
     }
+    redis.sentinel_username = o.Str("sentinel_username", "");
     redis.sentinel_password_file = o.Str("sentinel_password_file", "");
+    if (!redis.sentinel_username.empty() && redis.sentinel_password_file.empty()) {
+      Fail("redis.sentinel_username", "needs redis.sentinel_password_file");
+    }
   } else {
-    for (const char* k : {"master_name", "sentinel_password_file"}) {
+    for (const char* k : {"master_name", "sentinel_username", "sentinel_password_file"}) {
       if (o.Get(k)) Fail(o.Key(k), "needs redis.sentinels");
     }
     redis.host = o.Str("host", redis.host);
@@ -247,6 +292,7 @@ void ReadRedis(const json& j, RedisConfig& redis) {
     Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
   }
   redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", redis.ttl_ms, 100, 600000));
+  if (const json* t = o.Get("tls")) redis.tls = ReadTls(*t, "redis.tls", redis.tls, false);
   redis.username = o.Str("username", "");
   redis.password_file = o.Str("password_file", "");
   if (!redis.username.empty() && redis.password_file.empty()) {
@@ -326,6 +372,7 @@ Config Parse(const json& root) {
            "must be \"auto\", \"mariadb_gtid\", \"mysql_gtid\", \"binlog\" or \"none\"");
     }
   }
+  if (const json* j = top.Get("tls")) c.mysql_tls = ReadTls(*j, "tls", c.mysql_tls, true);
   ReadPrimary(top, c);
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
   if (const json* j = top.Get("heartbeat")) ReadHeartbeat(*j, c.heartbeat);
@@ -352,12 +399,51 @@ Config Parse(const json& root) {
   return c;
 }
 
+// The files of every TLS block: CA files and certificates readable, keys checked as secrets.
+// Logs the warning every start owes a block with verification off.
+Status CheckTlsFiles(const Config& c) {
+  std::vector<std::pair<std::string, const TlsOptions*>> blocks = {
+      {"tls", &c.mysql_tls}, {"primary.tls", &c.primary_tls}, {"redis.tls", &c.redis.tls}};
+  for (size_t i = 0; i < c.replicas.size(); ++i) {
+    blocks.emplace_back("replicas[" + std::to_string(i) + "].tls", &c.replicas[i].tls);
+  }
+  for (const auto& [key, tls] : blocks) {
+    if (!tls->enabled) continue;
+    for (const auto& [name, file] :
+         {std::pair<const char*, const std::string*>{"ca_file", &tls->ca_file},
+          {"cert_file", &tls->cert_file}}) {
+      if (!file->empty() && ::access(file->c_str(), R_OK) != 0) {
+        return Status::InvalidArgument(key + "." + name + ": cannot read " + *file);
+      }
+    }
+    if (!tls->key_file.empty()) {
+      Status st = CheckSecretFile(key + ".key_file", tls->key_file, c.insecure_files,
+                                  ", or set insecure_files to \"warn\"");
+      if (!st.ok()) return st;
+    }
+    if (!tls->verify && (key == "tls" || key == "redis.tls" || *tls != c.mysql_tls)) {
+      Log(LogLevel::kWarn, key +
+                               ".verify_server_cert is false: the server's certificate is not "
+                               "checked, so anyone on the path can pose as the server");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<ReplicaConfig> Config::Servers() const {
-  std::vector<ReplicaConfig> out = {{primary, primary_tier, primary_weight}};
+  std::vector<ReplicaConfig> out = {{primary, primary_tier, primary_weight, primary_tls}};
   out.insert(out.end(), replicas.begin(), replicas.end());
   return out;
+}
+
+const TlsOptions& Config::MysqlTlsFor(const Endpoint& server) const {
+  if (server == primary) return primary_tls;
+  for (const auto& r : replicas) {
+    if (r.endpoint == server) return r.tls;
+  }
+  return mysql_tls;
 }
 
 const TierConfig& Config::Tier(const std::string& name) const {
@@ -403,6 +489,7 @@ Result<Config> LoadConfig(const std::string& path) {
         CheckSecretFile(key, *file, c.insecure_files, ", or set insecure_files to \"warn\"");
     if (!st.ok()) return st;
   }
+  if (Status st = CheckTlsFiles(c); !st.ok()) return st;
   struct Password {
     const char* key;
     const std::string& file;

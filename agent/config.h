@@ -28,6 +28,7 @@ struct ReplicaConfig {
   Endpoint endpoint;
   std::string tier;  // names one of Config::tiers
   int weight = 1;    // 0..1000, passed through to routers
+  TlsOptions tls;    // the server's `tls` over the top-level one (Config::mysql_tls)
 };
 
 // Replicas found from the primary's listing (agent/discovery.h); off by default.
@@ -71,6 +72,10 @@ struct Config {
   InsecureFiles insecure_files = InsecureFiles::kRefuse;
   Endpoint primary;
   std::string primary_defaults_file;  // MySQL option file with [client] user/password
+  // TLS to MySQL servers (docs/configuration.md, "TLS"): the top-level `tls` block, for every
+  // server without its own (discovered replicas too), and the primary's (its `tls` over it).
+  TlsOptions mysql_tls;
+  TlsOptions primary_tls;
   // The configured primary's tier and weight for when it is a replica (after a switchover it
   // rejoins as one: docs/measurement.md, "Following the primary"); the first tier and 1 by
   // default.
@@ -90,6 +95,8 @@ struct Config {
   int slo_delay_ms = 200;
   DiscoveryConfig discovery;
 
+  // The TLS for `server`: the primary's or a configured replica's own, else mysql_tls.
+  const TlsOptions& MysqlTlsFor(const Endpoint& server) const;
   // REQUIRES: name is a tier in `tiers` (guaranteed after ParseConfig succeeds).
   const TierConfig& Tier(const std::string& name) const;
   // Every configured server, each as a replica may be probed: the primary first (with
@@ -104,9 +111,11 @@ struct Config {
 Result<Config> ParseConfig(const std::string& json_text);
 
 // Reads and parses a file; a read failure names the path.
-// Also checks the secret files it names (option files, Redis and sentinel password files): each
-// must be a readable regular file, and one that its group or others may read or write is refused
-// (or only warned about with "insecure_files": "warn"); reads the Redis and sentinel passwords.
+// Also checks the secret files it names (option files, Redis and sentinel password files, TLS
+// keys): each must be a readable regular file, and one that its group or others may read or write
+// is refused (or only warned about with "insecure_files": "warn"); reads the Redis and sentinel
+// passwords; checks that the TLS blocks' CA files and certificates can be read, and logs a
+// warning for each enabled block with verify_server_cert false.
 Result<Config> LoadConfig(const std::string& path);
 
 }  // namespace lagwatch

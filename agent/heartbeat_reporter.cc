@@ -9,8 +9,9 @@ void HeartbeatReporter::HeartbeatWritten(uint64_t seq) {
   metrics_->heartbeat_last_seq.Set(static_cast<double>(seq));
 }
 
-void HeartbeatReporter::HeartbeatFailed(std::string_view reason) {
-  metrics_->heartbeat_errors.Add({{"reason", std::string(reason)}}).Increment();
+void HeartbeatReporter::HeartbeatFailed(const Status& why) {
+  metrics_->heartbeat_errors.Add({{"reason", why.reason()}}).Increment();
+  metrics_->CountTlsError("mysql", why);
 }
 
 void HeartbeatReporter::SetTopology(const TopologyMonitor* topology) {
@@ -47,8 +48,9 @@ void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
 
 void HeartbeatReporter::PositionSampled() { metrics_->sampler_samples.Increment(); }
 
-void HeartbeatReporter::SampleFailed(std::string_view reason) {
+void HeartbeatReporter::SampleFailed(std::string_view reason, const Status& cause) {
   metrics_->sampler_errors.Add({{"reason", std::string(reason)}}).Increment();
+  metrics_->CountTlsError("mysql", cause);
 }
 
 void HeartbeatReporter::PrimaryLoadRead(const PrimaryLoad& load) {

@@ -27,11 +27,11 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   void SetPrimary(std::string primary);
 
   void HeartbeatWritten(uint64_t seq) override;
-  void HeartbeatFailed(std::string_view reason) override;
+  void HeartbeatFailed(const Status& why) override;
   void PrimaryState(const PrimarySnapshot& primary, std::optional<Micros> since_last_ack) override;
 
   void PositionSampled() override;
-  void SampleFailed(std::string_view reason) override;
+  void SampleFailed(std::string_view reason, const Status& cause) override;
   void PrimaryLoadRead(const PrimaryLoad& load) override;
   void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) override;
 

@@ -62,8 +62,8 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       metrics_(metrics),
       clock_(clock),
       loop_(loop),
-      conn_(loop, replica.endpoint, config_.replica_defaults_file,
-            "replica " + replica.endpoint.Id()),
+      conn_(loop, MysqlTarget{replica.endpoint, config_.replica_defaults_file,
+                              "replica " + replica.endpoint.Id(), replica.tls}),
       health_(HealthPolicy{config_.health.recover_ratio, config_.health.recover_probes,
                            config_.health.keep_caught_up_when_primary_unknown}),
       lag_window_(Millis(kLongestWindowMs), LagWindowCapacity(config_.probe.interval_ms)),
@@ -671,6 +671,7 @@ ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lowe
 void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap) {
   if (!a.probe_status.ok() && !probe_.backing_off) {
     m_->ProbeError(a.probe_status.reason()).Increment();
+    metrics_->CountTlsError("mysql", a.probe_status);
   }
   if (a.status_error) m_->ProbeError(a.status_error->reason()).Increment();
   if (a.health.delay_ms) {

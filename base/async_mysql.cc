@@ -6,10 +6,8 @@
 
 namespace lagwatch {
 
-AsyncMysqlConn::AsyncMysqlConn(EventLoop* loop, Endpoint endpoint, std::string defaults_file,
-                               std::string label)
-    : loop_(loop),
-      conn_(std::move(endpoint), std::move(defaults_file), std::move(label), {}, loop->clock()) {}
+AsyncMysqlConn::AsyncMysqlConn(EventLoop* loop, MysqlTarget target)
+    : loop_(loop), conn_(std::move(target), {}, loop->clock()) {}
 
 void AsyncMysqlConn::Query(std::string sql, MonoTime deadline, Callback done, Millis linger,
                            std::function<void()> late) {

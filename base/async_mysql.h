@@ -23,7 +23,7 @@ class AsyncMysqlConn {
  public:
   using Callback = std::function<void(Result<QueryResult>)>;
 
-  AsyncMysqlConn(EventLoop* loop, Endpoint endpoint, std::string defaults_file, std::string label);
+  AsyncMysqlConn(EventLoop* loop, MysqlTarget target);
   // Abandons a statement in flight without calling back.
   ~AsyncMysqlConn() { Cancel(); }
   AsyncMysqlConn(const AsyncMysqlConn&) = delete;

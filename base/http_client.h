@@ -8,8 +8,8 @@
 // 12's CivetWeb 1.15 calls SSL_get_peer_certificate, which OpenSSL 3 no longer exports, so its
 // first TLS connection would crash. The shim libraries that supply that function
 // (exporters/openssl_shim.cc, docs/configuration.md "HTTP security") are loaded only when the
-// HTTP server starts TLS (exporters/http_server.cc), not for a client. This one speaks OpenSSL 3
-// directly.
+// HTTP server starts TLS (exporters/http_server.cc), not for a client. This one is HTTP/1.0 over
+// base/net_stream.h, the socket and TLS layer every Redis connection uses too.
 #pragma once
 
 #include <cstddef>
@@ -58,21 +58,20 @@ inline constexpr size_t kHttpMaxResponseBytes = 64u << 20;
 // and body follows the headers. Failure, with code 0, body empty and error set to one line fit
 // for a user: the name does not resolve ("cannot resolve ..."); no address accepts the
 // connection ("cannot connect to HOST:PORT: Connection refused"); the TLS setup or handshake
-// fails ("TLS handshake failed: certificate not trusted: ..." and the like), or the pinned
-// certificate is not the one presented ("TLS: the agent's certificate is not the one in FILE");
+// fails ("TLS handshake with HOST:PORT failed (unknown_ca): certificate not trusted: ..." and the
+// like: NetStream::StartTls), or the pinned certificate is not the one presented ("TLS: the
+// certificate of HOST:PORT is not the one in FILE");
 // the request cannot be sent or the answer read ("cannot read the answer: ..."); the answer is
 // empty ("no answer"), not HTTP ("not an HTTP answer") or over kHttpMaxResponseBytes; and the
 // deadline passes at any step ("...: timed out").
 //
-// Every socket call is non-blocking and waits with poll for at most the time left until
-// options.timeout after the call began, so no step outlives that deadline; the one exception is
+// Every step has the deadline options.timeout after the call began; the one exception is
 // resolving a host *name* (getaddrinfo, the system resolver's own timeouts): addresses are never
 // looked up. The request buffer, which holds the credentials, is wiped (OPENSSL_cleanse) before
 // returning; the caller owns and wipes options.authorization.
 //
 // Thread-safe: calls share no state (each has its own socket and, for TLS, its own SSL_CTX).
-// SIGPIPE cannot come from a plain socket (MSG_NOSIGNAL); over TLS, OpenSSL writes with write(2),
-// so a process that uses TLS should ignore SIGPIPE (agent/main.cc does).
+// A process that uses TLS ignores SIGPIPE (base/net_stream.h).
 HttpReply HttpGet(const HttpTarget& target, const HttpRequestOptions& options);
 
 }  // namespace lagwatch

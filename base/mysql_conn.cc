@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include <errmsg.h>
 #include <mysql.h>
+
+#include "base/mysql_errors.h"
+#include "base/strings.h"
 
 namespace lagwatch {
 namespace {
@@ -37,13 +41,8 @@ QueryResult ToQueryResult(MYSQL_RES* res) {
 
 }  // namespace
 
-MysqlConn::MysqlConn(Endpoint endpoint, std::string defaults_file, std::string label,
-                     std::stop_token stop, const Clock& clock)
-    : endpoint_(std::move(endpoint)),
-      defaults_file_(std::move(defaults_file)),
-      label_(std::move(label)),
-      stop_(std::move(stop)),
-      clock_(clock) {}
+MysqlConn::MysqlConn(MysqlTarget target, std::stop_token stop, const Clock& clock)
+    : target_(std::move(target)), stop_(std::move(stop)), clock_(clock) {}
 
 MysqlConn::~MysqlConn() { Close(); }
 
@@ -73,7 +72,8 @@ Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline) {
   for (;;) {
     if (stop_.stop_requested()) return Status::Cancelled("shutting down");
     auto now = clock_.Now();
-    if (now >= deadline) return Status::DeadlineExceeded("no answer from " + label_ + " in time");
+    if (now >= deadline)
+      return Status::DeadlineExceeded("no answer from " + target_.label + " in time");
     if (now >= lib_deadline) return MYSQL_WAIT_TIMEOUT;
     auto until = std::min(deadline, lib_deadline);
     int slice = static_cast<int>(std::min<int64_t>(kPollSliceMs, ToMillis(until - now) + 1));
@@ -81,7 +81,7 @@ Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline) {
     int n = ::poll(&pfd, wait.fd >= 0 ? 1 : 0, slice);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::Unavailable("poll failed for " + label_);
+      return Status::Unavailable("poll failed for " + target_.label);
     }
     if (n == 0) continue;
     return WaitEventsFrom(pfd.revents, wait.events);
@@ -99,13 +99,48 @@ int WaitEventsFrom(int revents, int wait_events) {
 
 Status MysqlConn::ClientError(std::string_view what) {
   last_errno_ = mysql_errno(mysql_);
-  std::string msg = std::string(what) + " " + label_ + ": " + mysql_error(mysql_);
+  std::string msg = std::string(what) + " " + target_.label + ": " + mysql_error(mysql_);
   // Client-side codes (2000+) mean the connection is gone; lower codes are the server's verdict.
   if (last_errno_ >= CR_MIN_ERROR) {
     Close();
     return Status::Unavailable(std::move(msg));
   }
   return Status::ServerError(std::move(msg));
+}
+
+void MysqlConn::SetTlsOptions() {
+  const TlsOptions& tls = target_.tls;
+  if (!tls.enabled) return;
+  auto file = [](const std::string& f) { return f.empty() ? nullptr : f.c_str(); };
+  // Also turns TLS on when no file is given (the system's trust store then).
+  mysql_ssl_set(mysql_, file(tls.key_file), file(tls.cert_file), file(tls.ca_file), nullptr,
+                nullptr);
+  my_bool verify = tls.verify ? 1 : 0;
+  my_bool enforce = tls.required ? 1 : 0;
+  mysql_options(mysql_, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+  mysql_options(mysql_, MYSQL_OPT_SSL_ENFORCE, &enforce);
+  mysql_options(mysql_, MARIADB_OPT_TLS_VERSION,
+                tls.min_version >= 13 ? "TLSv1.3" : "TLSv1.2,TLSv1.3");
+}
+
+Status MysqlConn::ConnectError() {
+  last_errno_ = mysql_errno(mysql_);
+  std::string msg = "cannot connect to " + target_.label + ": " + mysql_error(mysql_);
+  if (last_errno_ == CR_SSL_CONNECTION_ERROR) {
+    const char* reason = TlsReasonForErrorText(mysql_error(mysql_));
+    return Status::Tls(reason, msg + " (" + reason + ")");
+  }
+  if (last_errno_ == kErSecureTransportRequired) {
+    return Status::Tls(tls_reason::kPlaintextRefused,
+                       msg + " (plaintext_refused: the server requires TLS; set tls)");
+  }
+  if (last_errno_ == kErAccessDenied && !target_.tls.enabled &&
+      (mysql_->server_capabilities & CLIENT_SSL)) {
+    msg +=
+        " (over plaintext, and the server offers TLS: MariaDB answers a plaintext login this "
+        "way when require_secure_transport is ON; if it is, set tls)";
+  }
+  return Status::Unavailable(std::move(msg));
 }
 
 Status MysqlConn::Abort(Status why) {
@@ -124,24 +159,25 @@ std::optional<MysqlConn::Wait> MysqlConn::Begin(std::string sql) {
     phase_ = Phase::kQuerying;
     return Advance(mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size()));
   }
-  if (::access(defaults_file_.c_str(), R_OK) != 0) {
-    return Finish(
-        Status::InvalidArgument("cannot read option file " + defaults_file_ + " for " + label_));
+  if (::access(target_.defaults_file.c_str(), R_OK) != 0) {
+    return Finish(Status::InvalidArgument("cannot read option file " + target_.defaults_file +
+                                          " for " + target_.label));
   }
   mysql_ = mysql_init(nullptr);
   if (!mysql_)
-    return Finish(Status::Unavailable("out of memory creating a connection to " + label_));
+    return Finish(Status::Unavailable("out of memory creating a connection to " + target_.label));
   mysql_options(mysql_, MYSQL_OPT_NONBLOCK, nullptr);
-  mysql_options(mysql_, MYSQL_READ_DEFAULT_FILE, defaults_file_.c_str());
+  mysql_options(mysql_, MYSQL_READ_DEFAULT_FILE, target_.defaults_file.c_str());
   mysql_options(mysql_, MYSQL_READ_DEFAULT_GROUP, "lagwatch");
   unsigned int secs = 5;
   mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &secs);
   mysql_options(mysql_, MYSQL_OPT_READ_TIMEOUT, &secs);
   mysql_options(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &secs);
+  SetTlsOptions();
   phase_ = Phase::kConnecting;
-  return Advance(mysql_real_connect_start(&connect_ret_, mysql_, endpoint_.host.c_str(), nullptr,
-                                          nullptr, nullptr, static_cast<unsigned>(endpoint_.port),
-                                          nullptr, 0));
+  return Advance(mysql_real_connect_start(
+      &connect_ret_, mysql_, target_.endpoint.host.c_str(), nullptr, nullptr, nullptr,
+      static_cast<unsigned>(target_.endpoint.port), nullptr, 0));
 }
 
 std::optional<MysqlConn::Wait> MysqlConn::Continue(int events) {
@@ -170,9 +206,9 @@ std::optional<MysqlConn::Wait> MysqlConn::Advance(int wait_status) {
     switch (phase_) {
       case Phase::kConnecting:
         if (!connect_ret_) {
-          Status s = ClientError("cannot connect to");
+          Status s = ConnectError();
           Close();  // a failed handshake leaves nothing reusable, whatever the error class
-          return Finish(Status::Unavailable(s.message()));
+          return Finish(std::move(s));
         }
         phase_ = Phase::kQuerying;
         wait_status = mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size());
@@ -208,7 +244,7 @@ std::optional<MysqlConn::Wait> MysqlConn::Finish(Result<QueryResult> outcome) {
 }
 
 Result<QueryResult> MysqlConn::TakeResult() {
-  if (!outcome_) return Status::Unavailable("no statement finished on " + label_);
+  if (!outcome_) return Status::Unavailable("no statement finished on " + target_.label);
   Result<QueryResult> r = std::move(*outcome_);
   outcome_.reset();
   return r;
@@ -222,6 +258,41 @@ Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
     w = Continue(ev.value());
   }
   return TakeResult();
+}
+
+std::optional<int64_t> ParseCertificateTime(std::string_view text) {
+  // ASN1_TIME_print's form, which both servers use: "Jan  2 06:09:05 2027 GMT".
+  std::tm tm{};
+  const std::string t(text);
+  const char* end = strptime(t.c_str(), "%b %d %H:%M:%S %Y GMT", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+Result<TlsPeer> MysqlConn::InspectTls(MonoTime deadline) {
+  auto r = Query(
+      "SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher', "
+      "'Ssl_server_not_after')",
+      deadline);
+  if (!r.ok()) return r.status();
+  TlsPeer peer;
+  for (const auto& row : r->rows) {
+    if (row.size() < 2 || !row[0] || !row[1]) continue;
+    const std::string name = AsciiLower(*row[0]);
+    if (name == "ssl_version") peer.protocol = *row[1];
+    if (name == "ssl_cipher") peer.cipher = *row[1];
+    if (name == "ssl_server_not_after") peer.not_after_unix = ParseCertificateTime(*row[1]);
+  }
+  const char* version = nullptr;
+  if (mysql_ && mariadb_get_infov(mysql_, MARIADB_CONNECTION_TLS_VERSION, &version) == 0 &&
+      version && *version) {
+    peer.protocol = version;
+  }
+  if (const char* cipher = mysql_ ? mysql_get_ssl_cipher(mysql_) : nullptr) peer.cipher = cipher;
+  peer.tls = !peer.cipher.empty();
+  if (!peer.tls) return TlsPeer{};
+  peer.verified = target_.tls.enabled && target_.tls.verify;
+  return peer;
 }
 
 SqlConnector MysqlConnector(const Clock& clock) {

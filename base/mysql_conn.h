@@ -12,7 +12,9 @@
 // statement; the caller must treat the outcome as unknown) and the next statement reconnects.
 //
 // Credentials come only from the option file (`[client]` user/password); host and port are given
-// explicitly because an option file without them falls back to a unix socket.
+// explicitly because an option file without them falls back to a unix socket. TLS as the target's
+// TlsOptions say (Connector/C's MYSQL_OPT_SSL_* options; an option file's ssl-* lines still apply
+// when the target's TLS is off).
 //
 // Thread-compatible: one thread uses a connection at a time.
 #pragma once
@@ -28,6 +30,7 @@
 
 #include "base/clock.h"
 #include "base/endpoint.h"
+#include "base/net_stream.h"
 #include "base/query_result.h"
 #include "base/status.h"
 
@@ -53,22 +56,35 @@ class SqlConnection {
   virtual unsigned last_errno() const = 0;
 };
 
-// Where a server is and the option file with its credentials: all a connection needs.
+// Where a server is, the option file with its credentials and how to speak TLS to it: all a
+// connection needs.
 struct MysqlTarget {
   Endpoint endpoint;
   std::string defaults_file;  // MySQL option file with [client] user/password
   std::string label;          // names the peer in messages, e.g. "primary 127.0.0.1:3306"
+  TlsOptions tls;             // enabled false: as the option file says (plaintext by default)
+  bool operator==(const MysqlTarget&) const = default;
 };
+
+// How TLS maps onto Connector/C (docs/configuration.md, "TLS"): enabled sets MYSQL_OPT_SSL_CA /
+// _CERT / _KEY (empty ones left unset) and MARIADB_OPT_TLS_VERSION from min_version; verify sets
+// MYSQL_OPT_SSL_VERIFY_SERVER_CERT (chain and the host name or IP connected to); required sets
+// MYSQL_OPT_SSL_ENFORCE (a server without TLS is refused). Failures:
+//   - a TLS error (CR_SSL_CONNECTION_ERROR) is Status::Tls, its reason from the library's text
+//     (TlsReasonForErrorText: unknown_ca, name_mismatch, expired, not_tls when TLS is required
+//     and the server has none, ...);
+//   - MySQL's ER_SECURE_TRANSPORT_REQUIRED (3159) to a plaintext client is Tls plaintext_refused;
+//   - MariaDB answers a plaintext login under require_secure_transport with a bare "Access
+//     denied" (1045): when the connection was plaintext and the server offered TLS, the message
+//     says that TLS may be required (the reason stays the server's).
 
 class MysqlConn final : public SqlConnection {
  public:
-  // `defaults_file` is a MySQL option file; `label` names the peer in error messages ("replica
-  // 127.0.0.1:3307"). `stop` (optional) aborts a wait early when shutdown is requested. `clock`
-  // (which must outlive the connection) is what deadlines are measured on.
-  MysqlConn(Endpoint endpoint, std::string defaults_file, std::string label,
-            std::stop_token stop = {}, const Clock& clock = SystemClock::Get());
-  MysqlConn(const MysqlTarget& target, std::stop_token stop, const Clock& clock)
-      : MysqlConn(target.endpoint, target.defaults_file, target.label, std::move(stop), clock) {}
+  // `target.label` names the peer in error messages ("replica 127.0.0.1:3307"). `stop`
+  // (optional) aborts a wait early when shutdown is requested. `clock` (which must outlive the
+  // connection) is what deadlines are measured on.
+  explicit MysqlConn(MysqlTarget target, std::stop_token stop = {},
+                     const Clock& clock = SystemClock::Get());
   ~MysqlConn() override;
   MysqlConn(const MysqlConn&) = delete;
   MysqlConn& operator=(const MysqlConn&) = delete;
@@ -100,7 +116,13 @@ class MysqlConn final : public SqlConnection {
 
   void Close();
   bool connected() const { return mysql_ != nullptr; }
-  const std::string& label() const { return label_; }
+  const std::string& label() const { return target_.label; }
+  // The connection's TLS as Connector/C and the server say: protocol and cipher from the library,
+  // the server certificate's expiry from the server's Ssl_server_not_after (Connector/C 3.3 does
+  // not hand out the peer certificate); verified when TLS is on with verify set (the library
+  // refused the connection otherwise). Runs one statement (connecting first if needed), blocking
+  // until `deadline`; fails as Query does.
+  Result<TlsPeer> InspectTls(MonoTime deadline);
   unsigned last_errno() const override { return last_errno_; }
 
  private:
@@ -113,9 +135,12 @@ class MysqlConn final : public SqlConnection {
   Result<int> PollFor(const Wait& wait, MonoTime deadline);
   Status ClientError(std::string_view what);
 
-  const Endpoint endpoint_;
-  const std::string defaults_file_;
-  const std::string label_;
+  // Sets the TLS options of target_.tls on the fresh handle mysql_.
+  void SetTlsOptions();
+  // The Status for a failed connect, as the class comment says.
+  Status ConnectError();
+
+  const MysqlTarget target_;
   std::stop_token stop_;
   const Clock& clock_;
   MYSQL* mysql_ = nullptr;
@@ -134,6 +159,10 @@ class MysqlConn final : public SqlConnection {
 // tests). The connection must honour `stop` in its waits.
 using SqlConnector =
     std::function<std::unique_ptr<SqlConnection>(const MysqlTarget& target, std::stop_token stop)>;
+
+// A certificate time as MySQL and MariaDB print it in Ssl_server_not_after ("Jan  2 06:09:05
+// 2027 GMT"), unix seconds; nullopt for anything else.
+std::optional<int64_t> ParseCertificateTime(std::string_view text);
 
 // A connector for real MySQL connections, whose deadlines are on `clock`.
 SqlConnector MysqlConnector(const Clock& clock);

@@ -4,6 +4,14 @@
 
 namespace lagwatch {
 
+// ER_ACCESS_DENIED_ERROR: a login refused (also MariaDB's answer to a plaintext login under
+// require_secure_transport=ON).
+inline constexpr unsigned kErAccessDenied = 1045;
+// ER_SECURE_TRANSPORT_REQUIRED (MySQL 5.7+): a plaintext connection under
+// require_secure_transport=ON.
+// https://dev.mysql.com/doc/mysql-errors/8.0/en/server-error-reference.html
+inline constexpr unsigned kErSecureTransportRequired = 3159;
+
 // ER_PARSE_ERROR: a statement the server does not know (MySQL 8.4+ answers SHOW SLAVE STATUS
 // with it).
 inline constexpr unsigned kErParseError = 1064;

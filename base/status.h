@@ -20,6 +20,7 @@ class Status {
     kServerError,       // the server answered with an error (message carries it)
     kDataError,         // the server answered, but with something we cannot use
     kCancelled,         // the caller is shutting down
+    kTls,               // TLS failed or was refused; tls_reason() names why (base/net_stream.h)
   };
 
   Status() = default;
@@ -34,10 +35,18 @@ class Status {
   static Status ServerError(std::string msg) { return {Code::kServerError, std::move(msg)}; }
   static Status DataError(std::string msg) { return {Code::kDataError, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
+  // `tls_reason` is one of base/net_stream.h's tls_reason tokens (a string of static storage).
+  static Status Tls(const char* tls_reason, std::string msg) {
+    Status s(Code::kTls, std::move(msg));
+    s.tls_reason_ = tls_reason;
+    return s;
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
+  // For kTls: the named reason ("unknown_ca", "expired", ...); "" for every other code.
+  const char* tls_reason() const { return tls_reason_; }
 
   // A short stable token for metrics labels and logs ("timeout", "unavailable", ...).
   const char* reason() const {
@@ -56,6 +65,8 @@ class Status {
         return "bad_data";
       case Code::kCancelled:
         return "cancelled";
+      case Code::kTls:
+        return "tls";
     }
     return "unknown";
   }
@@ -65,6 +76,7 @@ class Status {
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
   std::string message_;
+  const char* tls_reason_ = "";
 };
 
 // Either a value or a non-ok Status.

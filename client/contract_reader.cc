@@ -1,7 +1,6 @@
 #include "client/contract_reader.h"
 
 #include <hiredis/hiredis.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,13 +14,12 @@
 namespace lagwatch::client {
 namespace {
 
-struct ContextDeleter {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using Context = std::unique_ptr<redisContext, ContextDeleter>;
-
-Status ConnError(redisContext* c, const std::string& what) {
-  return Status::Unavailable(what + ": " + (c->errstr[0] ? c->errstr : "connection lost"));
+// Why the round trip on `c` ended: its failure, with the command it was waiting for.
+Status ConnError(const RedisConnection& c, const std::string& what) {
+  const Status& e = c.error();
+  std::string msg = what + ": " + (e.ok() ? "connection lost" : e.message());
+  return e.code() == Status::Code::kTls ? Status::Tls(e.tls_reason(), std::move(msg))
+                                        : Status::Unavailable(std::move(msg));
 }
 
 // One replica's replies: HGETALL and PTTL of its key, and when they were sent.
@@ -89,7 +87,6 @@ ContractReader::~ContractReader() {
     subscriber_.request_stop();
     subscriber_.join();
   }
-  if (ctx_) redisFree(ctx_);
 }
 
 void ContractReader::Invalidate() { generation_.fetch_add(1); }
@@ -100,20 +97,17 @@ ReaderStats ContractReader::stats() const {
 }
 
 Status ContractReader::Connect() {
-  if (ctx_) return Status::Ok();
+  if (conn_) return Status::Ok();
   auto c = RedisConnect(options_.redis, options_.timeout);
   if (!c.ok()) return c.status();
-  ctx_ = *c;
+  conn_ = std::move(c).value();
   return Status::Ok();
 }
 
 void ContractReader::Fail(const Status& s) {
   ++stats_.errors;
   stats_.last_error = s.ToString();
-  if (s.code() == Status::Code::kUnavailable && ctx_) {
-    redisFree(ctx_);
-    ctx_ = nullptr;
-  }
+  if (s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kTls) conn_.reset();
   cache_.Clear();
   next_attempt_ = clock_.Now() + options_.retry_after;
 }
@@ -152,13 +146,11 @@ Result<Contract> ContractReader::Refresh() {
     cmds.push_back({"PTTL", ReplicaKey(prefix, m)});
   }
   if (!known_primary_.empty()) cmds.push_back({"HGETALL", PrimaryKey(known_primary_)});
-  for (const auto& cmd : cmds) {
-    if (!AppendCommand(ctx_, cmd)) return Status::Unavailable("cannot queue " + cmd[0]);
-  }
+  for (const auto& cmd : cmds) conn_->Append(cmd);
   std::vector<RedisReply> replies;
   for (size_t i = 0; i < cmds.size(); ++i) {
-    replies.push_back(NextReply(ctx_));
-    if (!replies.back()) return ConnError(ctx_, cmds[i][0]);
+    replies.push_back(conn_->Next());
+    if (!replies.back()) return ConnError(*conn_, cmds[i][0]);
   }
 
   std::map<std::string, ReplicaReplies> by_member;
@@ -207,13 +199,11 @@ Result<Contract> ContractReader::Refresh() {
       more.push_back({"PTTL", ReplicaKey(prefix, m)});
     }
     if (new_primary) more.push_back({"HGETALL", PrimaryKey(pointer_primary)});
-    for (const auto& cmd : more) {
-      if (!AppendCommand(ctx_, cmd)) return Status::Unavailable("cannot queue " + cmd[0]);
-    }
+    for (const auto& cmd : more) conn_->Append(cmd);
     std::vector<RedisReply> more_replies;
     for (size_t i = 0; i < more.size(); ++i) {
-      more_replies.push_back(NextReply(ctx_));
-      if (!more_replies.back()) return ConnError(ctx_, more[i][0]);
+      more_replies.push_back(conn_->Next());
+      if (!more_replies.back()) return ConnError(*conn_, more[i][0]);
     }
     for (size_t i = 0; i < fresh.size(); ++i) {
       by_member[fresh[i]] = {std::move(more_replies[2 * i]), std::move(more_replies[2 * i + 1]),
@@ -273,18 +263,12 @@ Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
     Fail(s);
     return s;
   }
-  for (const RedisCommand& cmd : commands) {
-    if (!AppendCommand(ctx_, cmd)) {
-      Status s = Status::Unavailable("cannot queue " + (cmd.empty() ? "" : cmd[0]));
-      Fail(s);
-      return s;
-    }
-  }
+  for (const RedisCommand& cmd : commands) conn_->Append(cmd);
   Status result;
   for (size_t i = 0; i < commands.size(); ++i) {
-    RedisReply r = NextReply(ctx_);
+    RedisReply r = conn_->Next();
     if (!r) {
-      Status s = ConnError(ctx_, commands[i].empty() ? "" : commands[i][0]);
+      Status s = ConnError(*conn_, commands[i].empty() ? "" : commands[i][0]);
       Fail(s);
       return s;
     }
@@ -308,38 +292,28 @@ void ContractReader::RunSubscriber(const std::stop_token& stop) {
       clock_.SleepUntil(stop, clock_.Now() + options_.retry_after);
       continue;
     }
-    Context ctx(*connected);
-    int done = 0;
-    bool ok = AppendCommand(ctx.get(), {"SUBSCRIBE", channel});
-    while (ok && !done) ok = redisBufferWrite(ctx.get(), &done) == REDIS_OK;
+    RedisConnection& conn = **connected;
+    conn.Append({"SUBSCRIBE", channel});
     // Whatever happened while not subscribed is unknown: read afresh.
     Invalidate();
-    while (ok && !stop.stop_requested()) {
-      void* raw = nullptr;
-      if (redisGetReplyFromReader(ctx.get(), &raw) != REDIS_OK) break;
-      if (raw) {
-        RedisReply reply(static_cast<redisReply*>(raw));
-        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-            reply->element[0]->type == REDIS_REPLY_STRING &&
-            ReplyText(*reply->element[0]) == "message") {
-          Invalidate();
-          std::lock_guard lock(mu_);
-          ++stats_.events;
-        }
-        continue;
-      }
+    while (!stop.stop_requested()) {
       // Polled, so that a stop is seen within 100 ms however quiet the channel is.
-      pollfd p{ctx->fd, POLLIN, 0};
-      const int n = poll(&p, 1, 100);
-      if (n < 0 && errno != EINTR) break;
-      if (n > 0 && redisBufferRead(ctx.get()) != REDIS_OK) break;
+      RedisReply reply = conn.Poll(Millis(100));
+      if (!conn.error().ok()) break;
+      if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+          reply->element[0]->type == REDIS_REPLY_STRING &&
+          ReplyText(*reply->element[0]) == "message") {
+        Invalidate();
+        std::lock_guard lock(mu_);
+        ++stats_.events;
+      }
     }
     Invalidate();
     if (!stop.stop_requested()) {
       {
         std::lock_guard lock(mu_);
         ++stats_.errors;
-        stats_.last_error = "events: " + std::string(ctx->errstr[0] ? ctx->errstr : "lost");
+        stats_.last_error = "events: " + (conn.error().ok() ? "lost" : conn.error().message());
       }
       clock_.SleepUntil(stop, clock_.Now() + options_.retry_after);
     }

@@ -27,7 +27,6 @@
 #include "client/feedback.h"
 #include "client/record.h"
 
-struct redisContext;
 struct redisReply;
 
 namespace lagwatch::client {
@@ -119,7 +118,7 @@ class ContractReader {
 
   // Guarded by mu_.
   mutable std::mutex mu_;
-  redisContext* ctx_ = nullptr;
+  std::unique_ptr<RedisConnection> conn_;
   SnapshotCache cache_;
   MonoTime next_attempt_{};                 // after a failure: no Redis before this
   std::vector<std::string> known_members_;  // from the last refresh, to pipeline their keys

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/net_stream.h"
 #include "base/strings.h"
 #include "exporters/exposition.h"
 
@@ -416,7 +417,17 @@ Metrics::Metrics(const std::string& version)
       http_auth(*registry_),
       server_info(Gauges(*registry_, "lagwatch_server_info",
                          "Always 1; the labels say which server (flavor, version) each primary "
-                         "and replica is, and which positions lagwatch uses with it.")) {
+                         "and replica is, and which positions lagwatch uses with it.")),
+      tls_errors(Counters(*registry_, "lagwatch_tls_errors_total",
+                          "Connections to MySQL or Redis that failed on TLS, by target and named "
+                          "reason (unknown_ca, name_mismatch, expired, ...).")),
+      tls_certificate_expiry(
+          Gauges(*registry_, "lagwatch_tls_certificate_expiry_timestamp_seconds",
+                 "When the certificate of each server reached over TLS expires (unix time).")),
+      tls_certificate_soonest_expiry(
+          Gauges(*registry_, "lagwatch_tls_certificate_soonest_expiry_timestamp_seconds",
+                 "The soonest expiry of any certificate of a server reached over TLS (unix "
+                 "time).")) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
@@ -426,6 +437,9 @@ Metrics::Metrics(const std::string& version)
     sampler_errors.Add({{"reason", reason}});
   }
   for (const char* reason : kRedisErrorReasons) redis_errors.Add({{"reason", reason}});
+  for (const char* target : kTlsTargets) {
+    for (const char* reason : kTlsReasons) tls_errors.Add({{"target", target}, {"reason", reason}});
+  }
   config_reloads.Add({{"result", "success"}});
   config_reloads.Add({{"result", "failure"}});
   for (const char* state : kPrimaryStates) {
@@ -441,6 +455,11 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
   auto& slot = replicas_[{replica, tier}];
   if (!slot) slot = std::make_unique<ReplicaMetrics>(replica, tier);
   return *slot;
+}
+
+void Metrics::CountTlsError(const char* target, const Status& st) {
+  if (st.code() != Status::Code::kTls) return;
+  tls_errors.Add({{"target", target}, {"reason", st.tls_reason()}}).Increment();
 }
 
 void Metrics::SetServerInfo(const std::string& server, const std::string& role,

@@ -25,6 +25,7 @@
 #include <prometheus/registry.h>
 
 #include "base/server_flavor.h"
+#include "base/status.h"
 #include "exporters/replica_series.h"
 
 namespace lagwatch {
@@ -43,10 +44,13 @@ inline constexpr const char* kWindowPercentiles[] = {"50", "95", "99"};
 
 // The reason labels Status::reason() gives for the failures a call is expected to have
 // (pre-created at zero so the series exist before the first error).
-inline constexpr const char* kErrorReasons[] = {"timeout", "unavailable", "server_error",
-                                                "bad_data", "invalid"};
-// Redis publisher failure reasons.
-inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly"};
+inline constexpr const char* kErrorReasons[] = {"timeout",  "unavailable", "server_error",
+                                                "bad_data", "invalid",     "tls"};
+// Redis publisher failure reasons ("tls": a connect that failed on TLS; the named reason is in
+// lagwatch_tls_errors_total).
+inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly", "tls"};
+// What a TLS connection reached: the target label of the TLS series.
+inline constexpr const char* kTlsTargets[] = {"mysql", "redis"};
 
 // The primary's circuit states (docs/redis.md), in the order of the enum gauge's series.
 inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
@@ -56,9 +60,9 @@ inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
 // fail with, and "bad_position": a replica position that was malformed, went backwards or could
 // not be compared with the primary's), whose series appear at their first error. The last,
 // "unknown", also counts any reason not listed, so the number of series per replica stays bounded.
-inline constexpr const char* kProbeErrorReasons[] = {"timeout",   "unavailable", "server_error",
-                                                     "bad_data",  "invalid",     "bad_position",
-                                                     "cancelled", "unknown"};
+inline constexpr const char* kProbeErrorReasons[] = {"timeout",      "unavailable", "server_error",
+                                                     "bad_data",     "invalid",     "tls",
+                                                     "bad_position", "cancelled",   "unknown"};
 
 // Histogram bucket upper bounds, in seconds (+Inf is implicit).
 // Sub-second resolution around the 200 ms SLO (docs/metrics.md).
@@ -236,6 +240,16 @@ class Metrics {
   // (primary and replicas), as it answered SELECT VERSION(), @@version_comment, and the positions
   // kind lagwatch uses with it ("mariadb_gtid" or "none"). Set through SetServerInfo.
   prometheus::Family<prometheus::Gauge>& server_info;
+
+  // TLS (docs/metrics.md, "TLS"): connections that failed on TLS by target (kTlsTargets) and
+  // named reason (base/net_stream.h's kTlsReasons), every series created at 0; each TLS
+  // server's certificate expiry (labels target, server) and the soonest of them (no labels; no
+  // series until a TLS server was inspected), both set by the agent's TLS watcher.
+  prometheus::Family<prometheus::Counter>& tls_errors;
+  prometheus::Family<prometheus::Gauge>& tls_certificate_expiry;
+  prometheus::Family<prometheus::Gauge>& tls_certificate_soonest_expiry;
+  // Counts `st` in tls_errors under `target` when it is a TLS failure (Status::Code::kTls).
+  void CountTlsError(const char* target, const Status& st);
 
   // Makes `flavor` the one series of lagwatch_server_info for `server` ("host:port"), replacing
   // an older one (an upgraded or replaced server). `role`: "primary" or "replica". The version

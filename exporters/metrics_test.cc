@@ -313,8 +313,8 @@ class TwinUpdates {
         case 9:
         case 10: {
           // Every reason Status::reason() gives for a failed call.
-          static const char* const reasons[] = {"timeout",  "unavailable", "server_error",
-                                                "bad_data", "invalid",     "cancelled"};
+          static const char* const reasons[] = {
+              "timeout", "unavailable", "server_error", "bad_data", "invalid", "tls", "cancelled"};
           const char* r = reasons[rng_() % std::size(reasons)];
           now.ProbeError(r).Increment();
           old.ProbeError(r).Increment();
@@ -438,6 +438,8 @@ TEST_CASE("a probe error reason Status::reason() does not give counts as unknown
             "tier=\"critical\"} 0",
             "lagwatch_probe_errors_total{reason=\"timeout\",replica=\"10.0.0.1:3306\","
             "tier=\"critical\"} 1",
+            "lagwatch_probe_errors_total{reason=\"tls\",replica=\"10.0.0.1:3306\","
+            "tier=\"critical\"} 0",
             "lagwatch_probe_errors_total{reason=\"unavailable\",replica=\"10.0.0.1:3306\","
             "tier=\"critical\"} 0",
             "lagwatch_probe_errors_total{reason=\"unknown\",replica=\"10.0.0.1:3306\","

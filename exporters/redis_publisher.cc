@@ -106,25 +106,27 @@ bool RedisPublisher::Connect() {
   auto ctx = RedisConnect(config_, kIoTimeout);
   if (!ctx.ok()) {
     LogLimited(LogLevel::kWarn, "redis-connect", ctx.status().message());
-    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
+    const bool tls = ctx.status().code() == Status::Code::kTls;
+    metrics_->redis_errors.Add({{"reason", tls ? "tls" : "connect"}}).Increment();
+    metrics_->CountTlsError("redis", ctx.status());
     Disconnect();
     return false;
   }
-  ctx_ = ctx.value();
+  conn_ = std::move(ctx).value();
   // Loaded on every connection: a restarted or failed-over Redis has an empty script cache.
-  RedisReply sha = RunCommand(ctx_, {"SCRIPT", "LOAD", kMergeRecordScript});
+  RedisReply sha = conn_->Run({"SCRIPT", "LOAD", kMergeRecordScript});
   if (!sha || sha->type != REDIS_REPLY_STRING) {
     LogLimited(LogLevel::kWarn, "redis-connect",
-               "Redis " + RedisServer(ctx_) +
+               "Redis " + conn_->server() +
                    " did not load lagwatch's record script (Redis 5 or later with scripting is "
                    "needed): " +
-                   (sha ? ReplyText(*sha) : std::string(ctx_->errstr)));
+                   (sha ? ReplyText(*sha) : conn_->error().message()));
     metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
     Disconnect();
     return false;
   }
   script_sha_ = ReplyText(*sha);
-  Log(LogLevel::kInfo, "connected to Redis " + RedisServer(ctx_));
+  Log(LogLevel::kInfo, "connected to Redis " + conn_->server());
   std::lock_guard lock(mu_);
   connected_ = true;
   members_dirty_ = true;
@@ -133,8 +135,7 @@ bool RedisPublisher::Connect() {
 }
 
 void RedisPublisher::Disconnect() {
-  if (ctx_) redisFree(ctx_);
-  ctx_ = nullptr;
+  conn_.reset();
   std::lock_guard lock(mu_);
   connected_ = false;
   metrics_->redis_connected.Set(0);
@@ -152,12 +153,12 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* r
   }
   if (*retired_all) {
     for (auto it = sadd.begin() + 2; it != sadd.end(); ++it) {
-      AppendCommand(ctx_, RetireRecordArgs(script_sha_, config_.key_prefix + ":" + *it, agent_id_));
+      conn_->Append(RetireRecordArgs(script_sha_, config_.key_prefix + ":" + *it, agent_id_));
       ++replies;
     }
   }
   if (sadd.size() > 2) {
-    AppendCommand(ctx_, sadd);
+    conn_->Append(sadd);
     ++replies;
   }
   // Replicas no longer configured leave the set, and this agent's record leaves their keys, at
@@ -165,11 +166,11 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* r
   std::vector<std::string> srem = {"SREM", set_key};
   for (const auto& m : removing) {
     srem.push_back(m);
-    AppendCommand(ctx_, RetireRecordArgs(script_sha_, config_.key_prefix + ":" + m, agent_id_));
+    conn_->Append(RetireRecordArgs(script_sha_, config_.key_prefix + ":" + m, agent_id_));
     ++replies;
   }
   if (srem.size() > 2) {
-    AppendCommand(ctx_, srem);
+    conn_->Append(srem);
     ++replies;
   }
   return replies;
@@ -185,8 +186,8 @@ size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot
   for (const auto& [id, snap] : records) {
     const Millis remaining = Remaining(snap.measured_mono, now);
     if (remaining <= Millis(0)) continue;  // too old to publish
-    AppendCommand(
-        ctx_, MergeRecordArgs(script_sha_, config_.key_prefix + ":" + id, snap, remaining.count()));
+    conn_->Append(
+        MergeRecordArgs(script_sha_, config_.key_prefix + ":" + id, snap, remaining.count()));
     ++replies;
     written->push_back(snap.measured_mono);
   }
@@ -202,26 +203,26 @@ size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& prima
   std::vector<std::string> hset = HsetArgs(*primary);
   // Which server is the primary, under a name routers know without knowing it: the pointer.
   const std::string pointer = config_.key_prefix + ":primary";
-  AppendCommand(ctx_, kMulti);
-  AppendCommand(ctx_, hset);
-  AppendCommand(ctx_, {"PEXPIRE", hset[1], ttl});  // [1]: the key
-  AppendCommand(ctx_, {"HSET", pointer, "primary", primary->id, "state", primary->state, "topology",
-                       primary->topology});
-  AppendCommand(ctx_, {"PEXPIRE", pointer, ttl});
-  AppendCommand(ctx_, kExec);
+  conn_->Append(kMulti);
+  conn_->Append(hset);
+  conn_->Append({"PEXPIRE", hset[1], ttl});  // [1]: the key
+  conn_->Append({"HSET", pointer, "primary", primary->id, "state", primary->state, "topology",
+                 primary->topology});
+  conn_->Append({"PEXPIRE", pointer, ttl});
+  conn_->Append(kExec);
   return 6;
 }
 
 size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
   const std::string channel = config_.key_prefix + ":events";
-  for (const auto& e : events) AppendCommand(ctx_, {"PUBLISH", channel, e});
+  for (const auto& e : events) conn_->Append({"PUBLISH", channel, e});
   return events.size();
 }
 
 Status RedisPublisher::ReadReplies(size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    RedisReply reply = NextReply(ctx_);
-    if (!reply) return Status::Unavailable(ctx_->errstr);
+    RedisReply reply = conn_->Next();
+    if (!reply) return Status::Unavailable(conn_->error().message());
     if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).rfind("NOSCRIPT", 0) == 0) {
       // The script cache was flushed under us (SCRIPT FLUSH): a new connection loads it again.
       return Status::Unavailable("Redis lost lagwatch's record script (NOSCRIPT)");
@@ -229,7 +230,7 @@ Status RedisPublisher::ReadReplies(size_t n) {
     // A master demoted to a replica keeps its clients and refuses their writes: only another
     // connection (with Sentinel, to the master it names now) gets them written.
     if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).starts_with("READONLY")) {
-      return Status::ServerError("Redis " + RedisServer(ctx_) +
+      return Status::ServerError("Redis " + conn_->server() +
                                  " is read-only (a replica): " + ReplyText(*reply));
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -301,7 +302,7 @@ void RedisPublisher::Run(std::stop_token stop) {
     backoff = std::min(backoff * 2, kMaxBackoff);
   };
   while (!stop.stop_requested()) {
-    if (!ctx_ && !Connect()) {
+    if (!conn_ && !Connect()) {
       back_off();
       continue;
     }

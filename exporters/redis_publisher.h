@@ -26,8 +26,6 @@
 #include "base/status.h"
 #include "base/worker.h"
 
-struct redisContext;
-
 namespace lagwatch {
 
 class Metrics;
@@ -114,7 +112,7 @@ class RedisPublisher {
   bool connected_ = false;                          // GUARDED_BY(mu_)
 
   // Used only by the publisher thread.
-  redisContext* ctx_ = nullptr;
+  std::unique_ptr<RedisConnection> conn_;
   std::string script_sha_;  // the merge script's, loaded on this connection
   Worker worker_;
 };

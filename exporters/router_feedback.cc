@@ -18,8 +18,8 @@ constexpr milliseconds kIoTimeout(250);
 constexpr milliseconds kMinBackoff(250);
 constexpr const char* kScanCount = "100";
 
-std::string ConnError(redisContext* c, const char* what) {
-  return std::string(what) + ": " + (c->err ? c->errstr : "no reply");
+std::string ConnError(const RedisConnection& c, const char* what) {
+  return std::string(what) + ": " + (c.error().ok() ? "no reply" : c.error().message());
 }
 
 }  // namespace
@@ -145,14 +145,13 @@ bool RouterFeedback::Connect() {
     Disconnect();
     return false;
   }
-  ctx_ = ctx.value();
+  conn_ = std::move(ctx).value();
   connected_ = true;
   return true;
 }
 
 void RouterFeedback::Disconnect() {
-  if (ctx_) redisFree(ctx_);
-  ctx_ = nullptr;
+  conn_.reset();
   connected_ = false;
 }
 
@@ -179,14 +178,12 @@ std::vector<std::string> RouterFeedback::AdmitKeys(const std::vector<std::string
 Result<std::vector<std::string>> RouterFeedback::KeysWithinFieldCap(
     const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
-    if (!AppendCommand(ctx_, {"HLEN", key})) {
-      return Status::Unavailable("HLEN: cannot queue command");
-    }
+    conn_->Append({"HLEN", key});
   }
   std::vector<std::string> within;
   for (const auto& key : keys) {
-    RedisReply r = NextReply(ctx_);
-    if (!r) return Status::Unavailable(ConnError(ctx_, "HLEN"));
+    RedisReply r = conn_->Next();
+    if (!r) return Status::Unavailable(ConnError(*conn_, "HLEN"));
     if (r->type == REDIS_REPLY_ERROR) {
       SkipRefused(key, *r);
     } else if (r->type != REDIS_REPLY_INTEGER) {
@@ -222,14 +219,10 @@ std::optional<HashFields> RouterFeedback::FieldsOf(const redisReply& r) {
 }
 
 Status RouterFeedback::FetchAndIngest(const std::vector<std::string>& keys) {
+  for (const auto& key : keys) conn_->Append({"HGETALL", key});
   for (const auto& key : keys) {
-    if (!AppendCommand(ctx_, {"HGETALL", key})) {
-      return Status::Unavailable("HGETALL: cannot queue");
-    }
-  }
-  for (const auto& key : keys) {
-    RedisReply r = NextReply(ctx_);
-    if (!r) return Status::Unavailable(ConnError(ctx_, "HGETALL"));
+    RedisReply r = conn_->Next();
+    if (!r) return Status::Unavailable(ConnError(*conn_, "HGETALL"));
     if (r->type == REDIS_REPLY_ERROR) {
       SkipRefused(key, *r);
       continue;
@@ -252,12 +245,9 @@ Status RouterFeedback::FetchPage(const std::vector<std::string>& keys,
 }
 
 Result<RouterFeedback::ScanPage> RouterFeedback::Scan(const std::string& cursor) {
-  if (!AppendCommand(ctx_, {"SCAN", cursor, "MATCH", std::string(kRwStatsPrefix) + "*", "COUNT",
-                            kScanCount})) {
-    return Status::Unavailable("SCAN: cannot queue command");
-  }
-  RedisReply r = NextReply(ctx_);
-  if (!r) return Status::Unavailable(ConnError(ctx_, "SCAN"));
+  conn_->Append({"SCAN", cursor, "MATCH", std::string(kRwStatsPrefix) + "*", "COUNT", kScanCount});
+  RedisReply r = conn_->Next();
+  if (!r) return Status::Unavailable(ConnError(*conn_, "SCAN"));
   if (r->type == REDIS_REPLY_ERROR) return Status::ServerError("SCAN: " + ReplyText(*r));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -303,7 +293,7 @@ Status RouterFeedback::Poll(std::stop_token stop) {
 
 bool RouterFeedback::StillOnMaster() {
   if (config_.sentinels.empty()) return true;
-  Status st = RedisCheckMaster(ctx_);
+  Status st = RedisCheckMaster(*conn_);
   if (st.ok()) return true;
   CountError("redis");
   LogLimited(LogLevel::kWarn, "router-feedback-master",
@@ -312,8 +302,8 @@ bool RouterFeedback::StillOnMaster() {
 }
 
 RouterFeedback::RoundEnd RouterFeedback::RunRound(std::stop_token stop) {
-  if (ctx_ && !StillOnMaster()) Disconnect();
-  if (!ctx_ && !Connect()) return RoundEnd::kFailed;
+  if (conn_ && !StillOnMaster()) Disconnect();
+  if (!conn_ && !Connect()) return RoundEnd::kFailed;
   Status st = Poll(stop);
   if (st.code() == Status::Code::kCancelled) return RoundEnd::kStopping;
   if (st.ok()) return RoundEnd::kDone;

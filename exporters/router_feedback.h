@@ -33,7 +33,6 @@
 #include "exporters/metrics.h"
 #include "exporters/rw_stats.h"
 
-struct redisContext;
 struct redisReply;
 
 namespace lagwatch {
@@ -154,7 +153,7 @@ class RouterFeedback {
   std::atomic<bool> connected_{false};
 
   // Used only by the polling thread (and Stop() after joining it).
-  redisContext* ctx_ = nullptr;
+  std::unique_ptr<RedisConnection> conn_;
   std::string scan_cursor_ = "0";  // where the next round's SCAN starts
 
   Worker worker_;  // last: stopped before the members its thread uses are destroyed

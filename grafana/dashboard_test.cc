@@ -310,8 +310,8 @@ Answer LabelValues(int port, const std::string& variable_query,
 }
 
 void Hincrby(const Sandbox& sandbox, const std::string& field, int by) {
-  RunResult r = RunCommand({"/usr/bin/redis-cli", "-p", std::to_string(sandbox.redis_port()),
-                            "HINCRBY", "rw_stats:shop", field, std::to_string(by)});
+  RunResult r = RedisCli(sandbox.redis_port(), sandbox.RouterLogin(),
+                         {"HINCRBY", "rw_stats:shop", field, std::to_string(by)});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
 }

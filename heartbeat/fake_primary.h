@@ -36,7 +36,7 @@ class Recorded {
 class RecordingWriterSink final : public WriterSink {
  public:
   void HeartbeatWritten(uint64_t seq) override { written.Add(seq); }
-  void HeartbeatFailed(std::string_view reason) override { failed.Add(std::string(reason)); }
+  void HeartbeatFailed(const Status& why) override { failed.Add(why.reason()); }
   void PrimaryState(const PrimarySnapshot& p, std::optional<Micros>) override { states.Add(p); }
 
   Recorded<uint64_t> written;
@@ -47,7 +47,9 @@ class RecordingWriterSink final : public WriterSink {
 class RecordingSamplerSink final : public SamplerSink {
  public:
   void PositionSampled() override { sampled.Add(true); }
-  void SampleFailed(std::string_view reason) override { failed.Add(std::string(reason)); }
+  void SampleFailed(std::string_view reason, const Status&) override {
+    failed.Add(std::string(reason));
+  }
   void PrimaryLoadRead(const PrimaryLoad& load) override { loads.Add(load); }
   void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) override {
     flavors.Add(flavor);

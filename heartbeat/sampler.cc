@@ -54,7 +54,7 @@ void PositionSampler::PollPrimaryStatus(SqlConnection& conn, MonoTime deadline) 
   auto r = conn.Query(kStatusSql, deadline);
   if (!r.ok() || r->rows.size() != 1 || r->rows[0].size() != 4) {
     if (r.status().code() != Status::Code::kCancelled) {
-      sink_->SampleFailed(r.ok() ? "bad_data" : r.status().reason());
+      sink_->SampleFailed(r.ok() ? "bad_data" : r.status().reason(), r.status());
     }
     return;
   }
@@ -175,7 +175,7 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
   if (!pos.ok()) return pos.status();
   if (!history_->Add(pos.value(), sent, received, history_generation_)) {
     // Counted and logged; the new position starts a fresh history, so bounds stay sound.
-    sink_->SampleFailed("position_backwards");
+    sink_->SampleFailed("position_backwards", Status::Ok());
     LogLimited(LogLevel::kWarn, "sampler-backwards",
                "primary " + primary_id_ + ": position " + pos.value().ToString() +
                    " does not include the previous sample (went backwards: RESET MASTER, a "
@@ -271,7 +271,7 @@ void PositionSampler::Run(std::stop_token stop) {
       // The connection may have been reset, and the next one may reach another server.
       source_known = false;
       history_->RecordFailure(received, history_generation_);
-      sink_->SampleFailed(st.reason());
+      sink_->SampleFailed(st.reason(), st);
       LogLimited(LogLevel::kWarn, "sampler", "position sample failed: " + st.ToString());
     }
     if (st.ok() && received >= next_status) {

@@ -12,6 +12,7 @@
 #include "base/position.h"
 #include "base/server_flavor.h"
 #include "base/snapshot.h"
+#include "base/status.h"
 
 namespace lagwatch {
 
@@ -20,8 +21,8 @@ class WriterSink {
   virtual ~WriterSink() = default;
   // The primary acknowledged the heartbeat `seq`.
   virtual void HeartbeatWritten(uint64_t seq) = 0;
-  // A write failed; `reason` is Status::reason() ("timeout", "server_error", ...).
-  virtual void HeartbeatFailed(std::string_view reason) = 0;
+  // A write failed, and why (its reason() is the metrics label: "timeout", "tls", ...).
+  virtual void HeartbeatFailed(const Status& why) = 0;
   // After every round of the writer: the primary's state (for its Redis hash and gauges) and how
   // long ago the last heartbeat was acknowledged (nullopt: none yet).
   virtual void PrimaryState(const PrimarySnapshot& primary,
@@ -43,8 +44,9 @@ class SamplerSink {
   virtual ~SamplerSink() = default;
   // A position was sampled and added to the history.
   virtual void PositionSampled() = 0;
-  // A sample (or a load reading) failed; `reason` is Status::reason(), or "bad_data".
-  virtual void SampleFailed(std::string_view reason) = 0;
+  // A sample (or a load reading) failed; `reason` is Status::reason() of `cause`, or one of the
+  // sampler's own ("bad_data", "position_backwards": then `cause` is Ok).
+  virtual void SampleFailed(std::string_view reason, const Status& cause) = 0;
   virtual void PrimaryLoadRead(const PrimaryLoad& load) = 0;
   // Which server the primary is and the positions kind sampled from it: on every new connection,
   // and when the sampler gives up a kind the server cannot give.

@@ -153,7 +153,7 @@ void HeartbeatWriter::Run(std::stop_token stop) {
     if (stop.stop_requested()) break;
 
     if (attempted && !st.ok()) {
-      sink_->HeartbeatFailed(st.reason());
+      sink_->HeartbeatFailed(st);
       LogLimited(LogLevel::kWarn, "heartbeat", "heartbeat write failed: " + st.ToString());
     }
     ReportState(*circuit, read_only, attempted ? st : Status::Ok());

@@ -55,6 +55,9 @@ struct Publisher {
   static RedisConfig Config(int ttl_ms) {
     RedisConfig c;
     c.port = E().sandbox.redis_port();
+    // The test's own prefix is outside the agent user's keys: it writes as the sandbox's admin.
+    const RedisLogin admin = RedisAdminLogin(c.port);
+    c.password = admin.password;
     c.key_prefix = "ha";
     c.ttl_ms = ttl_ms;
     return c;

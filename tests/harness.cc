@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -45,6 +47,30 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The text without its line end (a password file's one line).
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::mutex logins_mu;
+std::map<int, RedisLogin>& Logins() {
+  static std::map<int, RedisLogin> logins;  // GUARDED_BY(logins_mu)
+  return logins;
+}
+
+// A connection to 127.0.0.1:port as `login`; fails the test when it cannot be had.
+std::unique_ptr<RedisConnection> ConnectAs(int port, const RedisLogin& login) {
+  RedisConfig c;
+  c.port = port;
+  c.username = login.user;
+  c.password = login.password;
+  c.tls = login.tls;
+  auto conn = RedisConnect(c, std::chrono::seconds(2));
+  REQUIRE_MESSAGE(conn.ok(), "Redis 127.0.0.1:" << port << ": " << conn.status().ToString());
+  return std::move(conn).value();
 }
 
 bool sanitizer_report_seen = false;
@@ -107,7 +133,8 @@ RunResult RunCommand(const std::vector<std::string>& argv) {
   return r;
 }
 
-Sandbox::Sandbox(std::string dir, int base_port) : dir_(std::move(dir)), base_port_(base_port) {
+Sandbox::Sandbox(std::string dir, int base_port, std::vector<std::string> options)
+    : dir_(std::move(dir)), base_port_(base_port) {
   const std::string lock = dir_ + ".lock";
   lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   REQUIRE_MESSAGE(lock_fd_ >= 0, "cannot open " << lock << ": " << std::strerror(errno));
@@ -123,10 +150,50 @@ Sandbox::Sandbox(std::string dir, int base_port) : dir_(std::move(dir)), base_po
   }
   const std::string script = std::string(LAGWATCH_SOURCE_DIR) + "/scripts/sandbox";
   RunCommand({script, "down", "--dir", dir_, "--base-port", std::to_string(base_port_)});
-  RunResult r =
-      RunCommand({script, "up", "--dir", dir_, "--base-port", std::to_string(base_port_)});
+  std::vector<std::string> up = {script, "up",          "--dir",
+                                 dir_,   "--base-port", std::to_string(base_port_)};
+  up.insert(up.end(), options.begin(), options.end());
+  RunResult r = RunCommand(up);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
+  RedisLogin admin;
+  admin.password = Trimmed(ReadFile(Env("REDIS_ADMIN_PASSWORD_FILE")));
+  admin.tls = ClientTls();
+  RegisterRedisAdminLogin(redis_port(), admin);
+}
+
+std::string Sandbox::Env(const std::string& var) const {
+  std::istringstream in(ReadFile(dir_ + "/env"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(var + "=", 0) == 0) return line.substr(var.size() + 1);
+  }
+  return "";
+}
+
+TlsOptions Sandbox::ClientTls() const {
+  TlsOptions tls;
+  if (Env("TLS") != "1") return tls;
+  tls.enabled = true;
+  tls.ca_file = Env("TLS_CA");
+  tls.cert_file = Env("TLS_CLIENT_CERT");
+  tls.key_file = Env("TLS_CLIENT_KEY");
+  return tls;
+}
+
+RedisLogin Sandbox::RouterLogin() const {
+  return {Env("REDIS_ROUTER_USER"), Trimmed(ReadFile(Env("REDIS_ROUTER_PASSWORD_FILE"))),
+          ClientTls()};
+}
+
+RedisConfig Sandbox::RouterRedis() const {
+  const RedisLogin login = RouterLogin();
+  RedisConfig r;
+  r.port = redis_port();
+  r.username = login.user;
+  r.password_file = Env("REDIS_ROUTER_PASSWORD_FILE");
+  r.password = login.password;
+  r.tls = login.tls;
+  return r;
 }
 
 Sandbox::~Sandbox() {
@@ -318,58 +385,70 @@ Agent::~Agent() { Stop(); }
 
 std::string Agent::Log() const { return ReadFile(log_path_); }
 
-Redis::Redis(int port) {
-  timeval tv = {2, 0};
-  ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
-  REQUIRE(ctx_ != nullptr);
-  REQUIRE_MESSAGE(ctx_->err == 0, ctx_->errstr);
-  redisSetTimeout(ctx_, tv);
+void RegisterRedisAdminLogin(int port, RedisLogin login) {
+  std::lock_guard lock(logins_mu);
+  Logins()[port] = std::move(login);
 }
 
-Redis::~Redis() {
-  if (ctx_) redisFree(ctx_);
+RedisLogin RedisAdminLogin(int port) {
+  std::lock_guard lock(logins_mu);
+  auto it = Logins().find(port);
+  return it == Logins().end() ? RedisLogin{} : it->second;
 }
+
+RunResult RedisCli(int port, const RedisLogin& login, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "REDISCLI_AUTH=" + login.password,
+                                   "/usr/bin/redis-cli",
+                                   "--no-auth-warning",
+                                   "-h",
+                                   "127.0.0.1",
+                                   "-p",
+                                   std::to_string(port)};
+  if (!login.user.empty()) argv.insert(argv.end(), {"--user", login.user});
+  if (login.tls.enabled) {
+    argv.insert(argv.end(), {"--tls", "--cacert", login.tls.ca_file, "--cert", login.tls.cert_file,
+                             "--key", login.tls.key_file});
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+Redis::Redis(int port) : Redis(port, RedisAdminLogin(port)) {}
+
+Redis::Redis(int port, const RedisLogin& login) : conn_(ConnectAs(port, login)) {}
+
+Redis::~Redis() = default;
 
 std::map<std::string, std::string> Redis::HGetAll(const std::string& key) {
-  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "HGETALL %s", key.c_str()));
-  REQUIRE(r != nullptr);
+  RedisReply r = conn_->Run({"HGETALL", key});
+  REQUIRE_MESSAGE(r != nullptr, conn_->error().ToString());
   std::map<std::string, std::string> out;
   if (r->type == REDIS_REPLY_ARRAY) {
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      out[r->element[i]->str] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+      out[ReplyText(*r->element[i])] = ReplyText(*r->element[i + 1]);
     }
   }
-  freeReplyObject(r);
   return out;
 }
 
 long long Redis::PTtl(const std::string& key) {
-  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "PTTL %s", key.c_str()));
-  REQUIRE(r != nullptr);
-  long long v = r->integer;
-  freeReplyObject(r);
-  return v;
+  RedisReply r = conn_->Run({"PTTL", key});
+  REQUIRE_MESSAGE(r != nullptr, conn_->error().ToString());
+  return r->integer;
 }
 
 std::vector<std::string> Redis::SMembers(const std::string& key) {
-  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SMEMBERS %s", key.c_str()));
-  REQUIRE(r != nullptr);
+  RedisReply r = conn_->Run({"SMEMBERS", key});
+  REQUIRE_MESSAGE(r != nullptr, conn_->error().ToString());
   std::vector<std::string> out;
-  for (size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str);
-  freeReplyObject(r);
+  for (size_t i = 0; i < r->elements; ++i) out.push_back(ReplyText(*r->element[i]));
   return out;
 }
 
 std::string Redis::Command(const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r != nullptr);
+  RedisReply r = conn_->Run(args);
+  REQUIRE_MESSAGE(r != nullptr, conn_->error().ToString());
   std::string out;
   switch (r->type) {
     case REDIS_REPLY_INTEGER:
@@ -387,34 +466,20 @@ std::string Redis::Command(const std::vector<std::string>& args) {
     default:
       out.assign(r->str, r->len);
   }
-  freeReplyObject(r);
   return out;
 }
 
-Subscriber::Subscriber(int port, const std::string& channel) {
-  timeval tv = {2, 0};
-  ctx_ = redisConnectWithTimeout("127.0.0.1", port, tv);
-  REQUIRE(ctx_ != nullptr);
-  REQUIRE(ctx_->err == 0);
-  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SUBSCRIBE %s", channel.c_str()));
-  REQUIRE(r != nullptr);
-  freeReplyObject(r);
-  timeval poll = {0, 200'000};
-  redisSetTimeout(ctx_, poll);
+Subscriber::Subscriber(int port, const std::string& channel)
+    : conn_(ConnectAs(port, RedisAdminLogin(port))) {
+  RedisReply r = conn_->Run({"SUBSCRIBE", channel});
+  REQUIRE_MESSAGE(r != nullptr, conn_->error().ToString());
   thread_ = std::thread([this] {
-    while (!done_) {
-      void* raw = nullptr;
-      if (redisGetReply(ctx_, &raw) != REDIS_OK) {
-        // A read timeout leaves the context in an error state: clear it and keep listening.
-        ctx_->err = 0;
-        continue;
-      }
-      auto* r = static_cast<redisReply*>(raw);
-      if (r->type == REDIS_REPLY_ARRAY && r->elements == 3) {
+    while (!done_ && conn_->error().ok()) {
+      RedisReply m = conn_->Poll(std::chrono::milliseconds(200));
+      if (m && m->type == REDIS_REPLY_ARRAY && m->elements == 3) {
         std::lock_guard lock(mu_);
-        messages_.emplace_back(r->element[2]->str, r->element[2]->len);
+        messages_.push_back(ReplyText(*m->element[2]));
       }
-      freeReplyObject(r);
     }
   });
 }
@@ -422,7 +487,6 @@ Subscriber::Subscriber(int port, const std::string& channel) {
 Subscriber::~Subscriber() {
   done_ = true;
   thread_.join();
-  redisFree(ctx_);
 }
 
 std::vector<nlohmann::json> Subscriber::Events() {

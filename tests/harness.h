@@ -23,7 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-struct redisContext;
+#include "base/redis_conn.h"
+
 struct st_mysql;
 
 namespace lagwatch::test {
@@ -35,7 +36,10 @@ struct RunResult {
 };
 RunResult RunCommand(const std::vector<std::string>& argv);
 
-// A sandbox from scripts/sandbox at `dir` with ports from `base_port`; `down` on destruction.
+// A sandbox from scripts/sandbox at `dir` with ports from `base_port` (and `options` such as
+// "--tls"); `down` on destruction. Its Redis's admin login (the `default` user's password, and
+// under --tls the CA and client certificate) is registered for its port, so every Redis and
+// Subscriber of this harness on that port logs in as the admin (RedisAdminLogin).
 //
 // Two test runs on one host (say a sanitizer suite and a normal one) would share the sandbox's
 // dir and ports, and the second's start-up `down` would kill the first's servers. So a Sandbox
@@ -44,7 +48,7 @@ RunResult RunCommand(const std::vector<std::string>& argv);
 // dies with the process, so a crashed run never blocks the next one.
 class Sandbox {
  public:
-  Sandbox(std::string dir, int base_port);
+  Sandbox(std::string dir, int base_port, std::vector<std::string> options = {});
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -61,6 +65,13 @@ class Sandbox {
   std::string primary_id() const { return "127.0.0.1:" + std::to_string(primary_port()); }
   // The replica's Redis key under the default prefix.
   std::string replica_key(int i) const { return "slave_delay:" + replica_id(i); }
+  // A VAR=value of the sandbox's DIR/env ("" when missing), e.g. "REDIS_ROUTER_PASSWORD_FILE".
+  std::string Env(const std::string& var) const;
+  // How the sandbox's routers reach its Redis: the lagwatch-router user, TLS as built.
+  RedisConfig RouterRedis() const;
+  struct RedisLogin RouterLogin() const;
+  // Its TLS options for a client (CA and client certificate); enabled false without --tls.
+  TlsOptions ClientTls() const;
 
  private:
   std::string dir_;
@@ -130,9 +141,26 @@ class Agent {
   std::string log_path_;
 };
 
+// How the harness's Redis clients log in to the Redis on a port: user (empty: default),
+// password, TLS. Sandboxes register theirs; an unregistered port gets no AUTH and plaintext.
+struct RedisLogin {
+  std::string user;
+  std::string password;
+  TlsOptions tls;
+};
+void RegisterRedisAdminLogin(int port, RedisLogin login);
+RedisLogin RedisAdminLogin(int port);
+
+// redis-cli on 127.0.0.1:port as `login` (TLS flags when it has TLS; the password through the
+// environment, never argv); its exit code and output.
+RunResult RedisCli(int port, const RedisLogin& login, const std::vector<std::string>& args);
+
+// A client of the Redis on 127.0.0.1:port, over lagwatch's own connection (base/redis_conn.h),
+// logged in as `login` (the port's admin login by default). Fails the test when it cannot.
 class Redis {
  public:
   explicit Redis(int port);
+  Redis(int port, const RedisLogin& login);
   ~Redis();
   std::map<std::string, std::string> HGetAll(const std::string& key);
   long long PTtl(const std::string& key);
@@ -142,7 +170,7 @@ class Redis {
   std::string Command(const std::vector<std::string>& args);
 
  private:
-  redisContext* ctx_ = nullptr;
+  std::unique_ptr<RedisConnection> conn_;
 };
 
 // A subscriber to one channel on its own connection, collecting messages from a background
@@ -157,7 +185,7 @@ class Subscriber {
   std::vector<nlohmann::json> Events();
 
  private:
-  redisContext* ctx_ = nullptr;
+  std::unique_ptr<RedisConnection> conn_;
   std::atomic<bool> done_{false};
   std::mutex mu_;
   std::vector<std::string> messages_;

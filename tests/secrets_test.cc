@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <doctest/doctest.h>
@@ -31,15 +30,6 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-std::string RandomPassword() {
-  std::random_device rd;
-  std::mt19937_64 gen(rd());
-  const std::string alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
-  std::string pw;
-  for (int i = 0; i < 24; ++i) pw += alphabet[gen() % alphabet.size()];
-  return pw;
-}
-
 // Every `password=` value in the sandbox's option files.
 std::vector<std::string> OptionFilePasswords(const std::string& dir) {
   std::vector<std::string> out;
@@ -52,31 +42,23 @@ std::vector<std::string> OptionFilePasswords(const std::string& dir) {
   return out;
 }
 
-// redis-cli against the sandbox's Redis; the password goes through the environment, never argv.
-std::string RedisCli(int port, const std::string& password, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/env", "REDISCLI_AUTH=" + password,
-                                   "redis-cli",    "--no-auth-warning",
-                                   "-p",           std::to_string(port)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv).output;
+// The first line of a password file.
+std::string PasswordIn(const std::string& path) {
+  std::string pw = ReadFile(path);
+  while (!pw.empty() && pw.back() == '\n') pw.pop_back();
+  return pw;
 }
 
 struct Env {
+  // Its Redis wants AUTH from everyone: the agent logs in as lagwatch-agent with the password in
+  // a mode-0600 file (the sandbox's lagwatch.json says so).
   Sandbox sandbox{kDir, 27906};
-  std::string redis_password = RandomPassword();
-  std::string config_path = kDir + "/secure.json";
-
-  Env() {
-    // Redis now requires a password; lagwatch reads it from a mode-0600 file.
-    RunCommand({"/usr/bin/redis-cli", "-p", std::to_string(sandbox.redis_port()), "CONFIG", "SET",
-                "requirepass", redis_password});
-    const std::string pw_file = WriteTempFile(kDir, "redis.pw", redis_password + "\n");
-    chmod(pw_file.c_str(), 0600);
-    std::ifstream in(sandbox.config_path());
-    json j = json::parse(in, nullptr, true, true);
-    j["redis"]["password_file"] = pw_file;
-    std::ofstream(config_path) << j.dump(2);
-  }
+  std::string config_path = sandbox.config_path();
+  std::string redis_password = PasswordIn(sandbox.Env("REDIS_AGENT_PASSWORD_FILE"));
+  // Every Redis password of the sandbox: the agent's, the routers', the admin's.
+  std::vector<std::string> redis_passwords = {redis_password,
+                                              PasswordIn(sandbox.Env("REDIS_ROUTER_PASSWORD_FILE")),
+                                              PasswordIn(sandbox.Env("REDIS_ADMIN_PASSWORD_FILE"))};
 };
 
 Env& E() {
@@ -85,8 +67,9 @@ Env& E() {
 }
 
 std::string State(int replica) {
-  return RedisCli(E().sandbox.redis_port(), E().redis_password,
-                  {"HGET", E().sandbox.replica_key(replica), "state"});
+  const int port = E().sandbox.redis_port();
+  return RedisCli(port, RedisAdminLogin(port), {"HGET", E().sandbox.replica_key(replica), "state"})
+      .output;
 }
 
 TEST_CASE("a wrong Redis password is refused and counted; the right one publishes") {
@@ -109,7 +92,9 @@ TEST_CASE("a wrong Redis password is refused and counted; the right one publishe
         },
         10s));
     CHECK(MetricValue(HttpGet(port, "/metrics").second, "lagwatch_redis_connected") == 0.0);
-    CHECK(agent.Log().find("Redis refused AUTH") != std::string::npos);
+    // The refusal names the server that refused.
+    CHECK(agent.Log().find("Redis 127.0.0.1:" + std::to_string(E().sandbox.redis_port()) +
+                           " refused AUTH") != std::string::npos);
     CHECK(agent.Stop() == 0);
   }
   Agent agent(E().config_path, kDir + "/agent.log");
@@ -122,8 +107,8 @@ TEST_CASE("no password shows in the log, /metrics, the API, lagwatch status or p
   const int port = E().sandbox.http_port();
   REQUIRE(WaitFor([&] { return HttpGet(port, "/readyz").first == 200; }, 10s));
   std::vector<std::string> secrets = OptionFilePasswords(kDir);
-  secrets.push_back(E().redis_password);
-  REQUIRE(secrets.size() >= 3);
+  secrets.insert(secrets.end(), E().redis_passwords.begin(), E().redis_passwords.end());
+  REQUIRE(secrets.size() >= 5);
 
   std::vector<std::pair<std::string, std::string>> places;
   places.emplace_back("the agent's log", agent.Log());
@@ -143,7 +128,8 @@ TEST_CASE("no password shows in the log, /metrics, the API, lagwatch status or p
     REQUIRE(secret.size() >= 12);
     // The check can fail: the secret is where it belongs.
     CHECK((ReadFile(kDir + "/primary.cnf") + ReadFile(kDir + "/replica.cnf") +
-           ReadFile(kDir + "/redis.pw"))
+           ReadFile(kDir + "/redis-agent.pw") + ReadFile(kDir + "/redis-router.pw") +
+           ReadFile(kDir + "/redis-admin.pw"))
               .find(secret) != std::string::npos);
     for (const auto& [where, text] : places) {
       CAPTURE(where);
@@ -244,7 +230,7 @@ TEST_CASE("lagwatch check: every server can be monitored, shown without a secret
   const auto passwords = OptionFilePasswords(E().sandbox.dir());
   REQUIRE(passwords.size() == 2);
   for (const auto& pw : passwords) CHECK(out.find(pw) == std::string::npos);
-  CHECK(out.find(E().redis_password) == std::string::npos);
+  for (const auto& pw : E().redis_passwords) CHECK(out.find(pw) == std::string::npos);
 }
 
 TEST_CASE("lagwatch check names what stops a server being monitored and exits 1") {

@@ -414,6 +414,10 @@ std::string SentinelConfig(const Sandbox& sandbox, const std::string& name, int 
   j["http"]["listen"] = Address(http_port);
   j["redis"].erase("host");
   j["redis"].erase("port");
+  // This test's Redis servers have no ACL users: the agent logs in as `default`, without AUTH
+  // (Sentinel with ACL users and TLS is tests/sentinel_tls_test.cc's).
+  j["redis"].erase("username");
+  j["redis"].erase("password_file");
   j["redis"]["sentinels"] = json::array();
   for (int s : sentinels) j["redis"]["sentinels"].push_back(Address(s));
   j["redis"]["master_name"] = kName;

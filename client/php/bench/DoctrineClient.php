@@ -163,7 +163,7 @@ final class DoctrineClient implements BenchClient
                 '127.0.0.1:' . ($port + 1) => $server('replica1'),
                 '127.0.0.1:' . ($port + 2) => $server('replica2'),
             ],
-            'redis' => ['host' => '127.0.0.1', 'port' => $port + 3, 'key_prefix' => 'slave_delay'],
+            'redis' => SandboxRedis::config($dir, $port),
             'replica_timeout' => 2,
             'replica_read_timeout' => 2,
             // Each request its own draw (a new router per request).

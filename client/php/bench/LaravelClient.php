@@ -73,7 +73,7 @@ final class LaravelClient implements BenchClient
             'unix_socket' => $socket('primary'),
             'lagwatch' => [
                 'app' => $o['app'],
-                'redis' => ['host' => '127.0.0.1', 'port' => $port + 3, 'key_prefix' => 'slave_delay'],
+                'redis' => SandboxRedis::config($o['dir'], $port),
                 'replicas' => [
                     '127.0.0.1:' . ($port + 1) => ['unix_socket' => $socket('replica1')],
                     '127.0.0.1:' . ($port + 2) => ['unix_socket' => $socket('replica2')],

@@ -30,6 +30,7 @@ declare(strict_types=1);
 
 use Lagwatch\Router\Bench\BenchClient;
 use Lagwatch\Router\Bench\RouterClient;
+use Lagwatch\Router\Bench\SandboxRedis;
 use Lagwatch\Router\Router;
 use Lagwatch\Router\SeededRandom;
 
@@ -96,7 +97,7 @@ function router(array $o): Router
             '127.0.0.1:' . ($port + 1) => $server('replica1'),
             '127.0.0.1:' . ($port + 2) => $server('replica2'),
         ],
-        'redis' => ['host' => '127.0.0.1', 'port' => $port + 3, 'key_prefix' => 'slave_delay'],
+        'redis' => SandboxRedis::config($dir, $port),
         'bounded_staleness' => true,
         'read_your_writes' => true,
         // One router for the whole run: a replica that failed comes back after 1 s (the

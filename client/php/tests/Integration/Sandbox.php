@@ -147,7 +147,41 @@ final class Sandbox
         }
         $r = new \Redis();
         $r->connect('127.0.0.1', $this->port('redis'), 2.0);
+        $r->auth(['default', $this->secret('REDIS_ADMIN_PASSWORD_FILE')]);
         return $this->redis = $r;
+    }
+
+    /**
+     * The router's `redis` configuration: the sandbox's lagwatch-router ACL user, which may read
+     * the contract and count rw_stats, nothing more.
+     *
+     * @return array<string, mixed>
+     */
+    public function routerRedis(): array
+    {
+        return [
+            'host' => '127.0.0.1',
+            'port' => $this->port('redis'),
+            'username' => $this->env('REDIS_ROUTER_USER'),
+            'password' => $this->secret('REDIS_ROUTER_PASSWORD_FILE'),
+        ];
+    }
+
+    /** A VAR=value of the sandbox's env file ('' when missing). */
+    public function env(string $var): string
+    {
+        foreach (file(self::dir() . '/env', FILE_IGNORE_NEW_LINES) ?: [] as $line) {
+            if (str_starts_with($line, $var . '=')) {
+                return substr($line, strlen($var) + 1);
+            }
+        }
+        return '';
+    }
+
+    /** The password in the file the env variable $var names. */
+    private function secret(string $var): string
+    {
+        return rtrim((string) file_get_contents($this->env($var)), "\n");
     }
 
     /** @return array<string, string> replica $server's hash in Redis (empty when missing or Redis is away) */

@@ -42,7 +42,7 @@ abstract class SandboxTestCase extends TestCase
             'app' => 'phptest',
             'primary' => ['host' => '127.0.0.1', 'port' => $s->port('primary')] + $server('primary'),
             'replicas' => [$s->id('replica1') => $server('replica1'), $s->id('replica2') => $server('replica2')],
-            'redis' => ['host' => '127.0.0.1', 'port' => $s->port('redis')],
+            'redis' => $s->routerRedis(),
             'logger' => $this->logger,
         ], $changes);
     }

@@ -55,7 +55,7 @@ abstract class LaravelTestCase extends SandboxTestCase
             'sticky' => true,
             'lagwatch' => array_replace([
                 'app' => 'lvtest',
-                'redis' => ['host' => '127.0.0.1', 'port' => $s->port('redis')],
+                'redis' => $s->routerRedis(),
                 'replicas' => [
                     $s->id('replica1') => ['unix_socket' => $s->socket('replica1')],
                     $s->id('replica2') => ['unix_socket' => $s->socket('replica2')],

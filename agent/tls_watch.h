@@ -1,0 +1,79 @@
+// TlsWatch: the certificates of every server the agent reaches over TLS, watched so that one
+// expiring is an alert days ahead, not an outage (docs/metrics.md, "TLS"; the alert
+// LagwatchTlsCertificateExpiresSoon).
+//
+// At start, after every SetTargets (a reload) and then every `interval`, it connects to each MySQL
+// server whose TLS is enabled, as the probers do (MysqlConn::InspectTls: the server's
+// Ssl_server_not_after, since Connector/C does not hand out the peer certificate), and to Redis
+// when redis.tls is enabled (the handshake's own peer certificate), and sets
+//   lagwatch_tls_certificate_expiry_timestamp_seconds{target, server}
+//   lagwatch_tls_certificate_soonest_expiry_timestamp_seconds
+// A server it cannot reach keeps its last known expiry (the probers count and log the failure);
+// a server no longer watched loses its series. It logs (rate-limited) a warning for a certificate
+// within 14 days of expiry.
+//
+// One thread of its own, sequential connects with a 3 s deadline each: a round over 1,000
+// servers takes seconds and runs four times an hour. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/mysql_conn.h"
+#include "base/redis_conn.h"
+#include "exporters/metrics.h"
+
+namespace lagwatch {
+
+class TlsWatch {
+ public:
+  // `metrics` and `clock` must outlive the watch. Redis is watched when redis.tls.enabled.
+  TlsWatch(RedisConfig redis, Metrics* metrics, const Clock& clock,
+           Millis interval = Millis(15 * 60 * 1000));
+  ~TlsWatch() { Stop(); }
+  TlsWatch(const TlsWatch&) = delete;
+  TlsWatch& operator=(const TlsWatch&) = delete;
+
+  // The MySQL servers to watch (those with tls.enabled are; the others are skipped); the next
+  // round starts at once.
+  void SetTargets(std::vector<MysqlTarget> mysql);
+  void Start();
+  // Stops and joins the thread (within one connect's deadline).
+  void Stop();
+
+  // One round, on the caller's thread (the thread's body; public for tests).
+  void RunRound(const std::stop_token& stop);
+
+ private:
+  void Run(const std::stop_token& stop);
+  // Records one server's certificate expiry (nullopt: none learned this round).
+  void Note(const char* target, const std::string& server, std::optional<int64_t> not_after);
+  void UpdateSoonest();  // REQUIRES: mu_ held
+
+  // Constant after construction.
+  const RedisConfig redis_;
+  Metrics* const metrics_;
+  const Clock& clock_;
+  const Millis interval_;
+
+  std::mutex mu_;
+  std::condition_variable_any wake_;
+  std::vector<MysqlTarget> targets_;  // GUARDED_BY(mu_)
+  bool again_ = false;                // GUARDED_BY(mu_): SetTargets asked for a round now
+  // By "target server": the last expiry known, and its series.
+  struct Known {
+    int64_t not_after_unix;
+    prometheus::Gauge* gauge;
+  };
+  std::map<std::pair<std::string, std::string>, Known> known_;  // GUARDED_BY(mu_)
+  std::jthread thread_;
+};
+
+}  // namespace lagwatch
