@@ -60,11 +60,13 @@ class Report {
 };
 
 // "TLSv1.3 TLS_AES_256_GCM_SHA384, verified, certificate expires in 29 days (2027-01-02)", or
-// "plaintext".
-std::string DescribeTls(const TlsPeer& peer) {
+// "plaintext". `wanted`: the configuration's block (TLS without it came from an option file).
+std::string DescribeTls(const TlsPeer& peer, const TlsOptions& wanted) {
   if (!peer.tls) return "plaintext";
   std::string out = peer.protocol + " " + peer.cipher + ", " +
-                    (peer.verified ? "verified" : "NOT verified (verify_server_cert is false)");
+                    (!wanted.enabled ? "from the option file's ssl-* lines (verified as they say)"
+                     : peer.verified ? "verified"
+                                     : "NOT verified (verify_server_cert is false)");
   if (peer.not_after_unix) {
     const int64_t now = UnixMillis(SystemClock::Get().WallNow()) / 1000;
     const int64_t days = DaysUntil(*peer.not_after_unix, now);
@@ -89,7 +91,7 @@ std::string TlsProblem(const Status& st) {
 constexpr int64_t kExpiryWarnDays = 14;
 
 void ReportTls(Report& r, const TlsPeer& peer, const TlsOptions& wanted) {
-  r.Line("tls", DescribeTls(peer));
+  r.Line("tls", DescribeTls(peer, wanted));
   if (wanted.enabled && !peer.tls) {
     r.Warn("tls is enabled but the server has no TLS, and tls.required is false: plaintext");
   }

@@ -241,8 +241,9 @@ Status NetStream::WaitAsAsked(int ssl_error, MonoTime deadline, std::string_view
     return Status::Unavailable(std::string(what) + " " + label_ + ": " + std::strerror(errno));
   }
   const std::string err = TlsError();
-  return Status::Tls(TlsReasonForErrorText(err),
-                     "TLS " + std::string(what) + " " + label_ + ": " + err);
+  const char* reason = TlsReasonForErrorText(err);
+  return Status::Tls(
+      reason, "TLS " + std::string(what) + " " + label_ + " failed (" + reason + "): " + err);
 }
 
 Status NetStream::StartTls(const TlsOptions& tls, const std::string& host, MonoTime deadline) {

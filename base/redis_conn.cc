@@ -26,6 +26,17 @@ RedisConnection::RedisConnection(std::unique_ptr<NetStream> stream, Millis timeo
       who_(std::move(who)),
       server_(stream_->address()) {}
 
+Status RedisConnection::ClientCertRefused(const std::string& how) const {
+  // TLS 1.3 finishes the handshake before the server checks the client's certificate: a server
+  // that wants one (tls-auth-clients yes) or refuses it alerts and closes at the first read, and
+  // the alert may be lost to the reset.
+  return Status::Tls(tls_reason::kClientCert,
+                     who_ +
+                         " ended the TLS connection before its first reply (client_cert): " + how +
+                         "; it wants a client certificate it trusts (redis.tls.cert_file "
+                         "and key_file)");
+}
+
 bool RedisConnection::AnswersPlaintext(const Endpoint& server, Millis timeout) {
   auto plain = Open(server, TlsOptions{}, timeout, "Redis " + server.Id());
   if (!plain.ok()) return false;
@@ -35,9 +46,11 @@ bool RedisConnection::AnswersPlaintext(const Endpoint& server, Millis timeout) {
 }
 
 Status RedisConnection::PlaintextRefused(const std::string& how) const {
-  return Status::Tls(tls_reason::kPlaintextRefused,
-                     who_ + " ended the connection before its first reply (" + how +
-                         "): a TLS-only port refuses plaintext; set redis.tls if it serves TLS");
+  return Status::Tls(
+      tls_reason::kPlaintextRefused,
+      who_ + " ended the connection before its first reply (plaintext_refused): " + how +
+          "; a TLS-only port refuses plaintext; set redis.tls if it serves "
+          "TLS");
 }
 
 RedisConnection::~RedisConnection() { redisReaderFree(reader_); }
@@ -55,10 +68,11 @@ Result<std::unique_ptr<RedisConnection>> RedisConnection::Open(const Endpoint& s
       // A plaintext Redis reads a ClientHello as the start of an inline command and waits for
       // its end: the handshake times out with not a byte back. Whether it is one is asked.
       if (st.code() == Status::Code::kDeadlineExceeded && AnswersPlaintext(server, timeout)) {
-        return Status::Tls(tls_reason::kNotTls,
-                           who +
-                               " answers in plaintext: it does not serve TLS on this port "
-                               "(turn redis.tls off, or use its tls-port)");
+        return Status::Tls(
+            tls_reason::kNotTls,
+            who +
+                " answers in plaintext (not_tls): it does not serve TLS on this port "
+                "(turn redis.tls off, or use its tls-port)");
       }
       return Status::Unavailable(st.message());
     }
@@ -96,8 +110,13 @@ bool RedisConnection::Flush(MonoTime deadline) {
   if (out_.empty()) return true;
   Status st = stream_->WriteAll(out_, deadline);
   out_.clear();
-  if (!st.ok()) Fail(std::move(st));
+  if (!st.ok()) Fail(Refused(std::move(st)));
   return st.ok();
+}
+
+Status RedisConnection::Refused(Status st) const {
+  if (replied_ || st.code() != Status::Code::kUnavailable) return st;
+  return stream_->peer().tls ? ClientCertRefused(st.message()) : PlaintextRefused(st.message());
 }
 
 RedisReply RedisConnection::Parsed() {
@@ -115,18 +134,13 @@ bool RedisConnection::Fill(MonoTime deadline) {
   auto n = stream_->Read(buf, sizeof buf, deadline);
   if (!n.ok()) {
     const Status& st = n.status();
-    if (st.code() == Status::Code::kDeadlineExceeded) {
-      Fail(Status::DeadlineExceeded(who_ + ": no reply in time"));
-    } else if (!replied_ && !stream_->peer().tls && st.code() == Status::Code::kUnavailable) {
-      Fail(PlaintextRefused(st.message()));
-    } else {
-      Fail(st);
-    }
+    Fail(st.code() == Status::Code::kDeadlineExceeded
+             ? Status::DeadlineExceeded(who_ + ": no reply in time")
+             : Refused(st));
     return false;
   }
   if (*n == 0) {
-    Fail(!replied_ && !stream_->peer().tls ? PlaintextRefused("closed")
-                                           : Status::Unavailable(who_ + " closed the connection"));
+    Fail(Refused(Status::Unavailable(who_ + " closed the connection")));
     return false;
   }
   if (redisReaderFeed(reader_, buf, *n) != REDIS_OK) {

@@ -74,8 +74,9 @@ class RedisConnection {
 
   // Why the connection failed: Unavailable (closed, reset), DeadlineExceeded (no reply within the
   // timeout), DataError (not Redis's protocol), or Tls (plaintext_refused: a plaintext
-  // connection closed before its first reply, as a TLS-only port does; or a TLS failure). Ok
-  // while it works.
+  // connection closed before its first reply, as a TLS-only port does; client_cert: a TLS one
+  // closed before its first reply, as a server does that wants a client certificate; or any
+  // other TLS failure). Ok while it works.
   const Status& error() const { return error_; }
   // "host:port" of the server.
   const std::string& server() const { return server_; }
@@ -97,7 +98,11 @@ class RedisConnection {
   // A parsed reply if the reader has one; null otherwise (error_ set on a protocol error).
   RedisReply Parsed();
   void Fail(Status why);
+  // A connection that fails (Unavailable: reset, closed) before its first reply was refused:
+  // PlaintextRefused or ClientCertRefused; `st` as it is otherwise.
+  Status Refused(Status st) const;
   Status PlaintextRefused(const std::string& how) const;
+  Status ClientCertRefused(const std::string& how) const;
   // Whether `server` answers PING in plaintext (after a TLS handshake timed out there).
   static bool AnswersPlaintext(const Endpoint& server, Millis timeout);
 

@@ -1,8 +1,11 @@
 #include "tests/harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -155,7 +158,12 @@ Sandbox::Sandbox(std::string dir, int base_port, std::vector<std::string> option
   up.insert(up.end(), options.begin(), options.end());
   RunResult r = RunCommand(up);
   INFO(r.output);
-  REQUIRE(r.exit_code == 0);
+  if (r.exit_code != 0) {
+    // No destructor runs for a constructor that fails: let go of the lock here, or the next
+    // attempt in this process would wait for it for 15 minutes.
+    close(lock_fd_);
+    FAIL("scripts/sandbox up failed");
+  }
   RedisLogin admin;
   admin.password = Trimmed(ReadFile(Env("REDIS_ADMIN_PASSWORD_FILE")));
   admin.tls = ClientTls();
@@ -370,6 +378,102 @@ Agent::Agent(const std::string& config_path, std::string log_path, std::vector<s
     execv(v[0], v.data());
     _exit(127);
   }
+}
+
+RedisServer::RedisServer(std::string dir, int port, std::vector<std::string> args, bool sentinel)
+    : dir_(std::move(dir)), port_(port) {
+  RunCommand({"/bin/mkdir", "-p", dir_});
+  std::vector<std::string> argv = {sentinel ? "/usr/bin/redis-sentinel" : "/usr/bin/redis-server"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (!sentinel) {
+    argv.insert(argv.end(), {"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+                             dir_, "--logfile", dir_ + "/log"});
+  }
+  pid_ = fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    if (chdir(dir_.c_str()) != 0) _exit(127);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    auto v = Argv(argv);
+    execv(v[0], v.data());
+    _exit(127);
+  }
+  const bool up = WaitFor(
+      [&] {
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port_));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        close(fd);
+        return ok;
+      },
+      std::chrono::seconds(10));
+  REQUIRE_MESSAGE(
+      up, argv.front() << " on 127.0.0.1:" << port_ << " does not listen; see " << dir_ << "/log");
+}
+
+void RedisServer::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 200; ++i) {  // 10 s, then SIGKILL
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+TestPki::TestPki(std::string dir) : dir_(std::move(dir)) { RunCommand({"/bin/mkdir", "-p", dir_}); }
+
+std::string TestPki::Ca(const std::string& name) {
+  RunResult r = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", Key(name), "-out",
+                            Pem(name), "-days", "30", "-subj", "/CN=" + name});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return Pem(name);
+}
+
+std::string TestPki::Cert(const std::string& name, const std::string& ca, const std::string& san,
+                          int days, bool expired) {
+  const std::string csr = dir_ + "/" + name + ".csr";
+  RunResult r = RunCommand({"/usr/bin/openssl", "req", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", Key(name), "-out",
+                            csr, "-subj", "/CN=" + name, "-addext", "subjectAltName=" + san});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  if (expired) {
+    // `openssl ca` is what can set dates in the past: a throw-away CA database per certificate.
+    const std::string db = dir_ + "/" + name + ".db";
+    RunCommand({"/bin/mkdir", "-p", db});
+    std::ofstream(db + "/index.txt").close();
+    std::ofstream(db + "/serial") << "01\n";
+    std::ofstream(db + "/ca.cnf")
+        << "[ca]\ndefault_ca = d\n[d]\ndir = " << db << "\ndatabase = " << db
+        << "/index.txt\nnew_certs_dir = " << db << "\nserial = " << db
+        << "/serial\ndefault_md = sha256\npolicy = p\ncopy_extensions = copy\n[p]\n"
+        << "commonName = supplied\n";
+    r = RunCommand({"/usr/bin/openssl", "ca", "-batch", "-config", db + "/ca.cnf", "-cert", Pem(ca),
+                    "-keyfile", Key(ca), "-in", csr, "-out", Pem(name), "-startdate",
+                    "20200101000000Z", "-enddate", "20200102000000Z"});
+  } else {
+    r = RunCommand({"/usr/bin/openssl", "x509", "-req", "-in", csr, "-CA", Pem(ca), "-CAkey",
+                    Key(ca), "-CAcreateserial", "-out", Pem(name), "-days", std::to_string(days),
+                    "-copy_extensions", "copy"});
+  }
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return Pem(name);
 }
 
 int Agent::Stop() {

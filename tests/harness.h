@@ -125,6 +125,45 @@ class ExtraServer {
   pid_t pid_ = -1;
 };
 
+// A redis-server (or, with `sentinel`, a redis-sentinel on the config file in `args`) of a
+// test's own on 127.0.0.1:port: `args` follow the listening ones (e.g. TLS files; the caller
+// sets --port/--tls-port itself), run in the foreground as a child with its log in DIR/log.
+// Ready once the port accepts TCP connections. Stopped by its PID (SIGTERM, then SIGKILL after
+// 10 s) on destruction or Stop().
+class RedisServer {
+ public:
+  RedisServer(std::string dir, int port, std::vector<std::string> args, bool sentinel = false);
+  ~RedisServer() { Stop(); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  void Stop();
+
+ private:
+  std::string dir_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// Certificates made with the openssl CLI for a test, in `dir` (EC P-256 keys):
+//   Ca("ca")                          -> dir/ca.pem (+ ca.key), a self-signed CA
+//   Cert("srv", "ca", "IP:127.0.0.1") -> dir/srv.pem (+ srv.key), signed by that CA, valid
+//                                        `days` days from now; expired: valid 2020-01-01..02
+// Fails the test when openssl does.
+class TestPki {
+ public:
+  explicit TestPki(std::string dir);
+  std::string Ca(const std::string& name);
+  std::string Cert(const std::string& name, const std::string& ca, const std::string& san,
+                   int days = 30, bool expired = false);
+  std::string Key(const std::string& name) const { return dir_ + "/" + name + ".key"; }
+  std::string Pem(const std::string& name) const { return dir_ + "/" + name + ".pem"; }
+
+ private:
+  std::string dir_;
+};
+
 // The lagwatch daemon as a child process, stderr captured to `log_path`.
 class Agent {
  public:
