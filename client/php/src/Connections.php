@@ -4,6 +4,10 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router;
 
+use Lagwatch\Router\Exception\TlsException;
+use Lagwatch\Router\Tls\TlsProbe;
+use Lagwatch\Router\Tls\TlsReason;
+
 /**
  * The router's PDO connections, one per server, opened on first use and reused. A replica whose
  * connect failed, or whose connection timed out or broke under a read, is not tried again for the
@@ -142,14 +146,40 @@ final class Connections
      * copies into the connection when it opens it (so it is set around the connect only; whole
      * seconds). mysqlnd's warnings for a failed connect are silenced: the PDOException says it.
      *
-     * @throws \PDOException
+     * With the server's `tls` enabled: its PDO attributes (TlsConfig::pdoAttributes), a failed
+     * connect named by TlsProbe when TLS was the cause (a TlsException), and the session checked
+     * once connected — encrypted, at min_version or above — before anything else runs on it.
+     *
+     * @throws \PDOException a TlsException for TLS
      */
     private static function connect(ServerConfig $server): \PDO
     {
-        $options = $server->options + [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION];
+        $options = $server->options + $server->tls->pdoAttributes() + [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION];
         if ($server->timeoutSeconds !== null) {
             $options += [\PDO::ATTR_TIMEOUT => $server->timeoutSeconds];
         }
+        $unreadable = $server->tls->enabled ? $server->tls->unreadableFile() : '';
+        if ($unreadable !== '') {
+            throw new TlsException('TLS ' . TlsReason::CONFIG . " with MySQL {$server->id}: $unreadable", TlsReason::CONFIG);
+        }
+        $started = microtime(true);
+        try {
+            $pdo = self::openPdo($server, $options);
+        } catch (\PDOException $e) {
+            throw $server->tls->enabled ? self::tlsFailure($server, $e, microtime(true) - $started) : $e;
+        }
+        if ($server->tls->enabled) {
+            self::checkTls($server, $pdo);
+        }
+        return $pdo;
+    }
+
+    /**
+     * @param array<int, mixed> $options
+     * @throws \PDOException
+     */
+    private static function openPdo(ServerConfig $server, array $options): \PDO
+    {
         if ($server->readTimeoutSeconds === null) {
             return @new \PDO($server->dsn, $server->user, $server->password, $options);
         }
@@ -160,6 +190,69 @@ final class Connections
             if ($previous !== false) {
                 ini_set('mysqlnd.net_read_timeout', $previous);
             }
+        }
+    }
+
+    /**
+     * The exception for a connect with TLS that failed: a TlsException naming the reason when
+     * TLS was the cause — mysqlnd says "Cannot connect to MySQL using SSL" for a failed handshake
+     * and "MySQL server has gone away" (at once) for a server that offers no TLS, which it then
+     * leaves before logging in — else $e as it is (refused, timed out, access denied, ...).
+     */
+    private static function tlsFailure(ServerConfig $server, \PDOException $e, float $elapsedS): \PDOException
+    {
+        $message = $e->getMessage();
+        $ssl = str_contains($message, 'using SSL');
+        // A read timeout says "gone away" too, but not this soon (net_read_timeout is 1 s or more).
+        if (!$ssl && !(str_contains($message, '[2006]') && $elapsedS < 0.5)) {
+            return $e;
+        }
+        $address = ServerConfig::dsnHostPort($server->dsn);
+        $diagnosis = $address === null ? null : TlsProbe::diagnoseMysql(
+            $address[0],
+            $address[1],
+            $server->tls,
+            (float) min($server->timeoutSeconds ?? 2, 2),
+        );
+        if ($diagnosis === null) {
+            return $ssl ? new TlsException("TLS handshake with MySQL {$server->id}: the TLS handshake failed"
+                . " ($message)", TlsReason::HANDSHAKE, $e) : $e;
+        }
+        [$reason, $why] = $diagnosis;
+        return new TlsException("TLS $reason with MySQL {$server->id}: $why (PDO: $message)", $reason, $e);
+    }
+
+    /**
+     * Refuses a session that is not what the `tls` block asks for (one round trip per
+     * connection): Ssl_cipher empty (not encrypted) or Ssl_version below min_version. mysqlnd
+     * has no TLS version option for PDO, so min_version is checked here, after the login.
+     *
+     * @throws TlsException
+     */
+    private static function checkTls(ServerConfig $server, \PDO $pdo): void
+    {
+        try {
+            $stmt = $pdo->query("SHOW SESSION STATUS WHERE Variable_name IN ('Ssl_version', 'Ssl_cipher')");
+            $status = $stmt === false ? false : $stmt->fetchAll(\PDO::FETCH_KEY_PAIR);
+        } catch (\PDOException $e) {
+            throw new TlsException("TLS with MySQL {$server->id}: cannot check the session's TLS: "
+                . $e->getMessage(), TlsReason::HANDSHAKE, $e);
+        }
+        if (!is_array($status)) {
+            throw new TlsException("TLS with MySQL {$server->id}: cannot check the session's TLS", TlsReason::HANDSHAKE);
+        }
+        $cipher = (string) ($status['Ssl_cipher'] ?? '');
+        $version = (string) ($status['Ssl_version'] ?? '');
+        if ($cipher === '') {
+            throw new TlsException('TLS ' . TlsReason::NOT_TLS . " with MySQL {$server->id}: the session is not"
+                . ' encrypted (Ssl_cipher is empty)', TlsReason::NOT_TLS);
+        }
+        if (
+            preg_match('/^TLSv(\d+(?:\.\d+)?)$/', $version, $m) !== 1
+            || version_compare($m[1], $server->tls->minVersion, '<')
+        ) {
+            throw new TlsException('TLS ' . TlsReason::HANDSHAKE . " with MySQL {$server->id}: the session is"
+                . " '$version', below min_version {$server->tls->minVersion}", TlsReason::HANDSHAKE);
         }
     }
 }

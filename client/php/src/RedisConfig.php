@@ -8,8 +8,9 @@ use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Position\Text;
 
 /**
- * Where lagwatch's Redis is and how its keys are named. key_prefix and ttl_ms must match the
- * agent's redis.key_prefix and redis.ttl_ms.
+ * Where lagwatch's Redis is, how to log in (an ACL user: username and password) and speak to it
+ * (tls), and how its keys are named. key_prefix and ttl_ms must match the agent's
+ * redis.key_prefix and redis.ttl_ms.
  */
 final class RedisConfig
 {
@@ -23,6 +24,7 @@ final class RedisConfig
         public readonly string $keyPrefix = 'slave_delay',
         public readonly int $ttlMs = 1000,
         public readonly int $retryAfterMs = 200,
+        public readonly TlsConfig $tls = new TlsConfig(),
     ) {
     }
 
@@ -31,6 +33,7 @@ final class RedisConfig
     {
         $c->rejectUnknown([
             'host', 'port', 'timeout', 'username', 'password', 'database', 'key_prefix', 'ttl_ms', 'retry_after_ms',
+            'tls',
         ]);
         $prefix = $c->string('key_prefix', 'slave_delay');
         if (!Text::isToken($prefix, '_.:-', 1, 128)) {
@@ -46,6 +49,7 @@ final class RedisConfig
             $prefix,
             $c->int('ttl_ms', 1000, 1, 3600000),
             $c->int('retry_after_ms', 200, 0, 60000),
+            TlsConfig::from($c->section('tls'), true),
         );
     }
 }

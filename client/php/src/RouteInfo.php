@@ -20,6 +20,8 @@ final class RouteInfo
      *        "redis_unavailable", "caught_up", "drained_replica", "primary_ambiguous", "late_answer"
      * @param bool $degraded a read that wanted a replica and could not have one
      * @param string $circuit the primary's circuit as read: up, degraded, down, ambiguous, unknown
+     * @param string $detail why, beyond the reason: for redis_unavailable what Redis's last round
+     *        trip failed with ("Redis 10.0.0.9:6379: TLS unknown_ca: ..." for TLS); '' otherwise
      */
     public function __construct(
         public readonly string $fingerprint,
@@ -30,18 +32,20 @@ final class RouteInfo
         public readonly string $reason,
         public readonly bool $degraded,
         public readonly string $circuit,
+        public readonly string $detail = '',
     ) {
     }
 
-    /** The decision's debug log line: route: SQL fingerprint=… selected=… delay_ms=… reason=… */
+    /** The decision's debug log line: route: SQL fingerprint=… selected=… delay_ms=… reason=… [detail=…] */
     public function logLine(): string
     {
         return sprintf(
-            'route: SQL fingerprint=%s selected=%s delay_ms=%s reason=%s',
+            'route: SQL fingerprint=%s selected=%s delay_ms=%s reason=%s%s',
             Text::escapeControl($this->fingerprint),
             $this->selected ?? 'none',
             $this->delayMs === null ? '-' : (string) $this->delayMs,
             $this->reason,
+            $this->detail === '' ? '' : ' detail=' . Text::escapeControl($this->detail),
         );
     }
 }

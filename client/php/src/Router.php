@@ -41,6 +41,9 @@ use Lagwatch\Router\Sql\TransactionTracker;
  * - Replica timeouts: a replica whose connect fails, or whose connection times out or breaks under
  *   a read of query() or run(), is skipped for the rest of the request (this Router's life, or
  *   until reset()) and the read runs elsewhere; connect and read timeouts per replica.
+ * - TLS (`tls`, `redis.tls`): verified unless said otherwise, never a fallback to plaintext; a
+ *   failure is named (TlsReason) and handled as the failure it is: Redis unavailable, a replica
+ *   that cannot be connected to, the primary's PDOException (TlsException).
  *
  * Not thread-safe: one Router per application session (per request, or per worker loop).
  */
@@ -97,7 +100,11 @@ final class Router
      *                     id; the DSN may differ (a unix socket)
      *   redis             ['host' => '127.0.0.1', 'port' => 6379, 'timeout' => 0.05 (s, connect and
      *                     read), 'username', 'password', 'database' => 0, 'key_prefix' => 'slave_delay',
-     *                     'ttl_ms' => 1000, 'retry_after_ms' => 200]
+     *                     'ttl_ms' => 1000, 'retry_after_ms' => 200, 'tls' => [enabled, ca_file,
+     *                     cert_file, key_file, verify_server_cert, min_version, server_name]]
+     *   tls               [enabled, ca_file, cert_file, key_file, verify_server_cert, min_version,
+     *                     required]: TLS to every server; primary.tls and replicas.<id>.tls override
+     *                     it key by key (TlsConfig; client/php/README.md, "TLS")
      *   force_primary     list of classes and tags (context 'class' / 'tag') always sent to the primary
      *   bounded_staleness bool, default true
      *   clock_skew_ms     int, default 0: how far this host's clock may be from the agent's
@@ -133,6 +140,7 @@ final class Router
         $this->connections = new Connections($c->primary, $c->replicas, $c->replicaRetryMs, $c->connect);
         $this->transactions = new TransactionTracker();
         $this->session = new Session();
+        $this->warnUnverifiedTls();
     }
 
     /**
@@ -577,6 +585,25 @@ final class Router
         );
     }
 
+    /** One warning per connection whose certificate is not checked (verify_server_cert false). */
+    private function warnUnverifiedTls(): void
+    {
+        $c = $this->config;
+        $targets = [];
+        if ($c->redis->tls->enabled && !$c->redis->tls->verifyServerCert) {
+            $targets['redis.tls'] = 'Redis ' . $c->redis->host . ':' . $c->redis->port;
+        }
+        foreach (['primary' => $c->primary] + $c->replicas as $name => $server) {
+            if ($server->tls->enabled && !$server->tls->verifyServerCert) {
+                $targets[($name === 'primary' ? 'primary' : 'replicas.' . $name) . '.tls'] = 'MySQL ' . $server->id;
+            }
+        }
+        foreach ($targets as $key => $target) {
+            $this->log('warning', 'route: TLS to {target} does not verify its certificate ({key}.verify_server_cert'
+                . ' is false): anyone on the path can pose as the server', ['target' => $target, 'key' => $key]);
+        }
+    }
+
     /** What a refresh says beyond the decision: Redis episodes, malformed records, the position kind. */
     private function noteContract(Contract $contract, int $now): void
     {
@@ -621,6 +648,7 @@ final class Router
             $d->reasonLabel(),
             $d->degraded,
             $d->circuit->value,
+            $d->reason === Reason::RedisUnavailable ? $this->reader->lastError() : '',
         );
         $this->log('debug', $this->last->logLine(), []);
         if (!$d->isRead()) {

@@ -19,7 +19,7 @@ final class RouterConfig
     public const KEYS = [
         'app', 'primary', 'replicas', 'redis', 'force_primary', 'bounded_staleness', 'clock_skew_ms',
         'cache_ms', 'read_your_writes', 'position_kind', 'replica_retry_ms', 'replica_timeout',
-        'replica_read_timeout', 'logger', 'clock', 'random', 'connect',
+        'replica_read_timeout', 'logger', 'clock', 'random', 'connect', 'tls',
     ];
 
     /**
@@ -58,7 +58,8 @@ final class RouterConfig
         if (!Feedback::isValidApp($app)) {
             throw new ConfigException('app: not 1..64 of [A-Za-z0-9_.:-] (it names rw_stats:<app>)');
         }
-        $primary = ServerConfig::from($c->section('primary'));
+        $tls = TlsConfig::from($c->section('tls'), false);
+        $primary = ServerConfig::from($c->section('primary'), null, null, null, $tls);
         $replicas = [];
         $section = $c->section('replicas');
         $replicaTimeout = $c->int('replica_timeout', 2, 1, 3600);
@@ -70,6 +71,7 @@ final class RouterConfig
                 $id,
                 $replicaTimeout,
                 $replicaReadTimeout === 0 ? null : $replicaReadTimeout,
+                $tls,
             );
         }
         $kindText = $c->string('position_kind', 'auto');

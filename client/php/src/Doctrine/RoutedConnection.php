@@ -37,9 +37,10 @@ use Lagwatch\Router\Sql\Classifier;
  * - The token across requests: with a TokenStore, the session is loaded when the connection is
  *   made and saved after each write (after the commit).
  *
- * The router owns the PDO connections (its timeouts, failures, read-your-writes asks); each is
- * handed to Doctrine as a pdo_mysql driver connection, so the platform, types and exception
- * conversion are Doctrine's own.
+ * The router owns the PDO connections (its timeouts, failures, read-your-writes asks, TLS from its
+ * `tls` blocks: Doctrine's own driverOptions are not used to connect); each is handed to Doctrine
+ * as a pdo_mysql driver connection, so the platform, types and exception conversion are Doctrine's
+ * own.
  *
  *   $conn = DriverManager::getConnection(RoutedConnection::params($routerConfig, $store));
  *

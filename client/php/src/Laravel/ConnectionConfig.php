@@ -18,8 +18,10 @@ use Lagwatch\Router\Exception\ConfigException;
  *       'replicas' => [                           // lagwatch id => how to connect (Laravel's keys)
  *           '10.0.0.2:3306' => [],                // host and port from the id, the connection's credentials
  *           '10.0.0.3:3306' => ['unix_socket' => ..., 'username' => ..., 'password' => ...,
- *                               'timeout' => 1, 'read_timeout' => 2],
+ *                               'timeout' => 1, 'read_timeout' => 2, 'tls' => [...]],
  *       ],
+ *       'tls' => ['enabled' => true, 'ca_file' => ...],  // TLS to every server (the Router's `tls`);
+ *                                                 // a replica's own `tls` overrides it key by key
  *       'replica_timeout' => 1,                   // s, replicas' connect timeout (PDO::ATTR_TIMEOUT)
  *       'replica_read_timeout' => 2,              // s, replicas' read timeout (mysqlnd, whole seconds)
  *       'token_store' => 'session',               // see LagwatchMySqlConnection
@@ -30,7 +32,10 @@ use Lagwatch\Router\Exception\ConfigException;
  * Every server's PDO is made as Laravel's MySqlConnector makes it: the DSN (unix_socket or host and
  * port, dbname), Laravel's default PDO attributes and the connection's `options`, and the session
  * settings Laravel runs after connecting (charset and collation, timezone, sql_mode from `modes` /
- * `strict`) as one PDO::MYSQL_ATTR_INIT_COMMAND, unless `options` sets its own.
+ * `strict`) as one PDO::MYSQL_ATTR_INIT_COMMAND, unless `options` sets its own. TLS: Laravel's own
+ * way (PDO::MYSQL_ATTR_SSL_* in the connection's `options`, which replicas inherit unless they set
+ * `options`) is passed on as it is; the block's `tls` adds the router's checks (the session
+ * encrypted, min_version, named failures) and may not be combined with SSL attributes in `options`.
  */
 final class ConnectionConfig
 {
@@ -38,7 +43,7 @@ final class ConnectionConfig
     private const OWN_KEYS = ['primary', 'replicas', 'replica_read_timeout', 'token_store', 'token_life', 'token_key'];
     /** Keys a replica's entry may set. */
     private const REPLICA_KEYS = ['host', 'port', 'unix_socket', 'database', 'username', 'password', 'options',
-        'timeout', 'read_timeout'];
+        'timeout', 'read_timeout', 'tls'];
     private const DEFAULT_REPLICA_TIMEOUT_S = 1;
     private const DEFAULT_REPLICA_READ_TIMEOUT_S = 2;
     /** Laravel's Connector default PDO attributes. */
@@ -111,6 +116,9 @@ final class ConnectionConfig
             $server = self::server(['host' => $m[1], 'port' => (int) $m[2]] + $own + $base);
             $server['timeout'] = $own['timeout'] ?? $router['replica_timeout'];
             $server['read_timeout'] = $own['read_timeout'] ?? $readTimeout;
+            if (isset($own['tls'])) {
+                $server['tls'] = $own['tls'];
+            }
             $router['replicas'][$id] = $server;
         }
         return $router;

@@ -9,7 +9,9 @@ use RuntimeException;
 /**
  * The replication sandbox of scripts/sandbox in /tmp/lw-php (primary 29706, replicas 29707 and
  * 29708, Redis 29709; lagwatch's HTTP 29710; another suite sets LW_PHP_SANDBOX_DIR and
- * LW_PHP_SANDBOX_PORT for its own) and the real lagwatch binary on it, shared by every
+ * LW_PHP_SANDBOX_PORT for its own, and LW_PHP_SANDBOX_TLS=1 for one built with --tls: MySQL over
+ * TCP only with TLS, Redis on a TLS port only with client certificates) and the real lagwatch
+ * binary on it, shared by every
  * sandbox test of one PHPUnit run: brought up by the first, taken down after the last
  * (SandboxExtension) or at exit. Everything it starts it stops by PID: lagwatch by the PID
  * proc_open gave, the servers by scripts/sandbox (their pid files). An exclusive lock on
@@ -51,6 +53,12 @@ final class Sandbox
     {
         $dir = getenv('LW_PHP_SANDBOX_DIR');
         return is_string($dir) && $dir !== '' ? $dir : self::DEFAULT_DIR;
+    }
+
+    /** Whether the sandbox is built with --tls: LW_PHP_SANDBOX_TLS=1. */
+    public static function tls(): bool
+    {
+        return getenv('LW_PHP_SANDBOX_TLS') === '1';
     }
 
     /** The primary's port (replicas +1 and +2, Redis +3, HTTP +4): LW_PHP_SANDBOX_PORT, else 29706. */
@@ -135,7 +143,7 @@ final class Sandbox
         return $v === false ? null : $v;
     }
 
-    /** A Redis connection to the sandbox's Redis, reconnected when it broke. */
+    /** A Redis connection to the sandbox's Redis as its admin, reconnected when it broke. */
     public function redis(): \Redis
     {
         try {
@@ -145,25 +153,66 @@ final class Sandbox
         } catch (\RedisException) {
             // Reconnect below.
         }
+        return $this->redis = $this->redisAs('default', $this->secret('REDIS_ADMIN_PASSWORD_FILE'));
+    }
+
+    /** A new Redis connection to the sandbox's Redis (TLS with the client certificate under --tls) as $user. */
+    public function redisAs(string $user, string $password): \Redis
+    {
         $r = new \Redis();
-        $r->connect('127.0.0.1', $this->port('redis'), 2.0);
-        $r->auth(['default', $this->secret('REDIS_ADMIN_PASSWORD_FILE')]);
-        return $this->redis = $r;
+        if ($this->env('TLS') === '1') {
+            $r->connect('tls://127.0.0.1', $this->port('redis'), 2.0, null, 0, 2.0, ['stream' => [
+                'cafile' => $this->env('TLS_CA'),
+                'local_cert' => $this->env('TLS_CLIENT_CERT'),
+                'local_pk' => $this->env('TLS_CLIENT_KEY'),
+                'verify_peer' => true,
+                'verify_peer_name' => true,
+                'peer_name' => '127.0.0.1',
+            ]]);
+        } else {
+            $r->connect('127.0.0.1', $this->port('redis'), 2.0);
+        }
+        $r->auth([$user, $password]);
+        return $r;
     }
 
     /**
      * The router's `redis` configuration: the sandbox's lagwatch-router ACL user, which may read
-     * the contract and count rw_stats, nothing more.
+     * the contract and count rw_stats, nothing more; under --tls with its `tls` block (the
+     * sandbox's CA, its client certificate) and a 0.5 s timeout.
      *
      * @return array<string, mixed>
      */
     public function routerRedis(): array
     {
-        return [
+        $config = [
             'host' => '127.0.0.1',
             'port' => $this->port('redis'),
             'username' => $this->env('REDIS_ROUTER_USER'),
             'password' => $this->secret('REDIS_ROUTER_PASSWORD_FILE'),
+        ];
+        if ($this->env('TLS') === '1') {
+            // The connect includes the handshake: 0.05 s (the default) is short for that on a
+            // loaded 2-core host (a router per request each doing one).
+            $config['timeout'] = 0.5;
+            $config['tls'] = $this->tlsBlock();
+        }
+        return $config;
+    }
+
+    /**
+     * A `tls` block with the sandbox's CA and client certificate (built with --tls), for Redis
+     * or MySQL.
+     *
+     * @return array<string, mixed>
+     */
+    public function tlsBlock(): array
+    {
+        return [
+            'enabled' => true,
+            'ca_file' => $this->env('TLS_CA'),
+            'cert_file' => $this->env('TLS_CLIENT_CERT'),
+            'key_file' => $this->env('TLS_CLIENT_KEY'),
         ];
     }
 
@@ -179,7 +228,7 @@ final class Sandbox
     }
 
     /** The password in the file the env variable $var names. */
-    private function secret(string $var): string
+    public function secret(string $var): string
     {
         return rtrim((string) file_get_contents($this->env($var)), "\n");
     }
@@ -337,6 +386,9 @@ final class Sandbox
     private function script(string $command): void
     {
         $argv = [self::sourceDir() . '/scripts/sandbox', $command, '--dir', self::dir(), '--base-port', (string) self::basePort()];
+        if ($command === 'up' && self::tls()) {
+            $argv[] = '--tls';
+        }
         $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
         if (!is_resource($proc)) {
             throw new RuntimeException('cannot run scripts/sandbox');
