@@ -370,6 +370,89 @@ TEST_CASE("the sentinel password file is a secret file and its first line is the
   rmdir(dir);
 }
 
+TEST_CASE(
+    "tls blocks: off by default; the top-level one is every server's, overridden key by key") {
+  auto plain = ParseConfig(Valid().dump());
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->mysql_tls.enabled);
+  CHECK_FALSE(plain->redis.tls.enabled);
+  CHECK_FALSE(plain->MysqlTlsFor(Endpoint{"127.0.0.1", 3307}).enabled);
+
+  json j = Valid();
+  j["tls"] = {{"enabled", true}, {"ca_file", "/etc/lagwatch/ca.pem"}, {"min_version", "1.3"}};
+  j["replicas"][1]["tls"] = {{"enabled", false}};
+  j["primary"]["tls"] = {{"cert_file", "/etc/lagwatch/c.pem"}, {"key_file", "/etc/lagwatch/c.key"}};
+  j["redis"]["tls"] = {
+      {"enabled", true}, {"server_name", "redis.example"}, {"verify_server_cert", true}};
+  auto c = ParseConfig(j.dump());
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->mysql_tls.enabled);
+  CHECK(c->mysql_tls.verify);
+  CHECK(c->mysql_tls.required);
+  CHECK(c->mysql_tls.min_version == 13);
+  CHECK(c->primary_tls.enabled);  // the top level's, with its own client certificate
+  CHECK(c->primary_tls.ca_file == "/etc/lagwatch/ca.pem");
+  CHECK(c->primary_tls.cert_file == "/etc/lagwatch/c.pem");
+  CHECK(c->replicas[0].tls == c->mysql_tls);
+  CHECK_FALSE(c->replicas[1].tls.enabled);
+  CHECK(c->MysqlTlsFor(c->primary) == c->primary_tls);
+  CHECK_FALSE(c->MysqlTlsFor(c->replicas[1].endpoint).enabled);
+  CHECK(c->MysqlTlsFor(Endpoint{"10.9.9.9", 3306}) == c->mysql_tls);  // discovered: the default
+  CHECK(c->Servers()[0].tls == c->primary_tls);
+  CHECK(c->redis.tls.enabled);
+  CHECK(c->redis.tls.server_name == "redis.example");
+  CHECK(c->redis.tls.min_version == 12);
+}
+
+TEST_CASE("bad tls blocks are rejected naming the key") {
+  Rejects([](json& j) { j["tls"] = {{"enabled", "yes"}}; }, "tls.enabled");
+  Rejects([](json& j) { j["tls"] = {{"min_version", "1.1"}}; }, "tls.min_version");
+  Rejects([](json& j) { j["tls"] = {{"server_name", "x"}}; }, "tls.server_name");
+  Rejects([](json& j) { j["redis"]["tls"] = {{"required", false}}; }, "redis.tls.required");
+  Rejects([](json& j) { j["tls"] = {{"cert_file", "/c.pem"}}; }, "tls.cert_file");
+  Rejects([](json& j) { j["redis"]["tls"] = {{"key_file", "/c.key"}}; }, "redis.tls.key_file");
+  Rejects([](json& j) { j["replicas"][0]["tls"] = {{"ca_file", ""}}; }, "replicas[0].tls.ca_file");
+  Rejects([](json& j) { j["primary"]["tls"] = "on"; }, "primary.tls");
+  Rejects([](json& j) { j["redis"]["tls"] = {{"server_name", "a b"}}; }, "redis.tls.server_name");
+  Rejects([](json& j) { j["redis"]["sentinel_username"] = "lw"; }, "redis.sentinel_username");
+}
+
+TEST_CASE("TLS files are checked at load: unreadable certificates, exposed keys") {
+  char dir[] = "/tmp/lw-config-tls-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string d = dir;
+  json j = Valid();
+  j["primary"]["defaults_file"] = d + "/primary.cnf";
+  j["replica_defaults_file"] = d + "/replica.cnf";
+  for (const char* name : {"primary.cnf", "replica.cnf", "client.key"}) {
+    std::ofstream(d + "/" + name) << "secret\n";
+    REQUIRE(chmod((d + "/" + name).c_str(), 0600) == 0);
+  }
+  std::ofstream(d + "/client.pem") << "cert\n";
+  j["redis"]["tls"] = {{"enabled", true},
+                       {"ca_file", d + "/missing-ca.pem"},
+                       {"cert_file", d + "/client.pem"},
+                       {"key_file", d + "/client.key"}};
+  const std::string path = d + "/lagwatch.json";
+  std::ofstream(path) << j.dump();
+  auto missing = LoadConfig(path);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().rfind("redis.tls.ca_file: cannot read", 0) == 0);
+
+  j["redis"]["tls"]["ca_file"] = d + "/client.pem";
+  std::ofstream(path) << j.dump();
+  CHECK(LoadConfig(path).ok());
+  REQUIRE(chmod((d + "/client.key").c_str(), 0644) == 0);
+  auto exposed = LoadConfig(path);
+  REQUIRE_FALSE(exposed.ok());
+  CHECK(exposed.status().message().rfind("redis.tls.key_file:", 0) == 0);
+  for (const char* name :
+       {"primary.cnf", "replica.cnf", "client.key", "client.pem", "lagwatch.json"}) {
+    std::remove((d + "/" + name).c_str());
+  }
+  rmdir(dir);
+}
+
 TEST_CASE("a syntax error is reported, not thrown") {
   auto r = ParseConfig("{ \"agent_id\": 1,, }");
   REQUIRE_FALSE(r.ok());
