@@ -1,5 +1,6 @@
 #include "base/mysql_conn.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -108,6 +109,18 @@ Status MysqlConn::ClientError(std::string_view what) {
   return Status::ServerError(std::move(msg));
 }
 
+void MysqlConn::KeepNonBlocking() {
+  // Connector/C 3.3 (Debian 12) leaves the socket blocking after a TLS handshake, and its
+  // non-blocking API then reads with SSL_read on it: the read would wait in read(2) for the
+  // server instead of handing the wait back, holding up every connection of an event loop while
+  // one server hangs (MariaDB's CONC-594). Plaintext reads are MSG_DONTWAIT, so this changes
+  // nothing there.
+  const int fd = mysql_get_socket(mysql_);
+  if (fd < 0) return;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
 void MysqlConn::SetTlsOptions() {
   const TlsOptions& tls = target_.tls;
   if (!tls.enabled) return;
@@ -210,6 +223,7 @@ std::optional<MysqlConn::Wait> MysqlConn::Advance(int wait_status) {
           Close();  // a failed handshake leaves nothing reusable, whatever the error class
           return Finish(std::move(s));
         }
+        KeepNonBlocking();
         phase_ = Phase::kQuerying;
         wait_status = mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size());
         break;

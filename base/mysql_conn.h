@@ -137,6 +137,8 @@ class MysqlConn final : public SqlConnection {
 
   // Sets the TLS options of target_.tls on the fresh handle mysql_.
   void SetTlsOptions();
+  // After the connect: the socket non-blocking again (see the definition).
+  void KeepNonBlocking();
   // The Status for a failed connect, as the class comment says.
   Status ConnectError();
 

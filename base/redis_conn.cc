@@ -26,33 +26,6 @@ RedisConnection::RedisConnection(std::unique_ptr<NetStream> stream, Millis timeo
       who_(std::move(who)),
       server_(stream_->address()) {}
 
-Status RedisConnection::ClientCertRefused(const std::string& how) const {
-  // TLS 1.3 finishes the handshake before the server checks the client's certificate: a server
-  // that wants one (tls-auth-clients yes) or refuses it alerts and closes at the first read, and
-  // the alert may be lost to the reset.
-  return Status::Tls(tls_reason::kClientCert,
-                     who_ +
-                         " ended the TLS connection before its first reply (client_cert): " + how +
-                         "; it wants a client certificate it trusts (redis.tls.cert_file "
-                         "and key_file)");
-}
-
-bool RedisConnection::AnswersPlaintext(const Endpoint& server, Millis timeout) {
-  auto plain = Open(server, TlsOptions{}, timeout, "Redis " + server.Id());
-  if (!plain.ok()) return false;
-  RedisReply r = (*plain)->Run({"PING"});
-  // +PONG, or an error such as NOAUTH: either way Redis's protocol, in plaintext.
-  return r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
-}
-
-Status RedisConnection::PlaintextRefused(const std::string& how) const {
-  return Status::Tls(
-      tls_reason::kPlaintextRefused,
-      who_ + " ended the connection before its first reply (plaintext_refused): " + how +
-          "; a TLS-only port refuses plaintext; set redis.tls if it serves "
-          "TLS");
-}
-
 RedisConnection::~RedisConnection() { redisReaderFree(reader_); }
 
 Result<std::unique_ptr<RedisConnection>> RedisConnection::Open(const Endpoint& server,
@@ -81,6 +54,14 @@ Result<std::unique_ptr<RedisConnection>> RedisConnection::Open(const Endpoint& s
       new RedisConnection(std::move(stream).value(), timeout, who));
 }
 
+bool RedisConnection::AnswersPlaintext(const Endpoint& server, Millis timeout) {
+  auto plain = Open(server, TlsOptions{}, timeout, "Redis " + server.Id());
+  if (!plain.ok()) return false;
+  RedisReply r = (*plain)->Run({"PING"});
+  // +PONG, or an error such as NOAUTH: either way Redis's protocol, in plaintext.
+  return r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
+}
+
 void RedisConnection::Append(const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
@@ -99,55 +80,6 @@ void RedisConnection::Append(const std::vector<std::string>& args) {
   }
   out_.append(cmd, static_cast<size_t>(n));
   redisFreeCommand(cmd);
-}
-
-void RedisConnection::Fail(Status why) {
-  if (error_.ok()) error_ = std::move(why);
-}
-
-bool RedisConnection::Flush(MonoTime deadline) {
-  if (!error_.ok()) return false;
-  if (out_.empty()) return true;
-  Status st = stream_->WriteAll(out_, deadline);
-  out_.clear();
-  if (!st.ok()) Fail(Refused(std::move(st)));
-  return st.ok();
-}
-
-Status RedisConnection::Refused(Status st) const {
-  if (replied_ || st.code() != Status::Code::kUnavailable) return st;
-  return stream_->peer().tls ? ClientCertRefused(st.message()) : PlaintextRefused(st.message());
-}
-
-RedisReply RedisConnection::Parsed() {
-  void* raw = nullptr;
-  if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
-    Fail(Status::DataError(who_ + " sent what is not Redis's protocol: " + reader_->errstr));
-    return nullptr;
-  }
-  if (raw) replied_ = true;
-  return RedisReply(static_cast<redisReply*>(raw));
-}
-
-bool RedisConnection::Fill(MonoTime deadline) {
-  char buf[16384];
-  auto n = stream_->Read(buf, sizeof buf, deadline);
-  if (!n.ok()) {
-    const Status& st = n.status();
-    Fail(st.code() == Status::Code::kDeadlineExceeded
-             ? Status::DeadlineExceeded(who_ + ": no reply in time")
-             : Refused(st));
-    return false;
-  }
-  if (*n == 0) {
-    Fail(Refused(Status::Unavailable(who_ + " closed the connection")));
-    return false;
-  }
-  if (redisReaderFeed(reader_, buf, *n) != REDIS_OK) {
-    Fail(Status::DataError(who_ + ": " + reader_->errstr));
-    return false;
-  }
-  return true;
 }
 
 RedisReply RedisConnection::Next() {
@@ -181,6 +113,73 @@ RedisReply RedisConnection::Poll(Millis wait) {
   // Readable: a message, or the part of one (the rest follows within the timeout).
   if (!Fill(now + wait + timeout_)) return nullptr;
   return Parsed();
+}
+
+bool RedisConnection::Flush(MonoTime deadline) {
+  if (!error_.ok()) return false;
+  if (out_.empty()) return true;
+  Status st = stream_->WriteAll(out_, deadline);
+  out_.clear();
+  if (!st.ok()) Fail(Refused(std::move(st)));
+  return st.ok();
+}
+
+bool RedisConnection::Fill(MonoTime deadline) {
+  char buf[16384];
+  auto n = stream_->Read(buf, sizeof buf, deadline);
+  if (!n.ok()) {
+    const Status& st = n.status();
+    Fail(st.code() == Status::Code::kDeadlineExceeded
+             ? Status::DeadlineExceeded(who_ + ": no reply in time")
+             : Refused(st));
+    return false;
+  }
+  if (*n == 0) {
+    Fail(Refused(Status::Unavailable(who_ + " closed the connection")));
+    return false;
+  }
+  if (redisReaderFeed(reader_, buf, *n) != REDIS_OK) {
+    Fail(Status::DataError(who_ + ": " + reader_->errstr));
+    return false;
+  }
+  return true;
+}
+
+RedisReply RedisConnection::Parsed() {
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+    Fail(Status::DataError(who_ + " sent what is not Redis's protocol: " + reader_->errstr));
+    return nullptr;
+  }
+  if (raw) replied_ = true;
+  return RedisReply(static_cast<redisReply*>(raw));
+}
+
+void RedisConnection::Fail(Status why) {
+  if (error_.ok()) error_ = std::move(why);
+}
+
+Status RedisConnection::Refused(Status st) const {
+  if (replied_ || st.code() != Status::Code::kUnavailable) return st;
+  return stream_->peer().tls ? ClientCertRefused(st.message()) : PlaintextRefused(st.message());
+}
+
+Status RedisConnection::PlaintextRefused(const std::string& how) const {
+  return Status::Tls(
+      tls_reason::kPlaintextRefused,
+      who_ + " ended the connection before its first reply (plaintext_refused): " + how +
+          "; a TLS-only port refuses plaintext (set redis.tls if it serves TLS)");
+}
+
+Status RedisConnection::ClientCertRefused(const std::string& how) const {
+  // TLS 1.3 finishes the handshake before the server checks the client's certificate: a server
+  // that wants one (tls-auth-clients yes) or refuses it alerts and closes at the first read, and
+  // the alert may be lost to the reset.
+  return Status::Tls(tls_reason::kClientCert,
+                     who_ +
+                         " ended the TLS connection before its first reply (client_cert): " + how +
+                         "; it wants a client certificate it trusts (redis.tls.cert_file "
+                         "and key_file)");
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // this test's own with certificates it makes with openssl (another CA, a wrong name, expired,
 // expiring soon) or with no TLS at all. What each failure is called is checked where an operator
 // looks: the log, lagwatch_tls_errors_total and `lagwatch check`.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -12,11 +13,13 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "client/contract_reader.h"
 #include "tests/harness.h"
 
@@ -407,6 +410,37 @@ TEST_CASE("the option files' ssl-* lines still work without a tls block") {
   Agent agent(config, kDir + "/agent-option-files.log");
   Redis redis(E().sandbox.redis_port());
   CHECK_MESSAGE(WaitFor([&] { return BothHealthy(redis); }, 15s), agent.Log());
+}
+
+TEST_CASE("a hung replica over TLS does not hold up another's probes on the same loop") {
+  // One probe loop for all: a read that waited for the frozen server would stop them all.
+  const std::string config = ConfigWith("one-loop", [](json& j) { j["probe"]["threads"] = 1; });
+  Agent agent(config, kDir + "/agent-one-loop.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothHealthy(redis); }, 15s), agent.Log());
+  const pid_t frozen = ReadPidFile(E().sandbox.dir() + "/replica1/mysqld.pid");
+  REQUIRE(frozen > 0);
+  REQUIRE(kill(frozen, SIGSTOP) == 0);
+  // replica2's record is rewritten at every probe (every 200 ms): the longest time between two
+  // new measurements while replica1 is frozen for 3 s.
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  int64_t last_at = 0, longest_gap_ms = 0;
+  auto last_change = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < until) {
+    const auto at = ParseInt<int64_t>(redis.HGetAll(E().sandbox.replica_key(2))["measured_at_ms"]);
+    const auto now = std::chrono::steady_clock::now();
+    if (at && *at != last_at) {
+      last_at = *at;
+      last_change = now;
+    }
+    longest_gap_ms = std::max<int64_t>(
+        longest_gap_ms,
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_change).count());
+    std::this_thread::sleep_for(10ms);
+  }
+  kill(frozen, SIGCONT);
+  CHECK_MESSAGE(longest_gap_ms < 800, "replica2 went " << longest_gap_ms << " ms unmeasured");
+  CHECK(WaitFor([&] { return ReplicaIs(redis, E().sandbox, 1, "ok", "1"); }, 15s));
 }
 
 TEST_CASE("a certificate close to expiry is warned about by check and the agent") {
