@@ -101,8 +101,12 @@ constexpr int64_t kTierLimitUs = 200'000;
 constexpr const char* kUsage =
     "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
-    "                      [--positions binlog] [--scenarios NAME,...]\n"
+    "                      [--positions binlog] [--scenarios NAME,...] [--tls]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
+    "--tls: the sandbox was built with --tls (scripts/sandbox up ... --tls): lagwatch talks TLS\n"
+    "  to MySQL and Redis as its config says, the bench's Redis clients and the moves'\n"
+    "  replication too; pt-heartbeat, SBM, naive and the oracle use the unix sockets as in\n"
+    "  the plaintext run. Results go to accuracy-<quick|full>[-binlog]-tls[-partial].{json,md}.\n"
     "--scenarios NAME,...: only these, in the usual order: cost (the heartbeat cost windows),\n"
     "  steady, stall, ftwrl, sysbench, primary-freeze, hung-replica, agent-kill, switchover,\n"
     "  failover; results go to\n"
@@ -183,11 +187,14 @@ struct Paths {
   std::string dir;
   int base_port;
   bool binlog_replication = false;  // the replicas replicate by file and position
+  // The judge's Redis login (the sandbox's admin; TLS when the sandbox has it).
+  RedisConfig redis;
+  // The sandbox's client TLS (scripts/sandbox up --tls); enabled false without it.
+  TlsOptions tls;
   std::string Sock(const std::string& server) const { return dir + "/" + server + "/mysqld.sock"; }
   std::string Primary() const { return Sock("primary"); }
   std::string Replica(int i) const { return Sock("replica" + std::to_string(i + 1)); }
   int ReplicaPort(int i) const { return base_port + 1 + i; }
-  int RedisPort() const { return base_port + 3; }
   std::string Config() const { return dir + "/lagwatch.json"; }
   std::string RedisKey(int i, const std::string& prefix = kKeyPrefix) const {
     return prefix + ":127.0.0.1:" + std::to_string(ReplicaPort(i));
@@ -457,7 +464,7 @@ struct Agent {
 // True once both replicas' keys under the agent's prefix hold a record of its own measured at or
 // after `since_us` (another agent may write the same keys).
 bool LagwatchPublishing(const Paths& p, const Agent& agent, int64_t since_us) {
-  Redis redis(p.RedisPort());
+  Redis redis(p.redis);
   auto r = redis.HGetAll({p.RedisKey(0, agent.key_prefix), p.RedisKey(1, agent.key_prefix)});
   if (!r) return false;
   for (const auto& h : *r) {
@@ -968,7 +975,7 @@ class Switcher {
     Run(sql, who, "SET GLOBAL read_only=0");
     m.writable_us = NowUs();
     watcher_ = std::make_unique<MoveWatcher>(
-        p_.Server(m.to), server_ids_[static_cast<size_t>(m.to)], agent_, p_.RedisPort(),
+        p_.Server(m.to), server_ids_[static_cast<size_t>(m.to)], agent_, p_.redis,
         std::string(kKeyPrefix) + ":primary", p_.ServerId(m.to));
     watcher_->Start();
     f_.MoveTo(p_.Server(m.to));
@@ -986,11 +993,19 @@ class Switcher {
         "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=" +
             std::to_string(p_.ServerPort(primary)) + ", MASTER_USER='" + kSwitchUser +
             "', MASTER_PASSWORD='" + kSwitchPassword + "', MASTER_USE_GTID=" + use_gtid +
-            ", MASTER_CONNECT_RETRY=1");
+            ", MASTER_CONNECT_RETRY=1" + ReplicationTls());
     Run(sql, who, "START SLAVE");
     m.repointed.emplace_back(server, NowUs());
     s.Event(who + ": replicating from " + kServers[primary] + " (MASTER_USE_GTID=" + use_gtid +
             ")");
+  }
+
+  // Under --tls the sandbox's replication options (scripts/sandbox): TLS, the server verified
+  // against the sandbox's CA (RESET SLAVE ALL forgot them).
+  std::string ReplicationTls() const {
+    if (!p_.tls.enabled) return "";
+    return ", MASTER_SSL=1, MASTER_SSL_CA='" + p_.tls.ca_file +
+           "', MASTER_SSL_VERIFY_SERVER_CERT=1";
   }
 
   const Paths& p_;
@@ -1523,21 +1538,23 @@ json MeasureCosts(const Paths& p, const Plan& plan, const std::string& bin,
 int RunBenchmark(const Options& opt) {
   const Plan plan = PlanFor(opt.quick);
   const bool binlog = opt.positions == kBinlogPositions;
+  const SandboxEnv env = opt.Sandbox();
   // "REPLICATION=binlog" in DIR/env: scripts/sandbox up --replication binlog.
-  const bool binlog_replication =
-      ReadFile(opt.dir + "/env").find("\nREPLICATION=binlog\n") != std::string::npos;
+  const bool binlog_replication = env.Get("REPLICATION") == "binlog";
   if (binlog && !binlog_replication) {
     throw std::runtime_error(
         "--positions binlog needs a sandbox that replicates by file and "
         "position (scripts/sandbox up --replication binlog); " +
         opt.dir + "/env does not say REPLICATION=binlog");
   }
-  const Paths p{opt.dir, opt.base_port, binlog_replication};
+  const Paths p{opt.dir, opt.base_port, binlog_replication, SandboxRedis(env, RedisUser::kAdmin),
+                env.ClientTls()};
   const std::string mode = opt.quick ? "quick" : "full";
   // A --positions binlog run keeps its logs and results apart from the default run's.
   // So does one that runs only some phases (--scenarios).
-  const std::string suffix =
-      std::string(binlog ? "-binlog" : "") + (opt.phases.empty() ? "" : "-partial");
+  // So does a run on a --tls sandbox.
+  const std::string suffix = std::string(binlog ? "-binlog" : "") + (opt.tls ? "-tls" : "") +
+                             (opt.phases.empty() ? "" : "-partial");
   const std::string logs = opt.out_dir + "/logs-" + mode + suffix;
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
@@ -1545,6 +1562,7 @@ int RunBenchmark(const Options& opt) {
   json results = {{"benchmark", "accuracy"}, {"mode", mode},           {"date", IsoUtc(StartUs())},
                   {"command", opt.command},  {"git_rev", opt.git_rev}, {"plan", plan.ToJson()}};
   if (binlog) results["positions"] = opt.positions;
+  results["tls"] = opt.tls;
   if (!opt.phases.empty()) results["phases"] = opt.phases;
   utsname u{};
   uname(&u);
@@ -1628,7 +1646,7 @@ int RunBenchmark(const Options& opt) {
   // Then the original primary's key under each agent's prefix, there once it is a replica.
   const size_t primary_keys = keys.size();
   for (const Agent& a : agents) keys.push_back(p.ServerKey(0, a.key_prefix));
-  RedisPoller redis(p.RedisPort(), keys);
+  RedisPoller redis(p.redis, keys);
   PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
                               logs + "/pt-heartbeat-monitor.log");
 

@@ -28,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/http_client.h"
+#include "base/redis_pipeline.h"
+#include "base/secret_file.h"
 
 namespace lagwatch::bench {
 namespace {
@@ -267,53 +269,110 @@ SqlResult AdminQuery(const std::string& socket, const std::string& sql) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The sandbox's logins
+
+SandboxEnv::SandboxEnv(std::string dir) : dir_(std::move(dir)), text_(ReadFile(dir_ + "/env")) {
+  if (text_.empty()) {
+    throw std::runtime_error("no " + dir_ + "/env: is a sandbox up there (scripts/sandbox up)?");
+  }
+}
+
+std::string SandboxEnv::Get(const std::string& var) const {
+  std::istringstream in(text_);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(var + "=")) return line.substr(var.size() + 1);
+  }
+  throw std::runtime_error(dir_ + "/env has no " + var +
+                           " (made by an older scripts/sandbox? run it down and up again)");
+}
+
+bool SandboxEnv::Tls() const { return Get("TLS") == "1"; }
+
+TlsOptions SandboxEnv::ClientTls() const {
+  TlsOptions tls;
+  if (!Tls()) return tls;
+  tls.enabled = true;
+  tls.ca_file = Get("TLS_CA");
+  tls.cert_file = Get("TLS_CLIENT_CERT");
+  tls.key_file = Get("TLS_CLIENT_KEY");
+  return tls;
+}
+
+RedisConfig SandboxRedis(const SandboxEnv& env, RedisUser who) {
+  RedisConfig c;
+  c.host = "127.0.0.1";
+  c.port = std::atoi(env.Get("REDIS_PORT").c_str());
+  if (who == RedisUser::kRouter) c.username = env.Get("REDIS_ROUTER_USER");
+  c.password_file = env.Get(who == RedisUser::kAdmin ? "REDIS_ADMIN_PASSWORD_FILE"
+                                                     : "REDIS_ROUTER_PASSWORD_FILE");
+  auto password = ReadSecretLine("the sandbox's Redis password", c.password_file);
+  if (!password.ok()) throw std::runtime_error(password.status().ToString());
+  c.password = *password;
+  c.key_prefix = "slave_delay";
+  c.ttl_ms = 1000;
+  c.tls = env.ClientTls();
+  return c;
+}
+
+RedisConfig SandboxRedis(const std::string& dir, RedisUser who) {
+  return SandboxRedis(SandboxEnv(dir), who);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Redis
 
-Redis::Redis(int port) : port_(port) {}
+namespace {
 
-Redis::~Redis() {
-  if (ctx_) redisFree(ctx_);
+// A reply that is not the one expected, for a message: Redis's error text (NOAUTH, NOPERM, ...).
+std::string Describe(const redisReply& r) {
+  if (r.type == REDIS_REPLY_ERROR || r.type == REDIS_REPLY_STATUS) return ReplyText(r);
+  return "unexpected reply of type " + std::to_string(r.type);
+}
+
+}  // namespace
+
+Redis::Redis(RedisConfig config) : config_(std::move(config)) {}
+
+Redis::~Redis() = default;
+
+void Redis::Fail(std::string why) {
+  last_error_ = std::move(why);
+  conn_.reset();
 }
 
 bool Redis::Connect() {
-  if (ctx_) return true;
-  timeval tv = {2, 0};
-  ctx_ = redisConnectWithTimeout("127.0.0.1", port_, tv);
-  if (!ctx_ || ctx_->err) {
-    if (ctx_) redisFree(ctx_);
-    ctx_ = nullptr;
+  if (conn_) return true;
+  auto conn = RedisConnect(config_, std::chrono::milliseconds(2000));
+  if (!conn.ok()) {
+    Fail(conn.status().ToString());
     return false;
   }
-  redisSetTimeout(ctx_, tv);
+  conn_ = std::move(*conn);
   return true;
 }
 
 std::optional<std::vector<std::map<std::string, std::string>>> Redis::HGetAll(
     const std::vector<std::string>& keys) {
   if (!Connect()) return std::nullopt;
-  for (const auto& k : keys) redisAppendCommand(ctx_, "HGETALL %b", k.data(), k.size());
+  for (const auto& k : keys) conn_->Append({"HGETALL", k});
   std::vector<std::map<std::string, std::string>> out(keys.size());
-  bool ok = true;
+  std::string error;
   for (size_t i = 0; i < keys.size(); ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
-      ok = false;
-      break;
+    RedisReply r = conn_->Next();
+    if (!r) {
+      Fail(conn_->error().ToString());
+      return std::nullopt;
     }
-    auto* r = static_cast<redisReply*>(raw);
     if (r->type == REDIS_REPLY_ARRAY) {
       for (size_t j = 0; j + 1 < r->elements; j += 2) {
-        out[i][std::string(r->element[j]->str, r->element[j]->len)] =
-            std::string(r->element[j + 1]->str, r->element[j + 1]->len);
+        out[i][ReplyText(*r->element[j])] = ReplyText(*r->element[j + 1]);
       }
-    } else {
-      ok = false;
+    } else if (error.empty()) {  // read the other replies: the connection stays in step
+      error = "HGETALL " + keys[i] + ": " + Describe(*r);
     }
-    freeReplyObject(r);
   }
-  if (!ok) {
-    redisFree(ctx_);
-    ctx_ = nullptr;
+  if (!error.empty()) {  // a refusal (NOAUTH, NOPERM): the connection itself is fine
+    last_error_ = std::move(error);
     return std::nullopt;
   }
   return out;
@@ -321,16 +380,16 @@ std::optional<std::vector<std::map<std::string, std::string>>> Redis::HGetAll(
 
 std::optional<std::string> Redis::Info(const std::string& section) {
   if (!Connect()) return std::nullopt;
-  auto* r = static_cast<redisReply*>(redisCommand(ctx_, "INFO %s", section.c_str()));
-  if (!r || r->type != REDIS_REPLY_STRING) {
-    if (r) freeReplyObject(r);
-    redisFree(ctx_);
-    ctx_ = nullptr;
+  RedisReply r = conn_->Run({"INFO", section});
+  if (!r) {
+    Fail(conn_->error().ToString());
     return std::nullopt;
   }
-  std::string out(r->str, r->len);
-  freeReplyObject(r);
-  return out;
+  if (r->type != REDIS_REPLY_STRING) {
+    Fail("INFO " + section + ": " + Describe(*r));
+    return std::nullopt;
+  }
+  return ReplyText(*r);
 }
 
 // ---------------------------------------------------------------------------------------------

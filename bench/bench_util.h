@@ -1,6 +1,6 @@
 // Small building blocks for the benchmarks: wall-clock time, interruptible pauses, a blocking
-// MariaDB client over the admin unix socket, a Redis client, and child processes that are always
-// stopped by PID.
+// MariaDB client over the admin unix socket, the sandbox's logins, a Redis client, and child
+// processes that are always stopped by PID.
 //
 // Every timestamp in the benchmarks is CLOCK_REALTIME in microseconds (std::chrono::system_clock),
 // the clock lagwatch stamps `measured_at_ms` with, so the two are comparable on one host.
@@ -20,7 +20,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-struct redisContext;
+#include "base/net_stream.h"
+#include "base/redis_conn.h"
+
 typedef struct st_mysql MYSQL;
 
 namespace lagwatch::bench {
@@ -113,25 +115,71 @@ class Sql {
 // Runs one statement on a fresh admin connection; throws std::runtime_error on failure.
 SqlResult AdminQuery(const std::string& socket, const std::string& sql);
 
-// A synchronous Redis connection to 127.0.0.1:port. Not thread-safe.
+// What scripts/sandbox wrote into DIR/env (VAR=value lines): ports, the Redis users' password
+// files, and whether (and with which files) it was built with --tls.
+class SandboxEnv {
+ public:
+  // Reads DIR/env; throws std::runtime_error when there is none (no sandbox in `dir`).
+  explicit SandboxEnv(std::string dir);
+  const std::string& dir() const { return dir_; }
+  // The value of VAR; throws naming DIR/env when it has no such line (a sandbox made by an older
+  // scripts/sandbox: run it down and up again).
+  std::string Get(const std::string& var) const;
+  // Built with --tls (TLS=1): MySQL refuses plaintext TCP (require_secure_transport) and Redis
+  // listens on a TLS port only, client certificate required.
+  bool Tls() const;
+  // TLS as a client of the sandbox's servers: its CA, the client certificate and key, the
+  // server's certificate verified (chain and name); enabled false without --tls.
+  TlsOptions ClientTls() const;
+
+ private:
+  std::string dir_;
+  std::string text_;
+};
+
+// Who a benchmark's Redis client logs in as (scripts/sandbox's ACL users).
+enum class RedisUser {
+  // `default`, the sandbox's admin (REDIS_ADMIN_PASSWORD_FILE): the judge's and measurement
+  // clients, which read whatever they check and ask INFO.
+  kAdmin,
+  // REDIS_ROUTER_USER (REDIS_ROUTER_PASSWORD_FILE): a router's view, read the contract and count
+  // reads, nothing more; for what emulates a router.
+  kRouter,
+};
+
+// The sandbox's Redis login: 127.0.0.1:REDIS_PORT as `who`, password read from its file, TLS
+// with ClientTls() when the sandbox was built with --tls; key_prefix slave_delay and ttl_ms 1000,
+// the sandbox config's. Throws std::runtime_error when DIR/env or a password file is missing.
+RedisConfig SandboxRedis(const SandboxEnv& env, RedisUser who);
+RedisConfig SandboxRedis(const std::string& dir, RedisUser who);
+
+// A synchronous Redis client over lagwatch's own connection (base/redis_conn.h), logged in as
+// `config` says (SandboxRedis); connects on first use and again after any failure. Not
+// thread-safe.
 class Redis {
  public:
-  explicit Redis(int port);
+  explicit Redis(RedisConfig config);
   ~Redis();
   Redis(const Redis&) = delete;
   Redis& operator=(const Redis&) = delete;
 
   // HGETALL of each key in one pipelined round trip. An empty map is a missing key. Returns
-  // nullopt on a connection error (and reconnects on the next call).
+  // nullopt on a connection error or an error reply (NOAUTH, NOPERM: see last_error()), and
+  // reconnects on the next call.
   std::optional<std::vector<std::map<std::string, std::string>>> HGetAll(
       const std::vector<std::string>& keys);
-  // `INFO section` as "field:value" lines; nullopt on a connection error.
+  // `INFO section` as "field:value" lines; nullopt on a failure (see last_error()).
   std::optional<std::string> Info(const std::string& section);
+  // Why the last call that failed did (a connect refused, AUTH or a command refused); empty if
+  // none has.
+  const std::string& last_error() const { return last_error_; }
 
  private:
   bool Connect();
-  int port_;
-  redisContext* ctx_ = nullptr;
+  void Fail(std::string why);
+  RedisConfig config_;
+  std::unique_ptr<RedisConnection> conn_;
+  std::string last_error_;
 };
 
 // The answer to an HTTP GET.

@@ -94,10 +94,10 @@ void OracleWriter::Tick() {
 
 // ---------------------------------------------------------------------------------------------
 
-MoveWatcher::MoveWatcher(std::string socket, int64_t server_id, int agent_id, int redis_port,
+MoveWatcher::MoveWatcher(std::string socket, int64_t server_id, int agent_id, RedisConfig redis,
                          std::string pointer_key, std::string primary_id)
     : sql_(std::move(socket), 2),
-      redis_(redis_port),
+      redis_(std::move(redis)),
       server_id_(server_id),
       query_(
           "SELECT server_id, UNIX_TIMESTAMP(updated_at) AS t FROM heartbeat.mysql_heartbeat "
@@ -153,8 +153,11 @@ void OracleReader::Tick() {
 
 // ---------------------------------------------------------------------------------------------
 
-RedisPoller::RedisPoller(int port, std::vector<std::string> keys)
-    : redis_(port), keys_(std::move(keys)), records_(keys_.size()), counts_(keys_.size()) {}
+RedisPoller::RedisPoller(RedisConfig redis, std::vector<std::string> keys)
+    : redis_(std::move(redis)),
+      keys_(std::move(keys)),
+      records_(keys_.size()),
+      counts_(keys_.size()) {}
 
 void RedisPoller::Start(std::chrono::microseconds period) {
   StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });

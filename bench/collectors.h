@@ -80,10 +80,11 @@ class OracleWriter {
 // Watches a move of the primary to `socket` (server_id `server_id`) from its own thread, polling
 // every 2 ms until both are seen or Stop(): the lagwatch heartbeat row `agent_id` in
 // heartbeat.mysql_heartbeat written by that server (its server_id column), and lagwatch's pointer
-// key (`pointer_key`, field `primary`) naming `primary_id` ("127.0.0.1:port").
+// key (`pointer_key`, field `primary`) naming `primary_id` ("127.0.0.1:port") in the Redis that
+// `redis` logs in to (the judge's: SandboxRedis(..., RedisUser::kAdmin)).
 class MoveWatcher {
  public:
-  MoveWatcher(std::string socket, int64_t server_id, int agent_id, int redis_port,
+  MoveWatcher(std::string socket, int64_t server_id, int agent_id, RedisConfig redis,
               std::string pointer_key, std::string primary_id);
   void Start();
   void Stop() { worker_.Stop(); }
@@ -121,18 +122,21 @@ class OracleReader {
   Worker worker_;
 };
 
-// HGETALL of every replica's key, pipelined, every `period`; records each new record (a new
+// HGETALL of every replica's key, pipelined, every `period`, in the Redis that `redis` logs in to
+// (the judge's: SandboxRedis(..., RedisUser::kAdmin)); records each new record (a new
 // measured_at_ms, or any field changed) and each appearance/disappearance of the key
 // (LagwatchRecord, bench/analysis.h), and the last poll that still saw each.
 class RedisPoller {
  public:
-  RedisPoller(int port, std::vector<std::string> keys);
+  RedisPoller(RedisConfig redis, std::vector<std::string> keys);
   void Start(std::chrono::microseconds period);
   void Stop() { worker_.Stop(); }
   const std::vector<LagwatchRecord>& records(size_t i) const { return records_[i]; }
   size_t count(size_t i) const { return counts_[i].load(); }
   size_t errors() const { return errors_; }
   size_t polls() const { return polls_; }
+  // Why the last failed poll failed; empty if none did. Read only after Stop().
+  const std::string& last_error() const { return redis_.last_error(); }
 
  private:
   void Tick();

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 #include <utility>
 
 #include "bench/bench_util.h"
@@ -44,6 +45,10 @@ bool CommonOptions::Parse(FlagReader& flags) {
     quick = true;
     return true;
   }
+  if (flag == "--tls") {
+    tls = true;
+    return true;
+  }
   if (flag == "--base-port") {
     base_port = flags.Int();
     return true;
@@ -62,6 +67,17 @@ bool CommonOptions::Parse(FlagReader& flags) {
 
 bool CommonOptions::complete() const {
   return !dir.empty() && base_port > 0 && !lagwatch.empty() && !out_dir.empty();
+}
+
+SandboxEnv CommonOptions::Sandbox() const {
+  SandboxEnv env(dir);
+  if (env.Tls() != tls) {
+    throw std::runtime_error(tls ? "--tls: the sandbox in " + dir +
+                                       " was not built with --tls (scripts/sandbox up --tls)"
+                                 : "the sandbox in " + dir +
+                                       " was built with --tls: run with --tls");
+  }
+  return env;
 }
 
 int BenchmarkMain(int argc, char** argv, CommonOptions& common, const BenchmarkProgram& program) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
+
 namespace lagwatch::bench {
 
 // The arguments of a command line, one flag at a time. A flag's value is the next argument; one
@@ -42,11 +44,16 @@ struct CommonOptions {
   std::string out_dir;
   std::string command;  // the wrapper's command line, for the report
   std::string git_rev;
+  bool tls = false;  // --tls: the sandbox was built with scripts/sandbox up --tls
 
   // Applies the current flag if it is one of these; false otherwise.
   bool Parse(FlagReader& flags);
   // True when every required one was given.
   bool complete() const;
+  // The sandbox's DIR/env, checked to match --tls: throws std::runtime_error when the sandbox was
+  // built with --tls and the flag is missing, or the other way round (a run must say what it
+  // measured).
+  SandboxEnv Sandbox() const;
 };
 
 // What makes one benchmark program.

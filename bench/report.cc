@@ -38,6 +38,7 @@ std::string ModeLabel(const json& res) {
   const std::string positions = Positions(res);
   std::string label =
       res["mode"].get<std::string>() + (positions.empty() ? "" : ", positions " + positions);
+  if (res.value("tls", false)) label += ", TLS";
   if (res.contains("phases")) {
     std::string names;
     for (const auto& n : res["phases"]) names += (names.empty() ? "" : ", ") + n.get<std::string>();
@@ -409,7 +410,17 @@ std::string RenderMarkdown(const json& res) {
              ? " (scripts/sandbox --replication binlog: MariaDB replication by binary log file "
                "and position, MASTER_USE_GTID=no; MariaDB still keeps @@gtid_slave_pos, which "
                "the lagwatch row's positions auto reads; Redis)\n\n"
-             : " (scripts/sandbox: MariaDB GTID replication, Redis)\n\n");
+             : " (scripts/sandbox: MariaDB GTID replication, Redis)\n");
+  md << (res.value("tls", false)
+             ? "- transport: TLS (scripts/sandbox --tls: require_secure_transport=ON, Redis on a "
+               "TLS-only port, client certificates). lagwatch's MySQL connections and its Redis "
+               "connection are TLS with the server's certificate verified, as are the bench's "
+               "Redis polls and the moves' replication. pt-heartbeat, SBM, naive, the oracle and "
+               "sysbench use the unix sockets (as root or lw_pt), as in the plaintext run: "
+               "require_secure_transport does not apply to a unix socket, so their rows are "
+               "measured the same way in both runs.\n\n"
+             : "- transport: plaintext (TCP and unix sockets; Redis as the sandbox's ACL "
+               "users)\n\n");
 
   md << "## Method\n\n";
   md << "**Ground truth (oracle).** A writer commits a row into `lwtest.oracle` on the primary "

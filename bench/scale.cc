@@ -26,6 +26,13 @@
 // Before the N runs, one pt-heartbeat --monitor and one mysqld_exporter run against replica2 for
 // a while: their RSS, times N, is what one-process-per-replica tools would take.
 //
+// With --tls the sandbox was built with --tls: lagwatch's config (the sandbox's) speaks TLS to
+// every MySQL server, verifying each alias's certificate by the address it connects to (the
+// sandbox's server certificate must carry every alias as an IP subjectAltName: bench/scale
+// builds it with scripts/sandbox --tls-ip-sans), and to Redis; the bench's own Redis clients and
+// mysqld_exporter use TLS too. The results go to scale-tls.{json,md}; `bench_scale --compare
+// PLAIN.json TLS.json OUT` renders the two runs side by side (bench/scale --tls-compare).
+//
 // Its flags are kUsage below.
 
 #include <fcntl.h>
@@ -42,6 +49,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -81,10 +89,14 @@ constexpr double kQuietCores = 0.3;
 constexpr const char* kUsage =
     "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
     "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
-    "                   [--command TEXT] [--git-rev REV]\n"
+    "                   [--command TEXT] [--git-rev REV] [--tls]\n"
+    "       bench_scale --compare PLAIN.json TLS.json OUT\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
     "--replica-bind 0.0.0.0 --max-connections M --thread-pool). Normally started by\n"
-    "bench/scale.\n";
+    "bench/scale.\n"
+    "--tls: the sandbox was built with --tls and --tls-ip-sans listing every alias (127.0.x.y);\n"
+    "  results go to scale-tls.{json,md} instead of scale.{json,md}.\n"
+    "--compare: the plaintext and the TLS run's results side by side, to OUT.{json,md}.\n";
 
 struct Options : CommonOptions {
   std::vector<int> ns = {10, 100, 1000};
@@ -111,7 +123,11 @@ struct Paths {
   std::string ReplicaName(int i) const { return "replica" + std::to_string(i + 1); }
   std::string Replica(int i) const { return Sock(ReplicaName(i)); }
   int ReplicaPort(int i) const { return base_port + 1 + i; }
-  int RedisPort() const { return base_port + 3; }
+  // The judge's Redis login (the sandbox's admin: key states, INFO) and a router's (key age).
+  RedisConfig admin_redis;
+  RedisConfig router_redis;
+  // The sandbox's client TLS (scripts/sandbox up --tls); enabled false without it.
+  TlsOptions tls;
   int HttpPort() const { return base_port + 4; }  // lagwatch's, in the sandbox's config
   int ExporterPort() const { return base_port + 5; }
   std::string SandboxConfig() const { return dir + "/lagwatch.json"; }
@@ -275,7 +291,10 @@ std::optional<double> WaitAllOk(Redis& redis, const std::string& prefix,
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (!lagwatch.Running()) throw std::runtime_error("lagwatch exited while starting up");
-    if (std::chrono::steady_clock::now() - start > timeout) return std::nullopt;
+    if (std::chrono::steady_clock::now() - start > timeout) {
+      if (!redis.last_error().empty()) Progress("the last Redis failure: " + redis.last_error());
+      return std::nullopt;
+    }
     Pause(milliseconds(250));
   }
 }
@@ -295,7 +314,7 @@ Scrape ScrapeLagwatch(const Paths& p) {
 
 int64_t RedisCommandsProcessed(Redis& redis) {
   auto info = redis.Info("stats");
-  if (!info) throw std::runtime_error("redis INFO stats failed");
+  if (!info) throw std::runtime_error("redis INFO stats failed: " + redis.last_error());
   const std::string field = "total_commands_processed:";
   const size_t at = info->find(field);
   if (at == std::string::npos) throw std::runtime_error("redis INFO stats: no " + field);
@@ -421,8 +440,9 @@ constexpr size_t kKeyAgeBatch = 20;
 
 class KeyAgeSampler {
  public:
-  KeyAgeSampler(int redis_port, const std::string& prefix, const std::vector<std::string>& ids)
-      : redis_(redis_port) {
+  // `redis`: a router's login (SandboxRedis(..., RedisUser::kRouter)).
+  KeyAgeSampler(RedisConfig redis, const std::string& prefix, const std::vector<std::string>& ids)
+      : redis_(std::move(redis)) {
     for (const auto& id : ids) keys_.push_back(prefix + ":" + id);
   }
   void Start() {
@@ -432,13 +452,10 @@ class KeyAgeSampler {
   json Stop() {
     worker_.Stop();
     const Percentiles p = Summarize(ages_ms_);
-    return {{"samples", p.n},
-            {"missing", missing_},
-            {"errors", errors_},
-            {"p50_ms", p.p50},
-            {"p99_ms", p.p99},
-            {"max_ms", p.max},
-            {"period_ms", kKeyAgePeriod.count()},
+    return {{"samples", p.n},       {"missing", missing_},
+            {"errors", errors_},    {"last_error", redis_.last_error()},
+            {"p50_ms", p.p50},      {"p99_ms", p.p99},
+            {"max_ms", p.max},      {"period_ms", kKeyAgePeriod.count()},
             {"batch", kKeyAgeBatch}};
   }
 
@@ -492,7 +509,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
                   {SandboxServerPid(p.dir, "primary"), SandboxServerPid(p.dir, "replica1"),
                    SandboxServerPid(p.dir, "replica2")},
                   SandboxServerPid(p.dir, "redis")};
-  Redis redis(p.RedisPort());
+  Redis redis(p.admin_redis);
 
   // Startup: every alias published as ok. Not reaching it is a result, not a failure.
   size_t ok = 0;
@@ -508,7 +525,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   // Steady window.
   Progress("N=" + std::to_string(n) + ": steady window " + std::to_string(dur.steady_s) + " s");
   const auto steady_start = std::chrono::steady_clock::now();
-  KeyAgeSampler key_age(p.RedisPort(), prefix, all);
+  KeyAgeSampler key_age(p.router_redis, prefix, all);
   key_age.Start();
   const Point a = Capture(pids, redis, p);
   std::vector<Scrape> scrapes = {a.scrape};
@@ -629,8 +646,15 @@ json RunComparison(const Paths& p, const std::string& logs) {
   }
   WaitReplicasCaughtUp(p);
   const std::string cnf = p.dir + "/exporter.cnf";
+  // Under --tls (require_secure_transport) the exporter's TLS: the sandbox's CA and client
+  // certificate; it verifies the server's certificate for 127.0.0.1.
+  const std::string tls = p.tls.enabled
+                              ? "ssl-ca=" + p.tls.ca_file + "\nssl-cert=" + p.tls.cert_file +
+                                    "\nssl-key=" + p.tls.key_file + "\n"
+                              : "";
   WriteSecretFile(cnf, "[client]\nuser=lw_exporter\npassword=" + password +
-                           "\nhost=127.0.0.1\nport=" + std::to_string(p.ReplicaPort(1)) + "\n");
+                           "\nhost=127.0.0.1\nport=" + std::to_string(p.ReplicaPort(1)) + "\n" +
+                           tls);
 
   auto update = Child::Spawn(PtArgs("--update", p.Primary()), logs + "/pt-heartbeat-update.log");
   Pause(milliseconds(1500));  // the table and its first row
@@ -672,6 +696,32 @@ json RunComparison(const Paths& p, const std::string& logs) {
   Progress("comparison: pt-heartbeat --monitor " + Num(mon.rss_mb, 1) + " MB, mysqld_exporter " +
            Num(exporter_mem.rss_mb, 1) + " MB RSS");
   return out;
+}
+
+// Under --tls lagwatch verifies each alias's certificate by the address it connects to: the
+// sandbox's server certificate must name every alias (scripts/sandbox --tls-ip-sans). Throws,
+// naming the first that is missing, rather than let N probes fail with name_mismatch.
+void CheckCertificateCoversAliases(const Paths& p, const std::vector<Alias>& aliases) {
+  const std::string cert = p.dir + "/tls/server.pem";
+  const CommandResult r =
+      RunCommand({"openssl", "x509", "-in", cert, "-noout", "-ext", "subjectAltName"});
+  if (r.exit_code != 0) throw std::runtime_error("cannot read " + cert + ": " + r.output);
+  std::set<std::string> ips;
+  for (size_t at = r.output.find("IP Address:"); at != std::string::npos;
+       at = r.output.find("IP Address:", at + 1)) {
+    const size_t from = at + std::string("IP Address:").size();
+    ips.insert(r.output.substr(from, r.output.find_first_of(", \n", from) - from));
+  }
+  for (const Alias& a : aliases) {
+    if (!ips.contains(a.host)) {
+      throw std::runtime_error(cert + " has no subjectAltName IP:" + a.host + " (" +
+                               std::to_string(ips.size()) +
+                               " IP SANs): build the sandbox with scripts/sandbox up --tls "
+                               "--tls-ip-sans listing every alias, as bench/scale --tls does");
+    }
+  }
+  Progress("TLS: the server certificate names all " + std::to_string(aliases.size()) +
+           " aliases (" + std::to_string(ips.size()) + " IP subjectAltNames)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,8 +774,11 @@ json Targets(const json& runs) {
 
 int RunBenchmark(const Options& opt) {
   const Durations dur = DurationsFor(opt);
-  const Paths p{opt.dir, opt.base_port};
-  const std::string logs = opt.out_dir + "/logs-scale";
+  const SandboxEnv env = opt.Sandbox();
+  const Paths p{opt.dir, opt.base_port, SandboxRedis(env, RedisUser::kAdmin),
+                SandboxRedis(env, RedisUser::kRouter), env.ClientTls()};
+  const std::string name = opt.tls ? "scale-tls" : "scale";
+  const std::string logs = opt.out_dir + "/logs-" + name;
   std::filesystem::create_directories(logs);
   for (const auto& e : std::filesystem::directory_iterator(logs)) std::filesystem::remove(e);
 
@@ -746,9 +799,12 @@ int RunBenchmark(const Options& opt) {
   }
 
   const json base_config = json::parse(ReadFile(p.SandboxConfig()), nullptr, true, true);
+  if (p.tls.enabled) CheckCertificateCoversAliases(p, MakeAliases(p, max_n));
   json results = {
       {"benchmark", "scale"},
       {"mode", opt.quick ? "quick" : "full"},
+      {"tls", opt.tls},
+      {"results_file", name + ".json"},
       {"date", IsoUtc(StartUs())},
       {"command", opt.command},
       {"git_rev", opt.git_rev},
@@ -781,8 +837,20 @@ int RunBenchmark(const Options& opt) {
   }
   results["targets"] = Targets(results["runs"]);
 
-  const std::string base = opt.out_dir + "/scale";
+  const std::string base = opt.out_dir + "/" + name;
   WriteResults(base, results, RenderScaleMarkdown, RenderScaleText);
+  return 0;
+}
+
+// --compare: two runs' results (plaintext, then TLS) side by side, to `out`.{json,md}.
+int RunCompare(const std::string& plain, const std::string& tls, const std::string& out) {
+  auto load = [](const std::string& path) {
+    const std::string text = ReadFile(path);
+    if (text.empty()) throw std::runtime_error("cannot read " + path);
+    return json::parse(text);
+  };
+  WriteResults(out, CompareScaleRuns(load(plain), load(tls)), RenderScaleCompareMarkdown,
+               RenderScaleCompareText);
   return 0;
 }
 
@@ -804,6 +872,13 @@ std::vector<int> ParseList(const std::string& s) {
 
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
+  if (argc >= 2 && std::string(argv[1]) == "--compare") {
+    if (argc != 5) {
+      std::cerr << kUsage;
+      return 2;
+    }
+    return RunBenchmarkMain("bench_scale", [&] { return RunCompare(argv[2], argv[3], argv[4]); });
+  }
   Options opt;
   auto flag = [&](FlagReader& flags) {
     const std::string& a = flags.flag();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include "bench/table.h"
 
@@ -194,11 +195,15 @@ std::string BusyWarning(const json& res) {
          "contention inflates jitter and scrape times\n";
 }
 
+// "plaintext" or "TLS", from a run's results.
+std::string Transport(const json& res) { return res.value("tls", false) ? "TLS" : "plaintext"; }
+
 std::string Header(const json& res) {
   const json& d = res["durations_s"];
-  return "lagwatch scale benchmark (" + res["mode"].get<std::string>() + ", " +
-         res["date"].get<std::string>() + ", " + res["versions"]["lagwatch"].get<std::string>() +
-         ", git " + res["git_rev"].get<std::string>() + "): per N, warm-up " +
+  return "lagwatch scale benchmark (" + res["mode"].get<std::string>() + ", " + Transport(res) +
+         ", " + res["date"].get<std::string>() + ", " +
+         res["versions"]["lagwatch"].get<std::string>() + ", git " +
+         res["git_rev"].get<std::string>() + "): per N, warm-up " +
          std::to_string(d["warmup"].get<int>()) + " s, steady " +
          std::to_string(d["steady"].get<int>()) + " s, replica1 frozen " +
          std::to_string(d["freeze"].get<int>()) + " s; probe interval " +
@@ -223,7 +228,8 @@ std::string RenderScaleText(const json& res) {
 std::string RenderScaleMarkdown(const json& res) {
   std::ostringstream md;
   const json& d = res["durations_s"];
-  md << "# lagwatch scale benchmark (" << res["mode"].get<std::string>() << ")\n\n";
+  md << "# lagwatch scale benchmark (" << res["mode"].get<std::string>() << ", " << Transport(res)
+     << ")\n\n";
   md << "- date: " << res["date"].get<std::string>() << "\n";
   md << "- command: `" << res["command"].get<std::string>() << "`\n";
   md << "- git revision: " << res["git_rev"].get<std::string>() << "\n";
@@ -237,7 +243,14 @@ std::string RenderScaleMarkdown(const json& res) {
   md << "\n- sandbox: primary " << res["sandbox"]["primary"].get<std::string>() << ", replica1 "
      << res["sandbox"]["replica1"].get<std::string>() << ", replica2 "
      << res["sandbox"]["replica2"].get<std::string>() << "; open-files limit "
-     << res["fd_limit"].get<uint64_t>() << "\n\n";
+     << res["fd_limit"].get<uint64_t>() << "\n";
+  md << "- transport: "
+     << (res.value("tls", false)
+             ? "TLS (scripts/sandbox --tls --tls-ip-sans: every MySQL connection of lagwatch, "
+               "of mysqld_exporter and the replication, and every Redis connection, with the "
+               "server's certificate verified; the server certificate names each alias as an IP "
+               "subjectAltName; client certificates)\n\n"
+             : "plaintext (Redis as the sandbox's ACL users)\n\n");
 
   md << "## Results\n\n";
   if (std::string w = BusyWarning(res); !w.empty()) md << "**" << Trim(w) << "**\n\n";
@@ -280,7 +293,8 @@ std::string RenderScaleMarkdown(const json& res) {
         "10 ms, which is what proves (or refutes) p99 ≤ 10 ms.\n";
   md << "- **Key age** = now − `measured_at_ms` of a replica's key at the moment a reader "
         "fetched it, as a router sees it: every 10 ms the bench reads 20 random aliases' keys "
-        "(pipelined HGETALL) throughout the steady window; both clocks are this host's. A key "
+        "(pipelined HGETALL, logged in as the sandbox's lagwatch-router user, as a router is) "
+        "throughout the steady window; both clocks are this host's. A key "
         "is rewritten after every probe, so at a 200 ms probe interval the age runs from the "
         "publish latency up to about 200 ms plus it. **To Redis** = "
         "`lagwatch_redis_record_delay_seconds` over the window: from a probe's answer to Redis "
@@ -307,7 +321,206 @@ std::string RenderScaleMarkdown(const json& res) {
   md << "- **Comparison**: one `pt-heartbeat --monitor` and one `prometheus-mysqld-exporter` "
         "(defaults, `--config.my-cnf`) against replica2, measured in the same run before the N "
         "runs; × N is what one such process per replica would take.\n\n";
-  md << "Raw results: `scale.json`; logs: `" << res["logs"].get<std::string>() << "`.\n";
+  md << "Raw results: `" << res.value("results_file", std::string("scale.json")) << "`; logs: `"
+     << res["logs"].get<std::string>() << "`.\n";
+  return md.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plaintext and TLS side by side
+
+namespace {
+
+// The TLS targets (the issue's): at N=1000, key age p99 within +10 ms and lagwatch's CPU within
+// +25 % of the plaintext run's.
+constexpr double kKeyAgeP99SlackMs = 10;
+constexpr double kCpuSlack = 0.25;
+
+// One run's figures at one N, for the comparison.
+json CompareRow(const json& run, const std::string& transport) {
+  const json& st = run["steady"];
+  const json& j = st["probes"]["jitter"];
+  return {{"n", run["n"]},
+          {"transport", transport},
+          {"cpu_cores", st["cpu_cores"]},
+          {"rss_mb", st["rss_mb"]},
+          {"rss_peak_mb", run["lagwatch_peak_rss_mb"]},
+          {"key_age_p50_ms", st["key_age"]["p50_ms"]},
+          {"key_age_p99_ms", st["key_age"]["p99_ms"]},
+          {"key_age_max_ms", st["key_age"]["max_ms"]},
+          {"key_age_missing", st["key_age"]["missing"]},
+          {"jitter_p99_ms", j["p99_ms"]},
+          {"jitter_p99_beyond_last_bucket", j["p99_beyond_last_bucket"]},
+          {"jitter_share_le_10ms", j["share_le_10ms"]},
+          {"record_delay_p99_ms", st["record_delay"]["p99_ms"]},
+          {"answered_per_s", st["probes"]["answered_per_s"]},
+          {"planned_per_s", st["probes"]["planned_per_s"]},
+          {"all_ok_after_s", run["startup"]["all_ok_after_s"]},
+          {"host_other_cores", st["host"]["other_cores"]}};
+}
+
+const json* RunAt(const json& res, int n) {
+  for (const auto& r : res["runs"]) {
+    if (r["n"] == n) return &r;
+  }
+  return nullptr;
+}
+
+std::string Signed(double v, int decimals) { return (v >= 0 ? "+" : "") + Num(v, decimals); }
+
+}  // namespace
+
+json CompareScaleRuns(const json& plain, const json& tls) {
+  if (plain.value("benchmark", "") != "scale" || tls.value("benchmark", "") != "scale" ||
+      plain.value("tls", false) || !tls.value("tls", false)) {
+    throw std::invalid_argument(
+        "--compare takes a plaintext run's and then a TLS run's scale results");
+  }
+  auto about = [](const json& r) {
+    return json{{"date", r["date"]},
+                {"command", r["command"]},
+                {"git_rev", r["git_rev"]},
+                {"mode", r["mode"]},
+                {"results_file", r.value("results_file", std::string("scale.json"))},
+                {"busy_cores_before", r["host"]["busy_cores_before"]}};
+  };
+  json out = {{"benchmark", "scale-tls-compare"},
+              {"plaintext", about(plain)},
+              {"tls", about(tls)},
+              {"host", plain["host"]},
+              {"versions", tls["versions"]},
+              {"durations_s", tls["durations_s"]},
+              {"rows", json::array()},
+              {"targets", json::array()}};
+  for (const auto& pr : plain["runs"]) {
+    const int n = pr["n"];
+    const json* tr = RunAt(tls, n);
+    if (!tr) continue;
+    const json a = CompareRow(pr, "plaintext"), b = CompareRow(*tr, "TLS");
+    out["rows"].push_back(a);
+    out["rows"].push_back(b);
+    if (n != 1000) continue;
+    const double cpu_a = a["cpu_cores"], cpu_b = b["cpu_cores"];
+    const double age_a = a["key_age_p99_ms"], age_b = b["key_age_p99_ms"];
+    out["targets"].push_back({{"what", "key age p99 at N=1000, TLS vs plaintext"},
+                              {"target", "<= +" + Num(kKeyAgeP99SlackMs, 0) + " ms"},
+                              {"value", Num(age_b, 1) + " vs " + Num(age_a, 1) + " ms (" +
+                                            Signed(age_b - age_a, 1) + " ms)"},
+                              {"pass", age_b - age_a <= kKeyAgeP99SlackMs}});
+    const double ratio = cpu_a > 0 ? cpu_b / cpu_a - 1 : 0;
+    out["targets"].push_back({{"what", "lagwatch CPU at N=1000, TLS vs plaintext"},
+                              {"target", "<= +" + Num(kCpuSlack * 100, 0) + " %"},
+                              {"value", Num(cpu_b, 3) + " vs " + Num(cpu_a, 3) + " cores (" +
+                                            Signed(ratio * 100, 1) + " %)"},
+                              {"pass", cpu_a > 0 && ratio <= kCpuSlack}});
+  }
+  return out;
+}
+
+namespace {
+
+Table CompareTable(const json& cmp) {
+  Table t;
+  t.left_cols = 2;
+  t.rows.push_back({"N", "transport", "CPU cores", "RSS MB (peak)", "key age p50/p99/max ms",
+                    "jitter p99 ms", "≤10 ms", "to Redis p99 ms", "probes/s answered (planned)",
+                    "all ok after s"});
+  const json* prev = nullptr;
+  for (const auto& r : cmp["rows"]) {
+    // Past the last finite bucket only a lower bound is known (as JitterMs).
+    const bool beyond = r["jitter_p99_beyond_last_bucket"].get<bool>();
+    const std::string jitter =
+        beyond ? ">" + NumOr(r["jitter_p99_ms"], 0) : NumOr(r["jitter_p99_ms"], 2);
+    t.rows.push_back(
+        {std::to_string(r["n"].get<int>()), r["transport"].get<std::string>(),
+         Num(r["cpu_cores"].get<double>(), 3),
+         Num(r["rss_mb"].get<double>(), 1) + " (" + Num(r["rss_peak_mb"].get<double>(), 1) + ")",
+         Num(r["key_age_p50_ms"].get<double>(), 0) + " / " +
+             Num(r["key_age_p99_ms"].get<double>(), 0) + " / " +
+             Num(r["key_age_max_ms"].get<double>(), 0),
+         jitter, SharePct(r["jitter_share_le_10ms"]), NumOr(r["record_delay_p99_ms"], 1),
+         Num(r["answered_per_s"].get<double>()) + " (" + Num(r["planned_per_s"].get<double>()) +
+             ")",
+         NumOr(r["all_ok_after_s"], 1)});
+    if (prev && r["transport"] == "TLS" && (*prev)["n"] == r["n"]) {
+      const json& a = *prev;
+      const double cpu_a = a["cpu_cores"];
+      auto d = [&](const char* k, int decimals) {
+        if (!r[k].is_number() || !a[k].is_number()) return std::string("-");
+        return Signed(r[k].get<double>() - a[k].get<double>(), decimals);
+      };
+      t.rows.push_back(
+          {"", "TLS − plaintext",
+           cpu_a > 0 ? Signed((r["cpu_cores"].get<double>() / cpu_a - 1) * 100, 1) + " %" : "-",
+           d("rss_mb", 1) + " (" + d("rss_peak_mb", 1) + ")",
+           d("key_age_p50_ms", 0) + " / " + d("key_age_p99_ms", 0) + " / " + d("key_age_max_ms", 0),
+           (beyond ? ">" : "") + d("jitter_p99_ms", beyond ? 0 : 2), "",
+           d("record_delay_p99_ms", 1), "", ""});
+    }
+    prev = &r;
+  }
+  return t;
+}
+
+std::string CompareBusyWarning(const json& cmp) {
+  double other = 0;
+  for (const auto& r : cmp["rows"]) other = std::max(other, r["host_other_cores"].get<double>());
+  const double before = std::max(cmp["plaintext"]["busy_cores_before"].get<double>(),
+                                 cmp["tls"]["busy_cores_before"].get<double>());
+  if (before < 0.3 && other < 0.3) return "";
+  return "WARNING: the host was not quiet (up to " + Num(before, 2) + " cores busy before a run, " +
+         Num(other, 2) + " cores of other work during a steady window): timings are inflated\n";
+}
+
+std::string CompareHeader(const json& cmp) {
+  const json& d = cmp["durations_s"];
+  return "lagwatch scale, plaintext vs TLS (" + cmp["tls"]["mode"].get<std::string>() + "; " +
+         cmp["host"]["cpus"].dump() + " CPUs; plaintext " +
+         cmp["plaintext"]["date"].get<std::string>() + ", TLS " +
+         cmp["tls"]["date"].get<std::string>() + "; " +
+         cmp["versions"]["lagwatch"].get<std::string>() + "; steady " +
+         std::to_string(d["steady"].get<int>()) + " s per N)";
+}
+
+}  // namespace
+
+std::string RenderScaleCompareText(const json& cmp) {
+  std::ostringstream out;
+  out << "\n" << CompareHeader(cmp) << "\n";
+  out << "CPU and RSS are lagwatch's; key age = now − measured_at_ms as a router reads it; "
+         "jitter = probe-start delay (steady window); to Redis = lagwatch_redis_record_delay\n\n";
+  out << CompareBusyWarning(cmp);
+  out << CompareTable(cmp).Text("  ") << "\n";
+  out << "TLS targets at N=1000:\n" << TargetLines(cmp, "  ");
+  return out.str();
+}
+
+std::string RenderScaleCompareMarkdown(const json& cmp) {
+  std::ostringstream md;
+  md << "# lagwatch scale benchmark: plaintext vs TLS (" << cmp["tls"]["mode"].get<std::string>()
+     << ")\n\n";
+  for (const char* which : {"plaintext", "tls"}) {
+    const json& r = cmp[which];
+    md << "- " << (std::string(which) == "tls" ? "TLS" : "plaintext") << ": "
+       << r["date"].get<std::string>() << ", `" << r["command"].get<std::string>() << "`, git "
+       << r["git_rev"].get<std::string>() << ", results `" << r["results_file"].get<std::string>()
+       << "`\n";
+  }
+  md << "- host: " << cmp["host"]["cpus"].dump() << " CPUs, "
+     << cmp["host"]["kernel"].get<std::string>() << "\n";
+  md << "- versions:";
+  for (const auto& [k, v] : cmp["versions"].items())
+    md << " " << k << " `" << v.get<std::string>() << "`;";
+  md << "\n\n";
+  if (std::string w = CompareBusyWarning(cmp); !w.empty()) md << "**" << Trim(w) << "**\n\n";
+  md << CompareTable(cmp).Markdown() << "\n";
+  md << "### TLS targets at N=1000\n\n" << TargetLines(cmp, "- ") << "\n";
+  md << "Both runs are bench/scale's (its Method: one sandbox per run, the same aliases, "
+        "durations and order). The TLS run's sandbox is `scripts/sandbox up --tls "
+        "--tls-ip-sans FILE` (every alias 127.0.x.y an IP subjectAltName of the server "
+        "certificate): lagwatch verifies every server's certificate (chain and address) and "
+        "presents a client certificate, to MySQL (require_secure_transport=ON) and to Redis "
+        "(TLS-only port). The key-age reader logs in as lagwatch-router over TLS too.\n";
   return md.str();
 }
 

@@ -83,9 +83,11 @@ bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; 
 constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                         [--policy NAME]... [--php-worker PATH [--php-router MODE]...]\n"
-    "                         [--name NAME] [--command TEXT] [--git-rev REV]\n"
+    "                         [--name NAME] [--command TEXT] [--git-rev REV] [--tls]\n"
     "  --policy: random, sbm, naive, lagwatch, ryw-published, ryw-ask (default: all six)\n"
-    "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n";
+    "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n"
+    "  --tls: the sandbox was built with --tls: the routers read Redis over TLS, the PHP\n"
+    "    worker's too (its SandboxRedis reads DIR/env); results NAME-tls-<quick|full>\n";
 
 struct Options : CommonOptions {
   std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
@@ -102,11 +104,13 @@ std::string Socket(const Options& o, int server) {
 // Everything the threads share.
 struct Shared {
   const Options& opt;
+  // How a router logs in to the sandbox's Redis: its lagwatch-router user, TLS as built.
+  const RedisConfig router_redis;
   std::atomic<bool> stop{false};
   std::mutex mu;
   OracleLog oracle;               // GUARDED_BY(mu)
   std::vector<ReadRecord> reads;  // GUARDED_BY(mu)
-  explicit Shared(const Options& o) : opt(o) {}
+  Shared(const Options& o, RedisConfig redis) : opt(o), router_redis(std::move(redis)) {}
   void Add(const ReadRecord& r) {
     std::lock_guard lock(mu);
     reads.push_back(r);
@@ -119,10 +123,7 @@ class Router {
   Router(int index, Policy policy, Shared& shared) : index_(index), policy_(policy), s_(shared) {
     if (policy == Policy::kLagwatch || Ryw(policy)) {
       client::ReaderOptions o;
-      o.redis.host = "127.0.0.1";
-      o.redis.port = s_.opt.base_port + 3;
-      o.redis.key_prefix = "slave_delay";
-      o.redis.ttl_ms = 1000;
+      o.redis = s_.router_redis;
       reader_ = std::make_unique<client::ContractReader>(o);
     }
     usable_[1] = usable_[2] = true;
@@ -537,22 +538,29 @@ json Report(const Options& o, const std::vector<std::string>& names,
     }
     routers.push_back({{"router", names[i]}, {"phases", per_phase}});
   }
-  return {{"benchmark", "stale_reads"}, {"mode", o.quick ? "quick" : "full"},
-          {"command", o.command},       {"git_rev", o.git_rev},
-          {"date", IsoUtc(StartUs())},  {"load_average", LoadAverage()},
-          {"seconds", seconds},         {"limit_ms", kLimitUs / 1000},
-          {"reads", reads.size()},      {"routers", routers}};
+  return {{"benchmark", "stale_reads"},
+          {"mode", o.quick ? "quick" : "full"},
+          {"tls", o.tls},
+          {"command", o.command},
+          {"git_rev", o.git_rev},
+          {"date", IsoUtc(StartUs())},
+          {"load_average", LoadAverage()},
+          {"seconds", seconds},
+          {"limit_ms", kLimitUs / 1000},
+          {"reads", reads.size()},
+          {"routers", routers}};
 }
 
 std::string Render(const json& r, bool markdown) {
   std::string out;
   char line[512];
   out += markdown ? "# Stale reads served, router by router\n\n" : "";
-  out += "mode " + r["mode"].get<std::string>() + ", " + std::to_string(r["reads"].get<size_t>()) +
-         " reads in " + std::to_string(static_cast<int>(r["seconds"].get<double>())) +
-         " s, tier limit " + std::to_string(r["limit_ms"].get<int>()) + " ms, " +
-         r["date"].get<std::string>() + ", load " + r["load_average"].get<std::string>() +
-         ", rev " + r["git_rev"].get<std::string>() + "\n\n";
+  out += "mode " + r["mode"].get<std::string>() + (r.value("tls", false) ? ", TLS to Redis" : "") +
+         ", " + std::to_string(r["reads"].get<size_t>()) + " reads in " +
+         std::to_string(static_cast<int>(r["seconds"].get<double>())) + " s, tier limit " +
+         std::to_string(r["limit_ms"].get<int>()) + " ms, " + r["date"].get<std::string>() +
+         ", load " + r["load_average"].get<std::string>() + ", rev " +
+         r["git_rev"].get<std::string>() + "\n\n";
   // One table per phase: the routers side by side.
   std::vector<std::string> phase_names;
   for (const auto& p : r["routers"][0]["phases"]) phase_names.push_back(p["phase"]);
@@ -619,22 +627,27 @@ std::string Render(const json& r, bool markdown) {
 }
 
 int RunBenchmark(const Options& o) {
+  const SandboxEnv env = o.Sandbox();
   Progress("setting up the tables");
   Setup(o);
   const std::string config = o.dir + "/lagwatch.json";
   auto agent = Child::Spawn({o.lagwatch, "--config", config}, o.out_dir + "/stale-reads-agent.log");
   {
-    Redis redis(o.base_port + 3);
+    Redis redis(SandboxRedis(env, RedisUser::kAdmin));
     const auto until = SteadyClock::now() + 30s;
     for (;;) {
       auto keys = redis.HGetAll({"slave_delay:127.0.0.1:" + std::to_string(o.base_port + 1),
                                  "slave_delay:127.0.0.1:" + std::to_string(o.base_port + 2)});
       if (keys && (*keys)[0]["healthy"] == "1" && (*keys)[1]["healthy"] == "1") break;
-      if (SteadyClock::now() > until) throw std::runtime_error("lagwatch's replicas never healthy");
+      if (SteadyClock::now() > until) {
+        throw std::runtime_error(
+            "lagwatch's replicas never healthy" +
+            (redis.last_error().empty() ? "" : " (" + redis.last_error() + ")"));
+      }
       Pause(50ms);
     }
   }
-  Shared shared(o);
+  Shared shared(o, SandboxRedis(env, RedisUser::kRouter));
   // The rows: the policies in this process, then the PHP routers (arguments for the worker).
   std::vector<std::string> names;
   std::vector<Policy> policies = o.policies;
@@ -710,7 +723,7 @@ int RunBenchmark(const Options& o) {
   const double seconds = static_cast<double>(NowUs() - begun) / 1e6;
   const json result = Report(o, names, phases, groups, shared.reads, seconds);
   WriteResults(
-      o.out_dir + "/" + o.name + "-" + (o.quick ? "quick" : "full"), result,
+      o.out_dir + "/" + o.name + (o.tls ? "-tls-" : "-") + (o.quick ? "quick" : "full"), result,
       [](const json& r) { return Render(r, true); },
       [](const json& r) { return Render(r, false); });
   return 0;
