@@ -9,6 +9,9 @@ namespace lagwatch {
 namespace {
 
 constexpr Millis kConnectTimeout(3000);
+// Between two servers' connections in the first round (at start and after a reload: the answer
+// is wanted soon) and at least in later ones.
+constexpr Millis kFirstRoundGap(100);
 constexpr int64_t kWarnDays = 14;
 
 }  // namespace
@@ -48,8 +51,10 @@ void TlsWatch::Stop() {
 }
 
 void TlsWatch::Run(const std::stop_token& stop) {
+  bool first = true;
   while (!stop.stop_requested()) {
-    RunRound(stop);
+    RunRound(stop, first ? kFirstRoundGap : Millis(0));
+    first = false;
     std::unique_lock lock(mu_);
     // A condition variable, not the clock's sleep: SetTargets wakes it for a round at once.
     wake_.wait_for(lock, stop, interval_, [&] { return again_; });
@@ -57,23 +62,36 @@ void TlsWatch::Run(const std::stop_token& stop) {
   }
 }
 
-void TlsWatch::RunRound(const std::stop_token& stop) {
+bool TlsWatch::Pause(const std::stop_token& stop, Millis gap) {
+  if (gap <= Millis(0)) return !stop.stop_requested();
+  std::unique_lock lock(mu_);
+  wake_.wait_for(lock, stop, gap, [&] { return again_; });
+  return !stop.stop_requested();
+}
+
+void TlsWatch::RunRound(const std::stop_token& stop, Millis gap) {
   std::vector<MysqlTarget> targets;
   {
     std::lock_guard lock(mu_);
-    targets = targets_;
+    for (const MysqlTarget& t : targets_) {
+      if (t.tls.enabled) targets.push_back(t);
+    }
     again_ = false;
   }
-  for (const MysqlTarget& t : targets) {
-    if (stop.stop_requested()) return;
-    if (!t.tls.enabled) continue;
-    MysqlConn conn(t, stop, clock_);
-    auto peer = conn.InspectTls(clock_.Now() + kConnectTimeout);
-    Note("mysql", t.endpoint.Id(), peer.ok() ? peer->not_after_unix : std::nullopt);
+  // Spread over the interval after the first round: a thousand servers cost about one TLS
+  // connection a second, not a burst of a thousand.
+  if (gap == Millis(0) && !targets.empty()) {
+    gap = std::max(kFirstRoundGap, interval_ / static_cast<int64_t>(targets.size() + 1));
   }
   if (redis_.tls.enabled && !stop.stop_requested()) {
     auto conn = RedisConnect(redis_, kConnectTimeout);
     if (conn.ok()) Note("redis", (*conn)->server(), (*conn)->tls().not_after_unix);
+  }
+  for (const MysqlTarget& t : targets) {
+    if (!Pause(stop, gap)) return;
+    MysqlConn conn(t, stop, clock_);
+    auto peer = conn.InspectTls(clock_.Now() + kConnectTimeout);
+    Note("mysql", t.endpoint.Id(), peer.ok() ? peer->not_after_unix : std::nullopt);
   }
 }
 

@@ -2,18 +2,19 @@
 // expiring is an alert days ahead, not an outage (docs/metrics.md, "TLS"; the alert
 // LagwatchTlsCertificateExpiresSoon).
 //
-// At start, after every SetTargets (a reload) and then every `interval`, it connects to each MySQL
-// server whose TLS is enabled, as the probers do (MysqlConn::InspectTls: the server's
-// Ssl_server_not_after, since Connector/C does not hand out the peer certificate), and to Redis
-// when redis.tls is enabled (the handshake's own peer certificate), and sets
+// At start, after every SetTargets (a reload) and then every `interval`, it connects to Redis when
+// redis.tls is enabled (the handshake's own peer certificate) and to each MySQL server whose TLS
+// is enabled, as the probers do (MysqlConn::InspectTls: the server's Ssl_server_not_after, since
+// Connector/C does not hand out the peer certificate), and sets
 //   lagwatch_tls_certificate_expiry_timestamp_seconds{target, server}
 //   lagwatch_tls_certificate_soonest_expiry_timestamp_seconds
 // A server it cannot reach keeps its last known expiry (the probers count and log the failure);
 // a server no longer watched loses its series. It logs (rate-limited) a warning for a certificate
 // within 14 days of expiry.
 //
-// One thread of its own, sequential connects with a 3 s deadline each: a round over 1,000
-// servers takes seconds and runs four times an hour. Thread-safe.
+// One thread of its own, one connection at a time with a 3 s deadline: a round at start (or after
+// a reload) spaces them 100 ms apart, later rounds spread them over the interval (1,000 servers:
+// about one a second), so the watch never competes with the probes for the CPU. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -48,11 +49,14 @@ class TlsWatch {
   // Stops and joins the thread (within one connect's deadline).
   void Stop();
 
-  // One round, on the caller's thread (the thread's body; public for tests).
-  void RunRound(const std::stop_token& stop);
+  // One round, on the caller's thread (the thread's body; public for tests): `gap` between two
+  // MySQL servers' connections; 0: the interval spread over the servers.
+  void RunRound(const std::stop_token& stop, Millis gap);
 
  private:
   void Run(const std::stop_token& stop);
+  // Waits `gap` (a reload cuts it short); false when stopping.
+  bool Pause(const std::stop_token& stop, Millis gap);
   // Records one server's certificate expiry (nullopt: none learned this round).
   void Note(const char* target, const std::string& server, std::optional<int64_t> not_after);
   void UpdateSoonest();  // REQUIRES: mu_ held
