@@ -7,58 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/contract.h"
 #include "base/log.h"
 #include "exporters/api.h"
 #include "version.h"
 
 namespace lagwatch {
-namespace {
-
-bool SameTier(const TierConfig& a, const TierConfig& b) {
-  return a.name == b.name && a.max_delay_ms == b.max_delay_ms && a.enabled == b.enabled;
-}
-
-bool SameTiers(const std::vector<TierConfig>& a, const std::vector<TierConfig>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!SameTier(a[i], b[i])) return false;
-  }
-  return true;
-}
-
-bool SameHealth(const HealthConfig& a, const HealthConfig& b) {
-  return a.keep_caught_up_when_primary_unknown == b.keep_caught_up_when_primary_unknown &&
-         a.recover_ratio == b.recover_ratio && a.recover_probes == b.recover_probes;
-}
-
-}  // namespace
-
-std::string FirstUnreloadableChange(const Config& a, const Config& b) {
-  if (a.agent_id != b.agent_id) return "agent_id";
-  if (a.positions != b.positions) return "positions";
-  if (a.primary.Id() != b.primary.Id() || a.primary_defaults_file != b.primary_defaults_file) {
-    return "primary";
-  }
-  if (a.replica_defaults_file != b.replica_defaults_file) return "replica_defaults_file";
-  // The writer and the sampler keep their primary's; a replica's own `tls` reloads.
-  if (a.mysql_tls != b.mysql_tls || a.primary_tls != b.primary_tls) return "tls";
-  if (a.heartbeat.QualifiedName() != b.heartbeat.QualifiedName() ||
-      a.heartbeat.interval_ms != b.heartbeat.interval_ms ||
-      a.heartbeat.create_table != b.heartbeat.create_table) {
-    return "heartbeat";
-  }
-  if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
-  if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
-      a.probe.status_interval_ms != b.probe.status_interval_ms ||
-      a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime) {
-    return "probe";
-  }
-  if (a.redis != b.redis) return "redis";
-  if (a.http_listen != b.http_listen || a.http != b.http) return "http";
-  if (a.discovery != b.discovery) return "discovery";
-  return "";
-}
-
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
       metrics_(LAGWATCH_VERSION),
@@ -143,17 +97,13 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
       shown_primary_ = primary;
     }
   }
-  nlohmann::json e = {{"event", "primary"},
-                      {"primary", primary},
-                      {"previous_primary", nullptr},
-                      {"topology", state},
-                      {"agent", initial_.agent_id}};
   // Routers hear of a move and of ambiguity (and its end); the primary going silent or read-only
   // shows in its own key and in the replicas' states.
   bool event = true;
+  std::optional<std::string> previous, writable_list;
   if (change.previous) {
     metrics_.primary_changes.Increment();
-    e["previous_primary"] = change.previous->Id();
+    previous = change.previous->Id();
     // Every replica's record was judged against the old primary: gone at once (no key: no fresh
     // measurement), each written again once proven against the new one.
     publisher_.RetireAll();
@@ -164,7 +114,7 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
   } else if (change.state == TopologyState::kAmbiguous) {
     std::string writable;
     for (const auto& w : change.writable) writable += (writable.empty() ? "" : ", ") + w.Id();
-    e["writable"] = writable;
+    writable_list = writable;
     Log(LogLevel::kError, "the topology is ambiguous: " + writable +
                               " are all writable and replicate from nobody; no replica is "
                               "healthy until only one is (the primary stays " +
@@ -185,7 +135,10 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
     event = event || (was_ambiguous_ && change.state == TopologyState::kOk);
     was_ambiguous_ = change.state == TopologyState::kAmbiguous;
   }
-  if (event) publisher_.PublishEvent(e.dump());
+  if (event) {
+    publisher_.PublishEvent(
+        contract::PrimaryEventJson(primary, previous, state, initial_.agent_id, writable_list));
+  }
 }
 
 void Agent::TopologyNotice(const TopologyMonitor::Notice& n) {
@@ -382,9 +335,7 @@ Status Agent::Reload(const Config& next) {
     return Status::InvalidArgument(key + ": cannot change at run time; restart lagwatch to apply");
   }
   // Settings every prober uses: if they change, every prober restarts.
-  const bool shared_changed = !SameTiers(config_.tiers, next.tiers) ||
-                              !SameHealth(config_.health, next.health) ||
-                              config_.slo_delay_ms != next.slo_delay_ms;
+  const bool shared_changed = ProberSettingsChanged(config_, next);
   // The server acting as the primary is never dropped (after a switchover it may be a replica in
   // the configuration).
   const Endpoint primary = topology_.primary();

@@ -16,6 +16,7 @@
 #include "agent/discovery.h"
 #include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
+#include "agent/reload.h"
 #include "agent/tls_watch.h"
 #include "agent/topology_monitor.h"
 #include "agent/windows.h"
@@ -138,8 +139,5 @@ class Agent {
   DiscoveredSet discovered_;                                       // GUARDED_BY(mu_)
   std::unique_ptr<HttpServer> http_;
 };
-
-// The first top-level key (or "replicas" etc.) whose change Reload cannot apply, or "".
-std::string FirstUnreloadableChange(const Config& running, const Config& next);
 
 }  // namespace lagwatch

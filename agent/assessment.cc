@@ -95,32 +95,96 @@ bool CaughtUpWithPrimary(const std::optional<LagBounds>& bounds, const Heartbeat
   return last_contact && *bounds->fresh_at >= *last_contact;
 }
 
+namespace {
+
+// This probe's status reply into a.status (when it parses) or a.status_error; the status it
+// parsed, or null.
+const ReplicationStatus* ReadStatus(const ProbeInput& in, Assessment* a) {
+  if (!in.status_reply) return nullptr;
+  if (!in.status_reply->ok()) {
+    a->status_error = in.status_reply->status();
+    if (in.status_access_denied) {
+      a->status_error =
+          Status::ServerError(a->status_error->message() + " (" + kReplicaStatusGrantHint + ")");
+    }
+    return nullptr;
+  }
+  auto parsed = ParseSlaveStatus(**in.status_reply);
+  if (!parsed.ok()) {
+    a->status_error = parsed.status();
+    return nullptr;
+  }
+  a->status = parsed.value();
+  a->status_polled = true;
+  return &a->status;
+}
+
+// The bounds of a reply that was read (fully or partly): the applied position (`pos_text`, or
+// the executed coordinates of `polled`), checked against the previous one, and the estimate.
+void Bound(const ProbeInput& in, const std::optional<std::string>& pos_text,
+           const ReplicationStatus* polled, const HeartbeatLog& log, const PositionHistory& history,
+           Assessment* a) {
+  a->measured = true;
+  // Coordinates are the source's: they say nothing about the primary unless it is the source.
+  if (in.positions == PositionsKind::kBinlog && polled && polled->configured) {
+    a->chained = !ReplicatesFromPrimary(*polled, in.primary_server_id);
+  }
+  if (!a->chained) {
+    auto applied = AppliedPosition(in.positions, pos_text, polled);
+    if (!applied.ok()) {
+      a->position_error = applied.status();
+    } else if (*applied) {
+      a->applied = **applied;
+      // A replica never un-applies: a position behind the last one is a restored or replaced
+      // server (or another source), and proves nothing against the primary's samples.
+      if (in.previous_applied && !a->applied->Includes(*in.previous_applied)) {
+        a->position_error = Status::DataError("applied position " + a->applied->ToString() +
+                                              " does not include the previous probe's " +
+                                              in.previous_applied->ToString());
+      } else {
+        a->obs.applied_pos = a->applied;
+      }
+    }
+  }
+  LagBounds est = Estimate(a->obs, log, history);
+  if (est.incomparable && !a->position_error) {
+    a->position_error = Status::DataError("applied position " + a->applied->ToString() +
+                                          " cannot be compared with the primary's positions");
+  }
+  // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
+  if (est.fresh_at) a->bounds = est;
+  a->health.delay_lower_ms = ToMillis(est.lower);
+  a->inconsistent = est.inconsistent;
+}
+
+// The health verdict's input from what the assessment found.
+void FillHealth(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history,
+                Assessment* a) {
+  HealthInput& h = a->health;
+  h.reachable = in.reply.ok();
+  // Until the first status poll answers, thread state is unknown and does not count against it;
+  // a server that answers with no replication configured is stopped.
+  // An IO thread that is "Connecting" (e.g. to a dead primary) is running, not stopped: if the
+  // replica falls behind because of it, its bound shows that.
+  h.threads_running = !a->status.known || (a->status.io_state != "No" && a->status.sql_running);
+  h.primary_known = in.primary_known;
+  h.caught_up_with_primary = CaughtUpWithPrimary(a->bounds, log, history);
+  h.tier_enabled = in.tier_enabled;
+  h.max_delay_ms = in.max_delay_ms;
+  if (a->bounds) h.delay_ms = ToMillis(a->bounds->UpperAt(a->obs.received));
+  if (auto gap = history.LastGap(); gap && a->bounds && a->bounds->fresh_at) {
+    h.bound_spans_outage = *a->bounds->fresh_at >= gap->before && *a->bounds->fresh_at < gap->after;
+  }
+}
+
+}  // namespace
+
 Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history) {
   Assessment a;
   a.obs = in.obs;
   a.bounds = in.bounds;
   a.status = in.status;
-
-  const ReplicationStatus* polled = nullptr;  // this probe's status, when it parsed
-  if (in.status_reply) {
-    if (in.status_reply->ok()) {
-      auto parsed = ParseSlaveStatus(**in.status_reply);
-      if (parsed.ok()) {
-        a.status = parsed.value();
-        a.status_polled = true;
-        polled = &a.status;
-      } else {
-        a.status_error = parsed.status();
-      }
-    } else {
-      a.status_error = in.status_reply->status();
-      if (in.status_access_denied) {
-        a.status_error =
-            Status::ServerError(a.status_error->message() + " (" + kReplicaStatusGrantHint + ")");
-      }
-    }
-  }
-
+  const ReplicationStatus* polled = ReadStatus(in, &a);
   const bool gtid_kind =
       in.positions == PositionsKind::kMariaDbGtid || in.positions == PositionsKind::kMysqlGtid;
   std::optional<std::string> pos_text;
@@ -128,54 +192,9 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text, &a);
   if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
     // Whatever parsed is still usable; bounds from a partial observation stay sound.
-    a.measured = true;
-    // Coordinates are the source's: they say nothing about the primary unless it is the source.
-    if (in.positions == PositionsKind::kBinlog && polled && polled->configured) {
-      a.chained = !ReplicatesFromPrimary(*polled, in.primary_server_id);
-    }
-    if (!a.chained) {
-      auto applied = AppliedPosition(in.positions, pos_text, polled);
-      if (!applied.ok()) {
-        a.position_error = applied.status();
-      } else if (*applied) {
-        a.applied = **applied;
-        // A replica never un-applies: a position behind the last one is a restored or replaced
-        // server (or another source), and proves nothing against the primary's samples.
-        if (in.previous_applied && !a.applied->Includes(*in.previous_applied)) {
-          a.position_error = Status::DataError("applied position " + a.applied->ToString() +
-                                               " does not include the previous probe's " +
-                                               in.previous_applied->ToString());
-        } else {
-          a.obs.applied_pos = a.applied;
-        }
-      }
-    }
-    LagBounds est = Estimate(a.obs, log, history);
-    if (est.incomparable && !a.position_error) {
-      a.position_error = Status::DataError("applied position " + a.applied->ToString() +
-                                           " cannot be compared with the primary's positions");
-    }
-    // A replica never un-applies data, so an older fresh_at is kept until a better one comes.
-    if (est.fresh_at) a.bounds = est;
-    a.health.delay_lower_ms = ToMillis(est.lower);
-    a.inconsistent = est.inconsistent;
+    Bound(in, pos_text, polled, log, history, &a);
   }
-
-  HealthInput& h = a.health;
-  h.reachable = in.reply.ok();
-  // Until the first status poll answers, thread state is unknown and does not count against it;
-  // a server that answers with no replication configured is stopped.
-  // An IO thread that is "Connecting" (e.g. to a dead primary) is running, not stopped: if the
-  // replica falls behind because of it, its bound shows that.
-  h.threads_running = !a.status.known || (a.status.io_state != "No" && a.status.sql_running);
-  h.primary_known = in.primary_known;
-  h.caught_up_with_primary = CaughtUpWithPrimary(a.bounds, log, history);
-  h.tier_enabled = in.tier_enabled;
-  h.max_delay_ms = in.max_delay_ms;
-  if (a.bounds) h.delay_ms = ToMillis(a.bounds->UpperAt(a.obs.received));
-  if (auto gap = history.LastGap(); gap && a.bounds && a.bounds->fresh_at) {
-    h.bound_spans_outage = *a.bounds->fresh_at >= gap->before && *a.bounds->fresh_at < gap->after;
-  }
+  FillHealth(in, log, history, &a);
   return a;
 }
 

@@ -1,25 +1,15 @@
 #include "agent/health.h"
 
+#include "base/contract.h"
+
 namespace lagwatch {
 
+// The enum follows the contract's list (base/contract.h), one to one.
+static_assert(static_cast<size_t>(ReplicaState::kUnverified) + 1 == contract::kReplicaStateCount);
+
 const char* StateName(ReplicaState s) {
-  switch (s) {
-    case ReplicaState::kOk:
-      return "ok";
-    case ReplicaState::kLagging:
-      return "lagging";
-    case ReplicaState::kStopped:
-      return "stopped";
-    case ReplicaState::kUnreachable:
-      return "unreachable";
-    case ReplicaState::kPrimaryUnknown:
-      return "primary_unknown";
-    case ReplicaState::kDisabled:
-      return "disabled";
-    case ReplicaState::kUnverified:
-      return "unverified";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(s);
+  return i < contract::kReplicaStateCount ? contract::kReplicaStates[i] : "unknown";
 }
 
 bool HealthTracker::LagWithinLimit(const HealthInput& in) {

@@ -17,6 +17,7 @@
 
 namespace lagwatch {
 
+// In the order of base/contract.h's kReplicaStates (StateName gives the contract's names).
 enum class ReplicaState {
   kOk,
   kLagging,

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
-
 #include "agent/schedule.h"
+#include "base/contract.h"
 #include "base/log.h"
-#include "base/mysql_conn.h"
-#include "base/mysql_errors.h"
 #include "base/strings.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
@@ -16,15 +13,10 @@
 namespace lagwatch {
 namespace {
 
-constexpr Millis kMaxReconnectBackoff(500);
 // After a replica answers again (it was unreachable or hung), it is probed at the sampler's
 // cadence for this long while it is unhealthy: it is usually behind at first and catching up
 // fast, and the tick would see it caught up up to an interval late.
 constexpr Millis kCatchUpWindow(1000);
-// How long a statement past its deadline is still waited for before the connection is given up:
-// a hung replica is measured again the moment it answers, and costs one connection attempt per
-// this long, not a few a second (each a handshake the server counts as interrupted).
-constexpr Millis kLinger(10'000);
 
 double Seconds(Micros d) { return std::chrono::duration<double>(d).count(); }
 
@@ -54,7 +46,6 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       replica_(replica),
       id_(replica.endpoint.Id()),
       tier_(config_.Tier(replica.tier)),
-      sql_(config_.heartbeat, config_.agent_id),
       log_(log),
       history_(history),
       topology_(topology),
@@ -62,10 +53,14 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       metrics_(metrics),
       clock_(clock),
       loop_(loop),
-      conn_(loop, MysqlTarget{replica.endpoint, config_.replica_defaults_file,
-                              "replica " + replica.endpoint.Id(), replica.tls}),
-      health_(HealthPolicy{config_.health.recover_ratio, config_.health.recover_probes,
-                           config_.health.keep_caught_up_when_primary_unknown}),
+      session_(
+          loop,
+          MysqlTarget{replica.endpoint, config_.replica_defaults_file,
+                      "replica " + replica.endpoint.Id(), replica.tls},
+          config_, tier_, history, [this](ProbeReplies r) { OnReplies(std::move(r)); },
+          [this] { OnLateAnswer(); }, [this](const ServerFacts& f) { ShowServer(f); }),
+      judge_(replica, tier_, config_),
+      roles_(replica.endpoint),
       lag_window_(Millis(kLongestWindowMs), LagWindowCapacity(config_.probe.interval_ms)),
       slar_window_(Millis(kLongestWindowMs)) {
   for (const auto& t : config_.tiers) {
@@ -93,7 +88,7 @@ ReplicaMetrics& ReplicaProber::Metric() {
 
 void ReplicaProber::Start(Millis phase) {
   loop_->RunSync([this, phase] {
-    UpdatePositions();
+    session_.UpdatePositions();
     next_tick_ = clock_.Now() + phase;
     next_status_ = next_tick_;
     planned_ = next_tick_;
@@ -107,7 +102,7 @@ void ReplicaProber::Stop() {
     timer_ = 0;
     CancelCrossing();
     in_flight_ = false;
-    conn_.Cancel();
+    session_.Cancel();
   });
 }
 
@@ -157,68 +152,21 @@ bool ReplicaProber::probed_once() const {
   return probed_once_;
 }
 
-Millis ReplicaProber::ReconnectBackoff(int failures) const {
-  // interval, 2x, 4x ... capped: a dead server is retried a few times a second, not hammered,
-  // and a revived one is found again within kMaxReconnectBackoff.
-  Millis b(config_.probe.interval_ms);
-  for (int i = 1; i < failures && b < kMaxReconnectBackoff; ++i) b *= 2;
-  return std::min(b, kMaxReconnectBackoff);
-}
-
 void ReplicaProber::OnTick() {
   timer_ = 0;
-  probe_ = InFlight{};
-  probe_.started = clock_.Now();
+  probe_started_ = clock_.Now();
   if (m_) {
     m_->probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
-        std::max(probe_.started - planned_, MonoTime::duration::zero()))));
+        std::max(probe_started_ - planned_, MonoTime::duration::zero()))));
   }
-  // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
-  // asked again before the probe, and what the old one had applied says nothing about it.
-  if (!conn_.connected()) {
-    flavor_checked_ = false;
-    refused_.reset();
-    applied_.reset();
-  }
-  UpdatePositions();
-  // While replication is reported stopped, poll every probe so a restart is seen at once; with
-  // binary log coordinates every probe reads them from the status.
-  probe_.poll_status = probe_.started >= next_status_ || replication_stopped_ ||
-                       positions_ == PositionsKind::kBinlog;
-  if (probe_.started >= next_status_) {
-    next_status_ = probe_.started + Millis(config_.probe.status_interval_ms);
-  }
-  probe_.backing_off = !conn_.connected() && probe_.started < reconnect_at_;
-  if (probe_.backing_off || conn_.lingering()) {
-    // No new statement: waiting to reconnect, or still for the answer to an earlier one (which
-    // probes again the moment it comes: OnLateAnswer).
-    probe_.obs.sent = probe_.obs.received = probe_.started;
-    probe_.received_wall = clock_.WallNow();
-    Evaluate(probe_.backing_off ? Status::Unavailable("waiting to reconnect to replica " + id_)
-                                : Status::DeadlineExceeded("still no answer from replica " + id_),
-             std::nullopt);
-    return;
+  // While replication is reported stopped, poll every probe so a restart is seen at once.
+  const bool poll_status = probe_started_ >= next_status_ || replication_stopped_;
+  if (probe_started_ >= next_status_) {
+    next_status_ = probe_started_ + Millis(config_.probe.status_interval_ms);
   }
   in_flight_ = true;
   ArmCrossing();
-  if (!flavor_checked_) {
-    SendFlavorQuery();
-    return;
-  }
-  SendQueries();
-}
-
-void ReplicaProber::SendQueries() {
-  if (probe_.poll_status) {
-    SendStatus();
-  } else {
-    SendProbe();
-  }
-}
-
-void ReplicaProber::Ask(const std::string& sql, AsyncMysqlConn::Callback then) {
-  conn_.Query(sql, clock_.Now() + Millis(config_.probe.timeout_ms), std::move(then), kLinger,
-              [this] { OnLateAnswer(); });
+  if (session_.Begin(probe_started_, poll_status).forget_applied) judge_.ForgetApplied();
 }
 
 void ReplicaProber::OnLateAnswer() {
@@ -230,140 +178,107 @@ void ReplicaProber::OnLateAnswer() {
   OnTick();
 }
 
-void ReplicaProber::SendFlavorQuery() {
-  Ask(kServerFlavorQuery, [this](Result<QueryResult> r) { OnFlavorReply(std::move(r)); });
-}
-
-void ReplicaProber::OnFlavorReply(Result<QueryResult> r) {
-  if (!r.ok() && (!conn_.connected() || conn_.lingering())) {
-    // No connection, or no answer in time: the probe failed as a probe would have (and is
-    // retried as one).
-    probe_.obs.sent = clock_.Now();
-    OnProbeReply(std::move(r));
-    return;
-  }
-  // A server that answers but not this (or not usefully) is probed all the same, as an unknown
-  // flavor: its status is polled with the statement every server but MySQL 8.4+ has.
-  flavor_checked_ = true;
-  ServerFlavor flavor;
-  if (r.ok()) {
-    if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
-  }
-  if (flavor_ != flavor) {
-    flavor_ = flavor;
-    status_statement_ = ReplicaStatusStatement(flavor);
-    Log(LogLevel::kInfo, "replica " + id_ + " is " + flavor.Describe() +
-                             "; replication status by " + status_statement_);
-    ShowServer();
-  }
-  SendQueries();
-}
-
-void ReplicaProber::ShowServer() {
-  const char* kind = PositionsKindName(positions_);
+void ReplicaProber::ShowServer(const ServerFacts& facts) {
+  const char* kind = PositionsKindName(facts.positions);
   // The primary's own series is the sampler's (role "primary").
-  if (flavor_ && !acting_primary_) metrics_->SetServerInfo(id_, "replica", *flavor_, kind);
+  if (facts.flavor && !acting_primary_) {
+    metrics_->SetServerInfo(id_, "replica", *facts.flavor, kind);
+  }
   std::lock_guard lock(mu_);
-  view_.server = flavor_;
-  view_.status_statement = status_statement_;
+  view_.server = facts.flavor;
+  view_.status_statement = facts.status_statement;
   view_.positions = kind;
 }
 
-void ReplicaProber::UpdatePositions() {
-  std::optional<PositionsKind> kind =
-      config_.positions == PositionsKind::kNone ? PositionsKind::kNone : history_->kind();
-  const bool decided = kind.has_value();
-  positions_decided_ = decided;
-  if (kind && kind == refused_) kind = PositionsKind::kNone;
-  const PositionsKind next = kind.value_or(PositionsKind::kNone);
-  if (next == positions_ && positions_shown_) return;
-  if (next != positions_) applied_.reset();  // positions of another kind are not comparable
-  positions_ = next;
-  positions_shown_ = true;
-  ShowServer();
-  if (!decided || positions_ != PositionsKind::kNone || warned_band_ || !tier_.max_delay_ms ||
-      config_.heartbeat.interval_ms <= *tier_.max_delay_ms) {
+void ReplicaProber::OnReplies(ProbeReplies replies) {
+  in_flight_ = false;
+  CancelCrossing();
+  if (const uint64_t epoch = topology_->epoch(); epoch != epoch_) StartOver(epoch);
+  const bool backing_off = replies.backing_off;
+  const WallTime received_wall = replies.received_wall;
+  const ProbeContext context{
+      session_.positions(), history_->primary_server_id(),
+      PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                   Millis(config_.sampler_interval_ms))};
+  Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_);
+  {
+    std::lock_guard lock(mu_);
+    view_.status = judge_.status();
+  }
+  const RoleReporter::Report report = roles_.Next(a, probe_started_, last_view_.confirm);
+  if (report.poll_status_soon) {
+    next_status_ = probe_started_;
+    probe_soon_ = true;
+  }
+  const TopologyMonitor::View view =
+      report.send ? topology_->Report(report.role) : topology_->ViewOf(id_);
+  last_view_ = view;
+  if (view.confirm) probe_soon_ = true;  // the next probe confirms or ends an ambiguity
+  if (FollowTopology(view)) {
+    MarkProbeDone();
+    ScheduleNext();
     return;
   }
-  warned_band_ = true;
-  // Heartbeat bounds are a band one heartbeat interval wide: wider than the tier's limit, a
-  // replica with no lag can read as over it.
-  Log(LogLevel::kWarn,
-      "replica " + id_ + ": no positions, so its bounds are a band up to " +
-          "heartbeat.interval_ms = " + std::to_string(config_.heartbeat.interval_ms) +
-          " ms wide, above " + tier_.name + "'s limit of " + std::to_string(*tier_.max_delay_ms) +
-          " ms: it can read as over the limit at no lag; lower "
-          "heartbeat.interval_ms");
+  // Judged against the current primary only: not while its source is in doubt.
+  const bool source_verified =
+      view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
+  NoteAssessment(a, backing_off);
+  Judgement j = judge_.Decide(a, source_verified, received_wall);
+  if (j.back_from_unreachable) catching_up_until_ = a.obs.received + kCatchUpWindow;
+  RecordMetrics(a, j);
+  Publish(a, j, backing_off);
+  RecordWindows(a, j);
+  ScheduleNext();
 }
 
-void ReplicaProber::SendProbe() {
-  const MonoTime now = clock_.Now();
-  // With binary log coordinates the observation began with the status poll that read them.
-  if (!(positions_ == PositionsKind::kBinlog && probe_.status_reply)) probe_.obs.sent = now;
-  const std::string& sql = positions_ == PositionsKind::kMariaDbGtid ? sql_.probe
-                           : positions_ == PositionsKind::kMysqlGtid ? sql_.probe_mysql_gtid
-                                                                     : sql_.probe_heartbeat_only;
-  Ask(sql, [this](Result<QueryResult> r) { OnProbeReply(std::move(r)); });
+bool ReplicaProber::FollowTopology(const TopologyMonitor::View& view) {
+  if (view.epoch != epoch_) {
+    // The primary moved with this very report: this probe was judged against the old one.
+    StartOver(view.epoch);
+    return true;
+  }
+  if (view.is_primary) {
+    ActAsPrimary();
+    return true;
+  }
+  if (acting_primary_) {
+    // What it measured as the primary says nothing of it as a replica: the next probe judges.
+    LeavePrimary();
+    return true;
+  }
+  return false;
 }
 
-void ReplicaProber::OnProbeReply(Result<QueryResult> r) {
-  if (!r.ok() && conn_.last_errno() == kErUnknownSystemVariable &&
-      (positions_ == PositionsKind::kMariaDbGtid || positions_ == PositionsKind::kMysqlGtid)) {
-    const bool set = config_.positions == positions_;
-    Log(set ? LogLevel::kError : LogLevel::kWarn,
-        "replica " + id_ + " has no " + ReplicaPositionVariable(positions_) +
-            (positions_ == PositionsKind::kMariaDbGtid ? " (not MariaDB?)" : " (not MySQL?)") +
-            ": using heartbeat bounds only" +
-            (set ? std::string(" although positions is \"") + PositionsKindName(positions_) + "\""
-                 : ""));
-    refused_ = positions_;
-    UpdatePositions();
-    SendProbe();
-    return;
+void ReplicaProber::NoteAssessment(const Assessment& a, bool backing_off) {
+  Metric().probes.Increment();
+  if (a.inconsistent) {
+    LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
+               "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
   }
-  probe_.obs.received = clock_.Now();
-  probe_.received_wall = clock_.WallNow();
-  if (!conn_.connected()) {
-    reconnect_at_ = probe_.obs.received + ReconnectBackoff(++connect_failures_);
-  } else {
-    connect_failures_ = 0;
+  if (a.position_error) {
+    m_->ProbeError("bad_position").Increment();
+    LogLimited(LogLevel::kWarn, "position:" + id_,
+               "replica " + id_ + ": " + a.position_error->ToString() +
+                   "; heartbeat bounds for this probe");
   }
-  Evaluate(std::move(r), std::move(probe_.status_reply));
-}
-
-void ReplicaProber::SendStatus() {
-  probe_.obs.sent = clock_.Now();
-  Ask(status_statement_, [this](Result<QueryResult> s) { OnStatusReply(std::move(s)); });
-}
-
-void ReplicaProber::OnStatusReply(Result<QueryResult> s) {
-  if (!s.ok() && (!conn_.connected() || conn_.lingering())) {
-    // No connection, or no answer in time: the probe failed as a probe would have.
-    OnProbeReply(std::move(s));
-    return;
+  if (a.probe_status.ok()) {
+    const auto rtt = std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent);
+    m_->probe_duration_seconds.Observe(Seconds(rtt));
+    rtts_[next_rtt_++ % rtts_.size()] = rtt;
   }
-  // MySQL 8.4 removed SHOW SLAVE STATUS; a server whose version said nothing useful gets it first.
-  const char* retry = s.ok() ? nullptr : ReplicaStatusRetry(status_statement_, conn_.last_errno());
-  if (retry) {
-    status_statement_ = retry;
-    Log(LogLevel::kInfo, "replica " + id_ + " does not know SHOW SLAVE STATUS: using " +
-                             status_statement_ + " from now on");
-    ShowServer();
-    // Back through here; it is not retried again (ReplicaStatusRetry has nothing after SHOW
-    // REPLICA STATUS).
-    Ask(status_statement_, [this](Result<QueryResult> again) { OnStatusReply(std::move(again)); });
-    return;
+  if (a.status_polled) m_->status_polls.Increment();
+  if (!a.probe_status.ok() && !backing_off) {
+    m_->ProbeError(a.probe_status.reason()).Increment();
+    metrics_->CountTlsError("mysql", a.probe_status);
   }
-  // The heartbeat query goes last, so the record is published the moment its answer is in.
-  probe_.status_reply = std::move(s);
-  SendProbe();
+  if (a.status_error) m_->ProbeError(a.status_error->reason()).Increment();
 }
 
 void ReplicaProber::ScheduleNext() {
   const MonoTime now = clock_.Now();
   const Millis interval(config_.probe.interval_ms), sample_interval(config_.sampler_interval_ms);
   const MonoTime tick =
-      NextTick(next_tick_, probe_.started, now, interval, std::min(sample_interval, interval / 2));
+      NextTick(next_tick_, probe_started_, now, interval, std::min(sample_interval, interval / 2));
   if (tick != next_tick_) {
     next_tick_ = tick;
     if (auto sample = history_->LastSample()) {
@@ -373,18 +288,19 @@ void ReplicaProber::ScheduleNext() {
   // A probe due while this one still ran is due now: its start delay measures the loop, not the
   // server that made this probe slow. A replica coming back from lag is probed again at once, so
   // the recovery streak takes round trips, not ticks.
-  planned_ = health_.recovering() || std::exchange(probe_soon_, false)
-                 ? probe_.started + kMinProbeGap
-                 : NextProbeAt(now, probe_.started, next_tick_,
-                               bounds_ ? bounds_->fresh_at : std::nullopt, limits_ms_);
-  if (now < catching_up_until_ && !health_.last().healthy) {
-    planned_ = std::min(planned_, std::max(now + sample_interval, probe_.started + kMinProbeGap));
+  planned_ =
+      judge_.health().recovering() || std::exchange(probe_soon_, false)
+          ? probe_started_ + kMinProbeGap
+          : NextProbeAt(now, probe_started_, next_tick_,
+                        judge_.bounds() ? judge_.bounds()->fresh_at : std::nullopt, limits_ms_);
+  if (now < catching_up_until_ && !judge_.health().last().healthy) {
+    planned_ = std::min(planned_, std::max(now + sample_interval, probe_started_ + kMinProbeGap));
   }
   // While no one server is writable (the primary read-only or gone, or two writable), a promotion
   // elsewhere is seen at the next probe of that server, and until then replicas are judged
   // against the old primary: every server is probed twice as often.
   if (last_view_.state != TopologyState::kOk) {
-    planned_ = std::min(planned_, std::max(probe_.started + interval / 2, now));
+    planned_ = std::min(planned_, std::max(probe_started_ + interval / 2, now));
   }
   planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
@@ -392,9 +308,9 @@ void ReplicaProber::ScheduleNext() {
 
 void ReplicaProber::ArmCrossing() {
   CancelCrossing();
-  if (acting_primary_ || !bounds_ || !bounds_->fresh_at) return;
+  if (acting_primary_ || !judge_.has_fresh_bound()) return;
   const auto at =
-      CrossingVerdictAt(*bounds_->fresh_at, limits_ms_, published_delay_ms_,
+      CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(),
                         CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
   if (!at) return;
   crossing_timer_ = loop_->At(std::max(*at, clock_.Now()), [this] { OnCrossing(); });
@@ -411,83 +327,37 @@ Micros ReplicaProber::SlowestRecentRtt() const {
 
 void ReplicaProber::OnCrossing() {
   crossing_timer_ = 0;
-  if (!in_flight_ || !bounds_ || !bounds_->fresh_at) return;
+  if (!in_flight_ || !judge_.has_fresh_bound()) return;
   const MonoTime now = clock_.Now();
-  if (conn_.AnswerWaiting()) {
+  if (session_.AnswerWaiting()) {
     // The answer is here and the loop, not the replica, is late: it is read next, and decides.
     crossing_timer_ = loop_->At(now + Millis(1), [this] { OnCrossing(); });
     return;
   }
-  // The last probe's view of the replica, aged to now: the same replica, the same status, a
-  // bound that has only grown, and no new proof of how far behind it is.
-  HealthInput h = last_health_;
-  h.delay_ms = ToMillis(bounds_->UpperAt(now));
-  h.delay_lower_ms.reset();
-  h.primary_known = PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                                 Millis(config_.sampler_interval_ms));
-  h.caught_up_with_primary = CaughtUpWithPrimary(bounds_, *log_, *history_);
-  const HealthTracker::Verdict prev = health_.last();
-  const HealthTracker::Verdict v = health_.Update(h);
-  const ReplicaSnapshot snap = Snapshot(h, 0, now, clock_.WallNow(), v);
+  const Judgement j =
+      judge_.AtCrossing(now, clock_.WallNow(),
+                        PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                                     Millis(config_.sampler_interval_ms)),
+                        CaughtUpWithPrimary(judge_.bounds(), *log_, *history_));
   metrics_->crossing_verdicts.Increment();
-  Metric().lag_upper_seconds.Set(static_cast<double>(snap.delay_ms) / 1000.0);
+  Metric().lag_upper_seconds.Set(static_cast<double>(j.record.delay_ms) / 1000.0);
   Metric().lag_lower_seconds.Set(0);
-  Metric().healthy.Set(snap.healthy ? 1 : 0);
-  Metric().SetState(snap.state);
-  PublishVerdict(snap, prev, v, " (no answer yet at the crossing)");
+  Metric().healthy.Set(j.record.healthy ? 1 : 0);
+  Metric().SetState(j.record.state);
+  PublishVerdict(j, " (no answer yet at the crossing)");
   {
     std::lock_guard lock(mu_);
-    view_.state = snap.state;
-    view_.healthy = snap.healthy;
-    view_.last = snap;
+    view_.state = j.record.state;
+    view_.healthy = j.record.healthy;
+    view_.last = j.record;
   }
   ArmCrossing();  // the next limit, if the answer is still not in when the bound reaches it
-}
-
-void ReplicaProber::ReportRole(const Assessment& a) {
-  ServerRole role;
-  role.endpoint = replica_.endpoint;
-  role.answered = a.health.reachable;
-  role.server_id = a.server_id;
-  role.read_only = a.read_only;
-  if (a.status.known) {
-    role.replicates = a.status.configured;
-    role.source_host = a.status.source_host;
-    role.source_port = a.status.source_port;
-    role.source_server_id = a.status.source_server_id;
-    role.source_connected = a.status.io_running;
-  }
-  // In a switchover read_only and replication change together, but the status is polled once a
-  // second, and before the probe's query reads read_only: a change of read_only waits for the
-  // status of a later probe, polled at once, to say the rest.
-  // Only a change to writable waits: a server going read-only is no candidate for the primary, and
-  // holding it would show two writable servers (ambiguous) in an orderly switchover.
-  if (last_role_ && last_role_->answered && role.answered && role.read_only == false &&
-      last_role_->read_only == true) {
-    if (!read_only_flip_seen_) read_only_flip_seen_ = probe_.started;
-    if (!a.status_polled || probe_.started == *read_only_flip_seen_) {
-      role.read_only = last_role_->read_only;
-      next_status_ = probe_.started;
-      probe_soon_ = true;
-    }
-  } else {
-    read_only_flip_seen_.reset();
-  }
-  // Unchanged roles are not reported again, but when asked to confirm an ambiguity.
-  if (last_role_ == role && !last_view_.confirm) return;
-  last_role_ = role;
-  topology_->Report(role);
 }
 
 void ReplicaProber::StartOver(uint64_t epoch) {
   // Bounds and verdicts were against the previous primary; they prove nothing about this one.
   epoch_ = epoch;
-  bounds_.reset();
-  applied_.reset();
-  chained_ = false;
-  health_.Reset();
-  last_health_ = HealthInput{};
-  published_delay_ms_ = 0;
+  judge_.StartOver();
   // Probed at the sampler's cadence until it is proven fresh against the new primary.
   catching_up_until_ = clock_.Now() + kCatchUpWindow;
 }
@@ -504,7 +374,7 @@ void ReplicaProber::ActAsPrimary() {
                              "replica");
   }
   replication_stopped_ = false;
-  bounds_.reset();  // its own freshness as the primary is no bound as a replica
+  judge_.ForgetBounds();  // its own freshness as the primary is no bound as a replica
   std::lock_guard lock(mu_);
   view_.state = "primary";
   view_.healthy = false;
@@ -515,7 +385,7 @@ void ReplicaProber::LeavePrimary() {
   acting_primary_ = false;
   StartOver(epoch_);
   probe_soon_ = true;
-  ShowServer();
+  ShowServer(session_.facts());
   Log(LogLevel::kInfo, "server " + id_ + " is no longer the primary: probed as a replica");
 }
 
@@ -525,161 +395,14 @@ void ReplicaProber::MarkProbeDone() {
   last_probe_done_ = clock_.Now();
 }
 
-void ReplicaProber::Evaluate(Result<QueryResult> r,
-                             std::optional<Result<QueryResult>> status_reply) {
-  in_flight_ = false;
-  CancelCrossing();
-  if (const auto view = topology_->ViewOf(id_); view.epoch != epoch_) StartOver(view.epoch);
-  ProbeInput in;
-  // The replies and the last position move in and back out: a probe copies no result set.
-  in.status_access_denied =
-      status_reply && !status_reply->ok() && conn_.last_errno() == kErSpecificAccessDenied;
-  in.reply = std::move(r);
-  in.status_reply = std::move(status_reply);
-  in.positions = positions_;
-  in.primary_server_id = history_->primary_server_id();
-  in.obs = probe_.obs;
-  in.bounds = bounds_;
-  in.previous_applied = std::move(applied_);
-  {
-    std::lock_guard lock(mu_);
-    in.status = view_.status;
-  }
-  in.primary_known =
-      PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms));
-  in.tier_enabled = tier_.enabled;
-  in.max_delay_ms = tier_.max_delay_ms;
-  Assessment a = Assess(in, *log_, *history_);
-
-  bounds_ = a.bounds;
-  if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
-  applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
-  {
-    std::lock_guard lock(mu_);
-    view_.status = a.status;  // the latest known, for the next probe whatever this one decides
-  }
-  ReportRole(a);
-  const TopologyMonitor::View view = topology_->ViewOf(id_);
-  last_view_ = view;
-  if (view.confirm) probe_soon_ = true;  // the next probe confirms or ends an ambiguity
-  if (view.epoch != epoch_) {
-    // The primary moved with this very report: this probe was judged against the old one.
-    StartOver(view.epoch);
-    MarkProbeDone();
-    ScheduleNext();
-    return;
-  }
-  if (view.is_primary) {
-    ActAsPrimary();
-    MarkProbeDone();
-    ScheduleNext();
-    return;
-  }
-  if (acting_primary_) {
-    // What it measured as the primary says nothing of it as a replica: the next probe judges.
-    LeavePrimary();
-    MarkProbeDone();
-    ScheduleNext();
-    return;
-  }
-  // Judged against the current primary only: not while its source is in doubt.
-  a.health.source_verified =
-      view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
-  Metric().probes.Increment();
-  if (a.inconsistent) {
-    LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
-               "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
-  }
-  if (a.position_error) {
-    m_->ProbeError("bad_position").Increment();
-    LogLimited(LogLevel::kWarn, "position:" + id_,
-               "replica " + id_ + ": " + a.position_error->ToString() +
-                   "; heartbeat bounds for this probe");
-  }
-  if (a.status_polled && a.chained != chained_) {
-    chained_ = a.chained;
-    const auto& st = a.status;
-    const auto primary_id = history_->primary_server_id();
-    if (chained_) {
-      Log(LogLevel::kWarn,
-          "replica " + id_ + " replicates from " + st.source_host + ":" +
-              (st.source_port ? std::to_string(*st.source_port) : "?") + " (server_id " +
-              (st.source_server_id ? std::to_string(*st.source_server_id) : "?") +
-              "), not from the primary (server_id " +
-              (primary_id ? std::to_string(*primary_id) : "unknown") +
-              "): its binary log coordinates are not the primary's; heartbeat bounds only");
-    } else {
-      Log(LogLevel::kInfo, "replica " + id_ +
-                               " replicates from the primary again: coordinates "
-                               "compared");
-    }
-  }
-  if (in.reply.ok()) {
-    const auto rtt = std::chrono::duration_cast<Micros>(a.obs.received - a.obs.sent);
-    m_->probe_duration_seconds.Observe(Seconds(rtt));
-    rtts_[next_rtt_++ % rtts_.size()] = rtt;
-  }
-  if (a.status_polled) m_->status_polls.Increment();
-
-  const HealthTracker::Verdict prev = health_.last();
-  const HealthTracker::Verdict v = health_.Update(a.health);
-  last_health_ = a.health;
-  if (a.health.reachable && prev.state == ReplicaState::kUnreachable) {
-    catching_up_until_ = a.obs.received + kCatchUpWindow;
-  }
-  const ReplicaSnapshot snap =
-      Snapshot(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
-               a.obs.received, probe_.received_wall, v);
-  RecordMetrics(a, snap);
-  Publish(a, snap, prev, v);
-  RecordWindows(a, snap);
-  ScheduleNext();
-}
-
-ReplicaSnapshot ReplicaProber::Snapshot(const HealthInput& h, int64_t delay_lower_ms,
-                                        MonoTime measured, WallTime measured_wall,
-                                        const HealthTracker::Verdict& v) {
-  ReplicaSnapshot snap;
-  snap.id = id_;
-  // The bound judged (the crossings are scheduled from it, whatever is published).
-  if (bounds_ && h.delay_ms) published_delay_ms_ = *h.delay_ms;
-  snap.delay_ms = h.delay_ms.value_or(0);
-  // Kept healthy while the primary is unknown (health.primary_unknown's default): it had all
-  // the primary had when last heard from, and the bound grows only with the silence. Published
-  // as 0, so that a router comparing delay_ms with the limit decides as one reading healthy.
-  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) snap.delay_ms = 0;
-  snap.delay_lower_ms = delay_lower_ms;
-  snap.state = StateName(v.state);
-  snap.healthy = v.healthy;
-  snap.tier = tier_.name;
-  snap.weight = replica_.weight;
-  snap.max_delay_ms = tier_.max_delay_ms;
-  snap.seq = last_seq_;
-  snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
-  snap.agent_id = config_.agent_id;
-  // The position the last probe read (positions only move forward, so an earlier read is still a
-  // proof). Binary log coordinates of a chained replica are its source's, not the primary's.
-  if (applied_ && !(chained_ && applied_->kind() == PositionsKind::kBinlog)) {
-    snap.position = applied_->ToString();
-    snap.position_kind = PositionsKindName(applied_->kind());
-  }
-  snap.measured_mono = measured;
-  return snap;
-}
-
-void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap) {
-  if (!a.probe_status.ok() && !probe_.backing_off) {
-    m_->ProbeError(a.probe_status.reason()).Increment();
-    metrics_->CountTlsError("mysql", a.probe_status);
-  }
-  if (a.status_error) m_->ProbeError(a.status_error->reason()).Increment();
-  if (a.health.delay_ms) {
-    const double upper = static_cast<double>(*a.health.delay_ms) / 1000.0;
+void ReplicaProber::RecordMetrics(const Assessment& a, const Judgement& j) {
+  const ReplicaSnapshot& snap = j.record;
+  if (j.health.delay_ms) {
+    const double upper = static_cast<double>(*j.health.delay_ms) / 1000.0;
     m_->lag_upper_seconds.Set(upper);
     m_->lag_lower_seconds.Set(static_cast<double>(snap.delay_lower_ms) / 1000.0);
     m_->lag_seconds.Observe(upper);
-    if (a.health.reachable && *a.health.delay_ms <= config_.slo_delay_ms) {
+    if (j.health.reachable && *j.health.delay_ms <= config_.slo_delay_ms) {
       m_->probes_within_slo.Increment();
     }
   }
@@ -697,59 +420,66 @@ void ReplicaProber::RecordMetrics(const Assessment& a, const ReplicaSnapshot& sn
   }
 }
 
-void ReplicaProber::Publish(const Assessment& a, const ReplicaSnapshot& snap,
-                            const HealthTracker::Verdict& prev, const HealthTracker::Verdict& v) {
+void ReplicaProber::Publish(const Assessment& a, const Judgement& j, bool backing_off) {
+  if (j.chained_changed) {
+    const ReplicationStatus& st = a.status;
+    const auto primary_id = history_->primary_server_id();
+    if (judge_.chained()) {
+      Log(LogLevel::kWarn,
+          "replica " + id_ + " replicates from " + st.source_host + ":" +
+              (st.source_port ? std::to_string(*st.source_port) : "?") + " (server_id " +
+              (st.source_server_id ? std::to_string(*st.source_server_id) : "?") +
+              "), not from the primary (server_id " +
+              (primary_id ? std::to_string(*primary_id) : "unknown") +
+              "): its binary log coordinates are not the primary's; heartbeat bounds only");
+    } else {
+      Log(LogLevel::kInfo,
+          "replica " + id_ + " replicates from the primary again: coordinates compared");
+    }
+  }
   const std::string why = !a.probe_status.ok()           ? " (" + a.probe_status.ToString() + ")"
                           : !a.status.last_error.empty() ? " (" + a.status.last_error + ")"
                                                          : "";
-  PublishVerdict(snap, prev, v, why);
-  if (!a.probe_status.ok() && !probe_.backing_off) {
+  PublishVerdict(j, why);
+  if (!a.probe_status.ok() && !backing_off) {
     LogLimited(LogLevel::kWarn, "probe:" + id_,
                "probe of " + id_ + " failed: " + a.probe_status.ToString());
   }
   if (a.status_error) {
     LogLimited(LogLevel::kWarn, "status:" + id_,
-               status_statement_ + " on " + id_ + " failed: " + a.status_error->ToString());
+               session_.facts().status_statement + " on " + id_ +
+                   " failed: " + a.status_error->ToString());
   }
 }
 
-void ReplicaProber::PublishVerdict(const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
-                                   const HealthTracker::Verdict& v, const std::string& why) {
+void ReplicaProber::PublishVerdict(const Judgement& j, const std::string& why) {
+  const ReplicaSnapshot& snap = j.record;
   // A replica is published once it has been measured with what the agent will keep comparing;
   // before that its key stays absent, which routers read as "unusable" (docs/redis.md). A bound
-  // comes with the first measurement (bounds_), and the positions kind decides how tight it is.
-  if (bounds_ && positions_decided_) publisher_->Publish(snap);
-  if (v.changed) {
-    nlohmann::json e = {{"replica", id_},
-                        {"state", snap.state},
-                        {"previous_state", nullptr},
-                        {"healthy", v.healthy ? 1 : 0},
-                        {"previous_healthy", nullptr},
-                        {"delay_ms", snap.delay_ms},
-                        {"measured_at_ms", snap.measured_at_ms},
-                        {"agent", config_.agent_id}};
-    if (had_verdict_) {
-      e["previous_state"] = StateName(prev.state);
-      e["previous_healthy"] = prev.healthy ? 1 : 0;
-    }
-    had_verdict_ = true;
-    publisher_->PublishEvent(e.dump());
-    Log(LogLevel::kInfo,
-        "replica " + id_ + " is now " + snap.state + (v.healthy ? " healthy" : " unhealthy") +
-            ", delay_ms<=" + (bounds_ ? std::to_string(snap.delay_ms) : "unknown") + why);
-  }
+  // comes with the first measurement, and the positions kind decides how tight it is.
+  if (judge_.bounds() && session_.positions_decided()) publisher_->Publish(snap);
+  if (!j.verdict.changed) return;
+  std::optional<contract::PreviousVerdict> previous;
+  if (had_verdict_)
+    previous = contract::PreviousVerdict{StateName(j.previous.state), j.previous.healthy};
+  had_verdict_ = true;
+  publisher_->PublishEvent(contract::ReplicaEventJson(snap, previous));
+  Log(LogLevel::kInfo,
+      "replica " + id_ + " is now " + snap.state + (j.verdict.healthy ? " healthy" : " unhealthy") +
+          ", delay_ms<=" + (judge_.bounds() ? std::to_string(snap.delay_ms) : "unknown") + why);
 }
 
-void ReplicaProber::RecordWindows(const Assessment& a, const ReplicaSnapshot& snap) {
-  replication_stopped_ = a.status.known && !a.health.threads_running;
+void ReplicaProber::RecordWindows(const Assessment& a, const Judgement& j) {
+  const ReplicaSnapshot& snap = j.record;
+  replication_stopped_ = a.status.known && !j.health.threads_running;
   {
     std::lock_guard lock(mu_);
     // SLAR counts every probe: one that could not measure is not within the SLO.
     const bool within_slo =
-        a.health.reachable && a.health.delay_ms && *a.health.delay_ms <= config_.slo_delay_ms;
+        j.health.reachable && j.health.delay_ms && *j.health.delay_ms <= config_.slo_delay_ms;
     slar_window_.Add(a.obs.received, within_slo);
-    if (a.health.delay_ms) {
-      lag_window_.Add(a.obs.received, static_cast<double>(*a.health.delay_ms));
+    if (j.health.delay_ms) {
+      lag_window_.Add(a.obs.received, static_cast<double>(*j.health.delay_ms));
     }
   }
   UpdateWindowGauges(a.obs.received);

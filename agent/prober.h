@@ -1,7 +1,10 @@
 // The prober of one replica: every probe.interval_ms it reads our heartbeat row and
 // @@gtid_slave_pos in one autocommit round trip, every probe.status_interval_ms also SHOW SLAVE
 // STATUS, turns that into lag bounds (heartbeat/estimator.h) and a verdict (agent/health.h), and
-// hands the record to the publisher and the metrics.
+// hands the record to the publisher and the metrics. Three parts do the work: the probe session
+// (the I/O, agent/probe_session.h), the judge (replies to verdict, pure: agent/judge.h) and the
+// role reporter (what the server says about itself, for following the primary:
+// agent/role_report.h); the prober schedules, connects them and publishes.
 //
 // Each replica has its own connection and schedule (agent/schedule.h: a fixed tick plus a probe at
 // the moment the bound would cross a tier limit), and every query has a deadline of
@@ -20,17 +23,14 @@
 
 #include "agent/assessment.h"
 #include "agent/config.h"
-#include "agent/health.h"
+#include "agent/judge.h"
+#include "agent/probe_session.h"
+#include "agent/role_report.h"
 #include "agent/topology_monitor.h"
 #include "agent/windows.h"
-#include "base/async_mysql.h"
 #include "base/clock.h"
 #include "base/event_loop.h"
-#include "base/server_flavor.h"
-#include "base/slave_status.h"
 #include "base/snapshot.h"
-#include "heartbeat/estimator.h"
-#include "heartbeat/heartbeat_sql.h"
 #include "heartbeat/history.h"
 
 namespace lagwatch {
@@ -84,35 +84,20 @@ class ReplicaProber {
   MonoTime last_probe_done() const;
 
  private:
-  // One probe, in steps on the loop: OnTick starts it; the status poll, when due, goes first
-  // (OnStatusReply), then the heartbeat query (OnProbeReply), so the record is published as soon
-  // as the observation it states ends; Evaluate turns them into the verdict and publishes,
-  // ScheduleNext sets the timer.
+  // One probe: OnTick starts it (the session's I/O, agent/probe_session.h), OnReplies judges it
+  // (agent/judge.h) and hands the verdict to Apply: the metrics, the key, the event and the log,
+  // the windows and the view; ScheduleNext sets the timer for the next one.
   void OnTick();
-  // On a new connection, first asks which server it is (ServerFlavor), which decides the status
-  // statement; logged, shown in the view and exported as lagwatch_server_info.
-  void SendFlavorQuery();
-  void OnFlavorReply(Result<QueryResult> r);
-  // Puts flavor_, status_statement_ and the positions kind into the view and lagwatch_server_info.
-  void ShowServer();
-  // The positions kind to compare for the next probe: the sampler's (none until it decided, and
-  // with positions "none"), unless this replica refused it. On a change: the view, the info
-  // metric, and a warning when heartbeat bounds are wider than the tier's limit.
-  void UpdatePositions();
-  // Sends `sql` with the probe's deadline; a statement past it lingers (base/async_mysql.h).
-  void Ask(const std::string& sql, AsyncMysqlConn::Callback then);
+  void OnReplies(ProbeReplies replies);
   // A statement that had passed its deadline ended (or was given up): probe at once.
   void OnLateAnswer();
-  void SendQueries();  // the status poll if due, else the heartbeat query
-  void SendStatus();
-  void OnStatusReply(Result<QueryResult> s);
-  void SendProbe();
-  void OnProbeReply(Result<QueryResult> r);
-  void Evaluate(Result<QueryResult> r, std::optional<Result<QueryResult>> status);
-  // Following the primary: what the server said about itself goes to the topology (when it
-  // changed); StartOver forgets what was judged against the previous primary; ActAsPrimary and
-  // LeavePrimary switch between the primary's prober and a replica's.
-  void ReportRole(const Assessment& a);
+  // The session's facts (flavor, status statement, positions kind) into the view and
+  // lagwatch_server_info.
+  void ShowServer(const ServerFacts& facts);
+  // Following the primary, once the role is reported: StartOver forgets what was judged against
+  // the previous primary; ActAsPrimary and LeavePrimary switch between the primary's prober and a
+  // replica's. True when this probe is not judged as a replica's.
+  bool FollowTopology(const TopologyMonitor::View& view);
   void StartOver(uint64_t epoch);
   void ActAsPrimary();
   void LeavePrimary();
@@ -120,19 +105,15 @@ class ReplicaProber {
   ReplicaMetrics& Metric();
   // The probe is done: for readiness and the watchdog.
   void MarkProbeDone();
-  // Evaluate's steps after the assessment: the record, the metrics, the publication (key, event,
-  // log lines), and the windows and view.
-  // Also notes the bound judged (published_delay_ms_).
-  ReplicaSnapshot Snapshot(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
-                           WallTime measured_wall, const HealthTracker::Verdict& v);
-  void RecordMetrics(const Assessment& a, const ReplicaSnapshot& snap);
-  void Publish(const Assessment& a, const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
-               const HealthTracker::Verdict& v);
+  // A probe's verdict, applied: what it counted and logged (NoteAssessment), the metrics, the
+  // publication (key, event, log lines), and the windows and view.
+  void NoteAssessment(const Assessment& a, bool backing_off);
+  void RecordMetrics(const Assessment& a, const Judgement& j);
+  void Publish(const Assessment& a, const Judgement& j, bool backing_off);
   // The key (once a verdict can be stood by: measured, positions decided), and on a change the
   // event and the log line, `why` ending it.
-  void PublishVerdict(const ReplicaSnapshot& snap, const HealthTracker::Verdict& prev,
-                      const HealthTracker::Verdict& v, const std::string& why);
-  void RecordWindows(const Assessment& a, const ReplicaSnapshot& snap);
+  void PublishVerdict(const Judgement& j, const std::string& why);
+  void RecordWindows(const Assessment& a, const Judgement& j);
   void ScheduleNext();
   // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight,
   // a timer at the moment the bound passes the next limit (plus the grace); OnCrossing publishes
@@ -141,7 +122,6 @@ class ReplicaProber {
   void CancelCrossing();
   void OnCrossing();
   Micros SlowestRecentRtt() const;
-  Millis ReconnectBackoff(int failures) const;
 
   // Constant after construction.
   const std::shared_ptr<const Config> settings_;
@@ -149,7 +129,6 @@ class ReplicaProber {
   const ReplicaConfig replica_;
   const std::string id_;
   const TierConfig tier_;
-  const HeartbeatSql sql_;
   // Every enabled tier's limit: the prober probes the moment its bound would cross one, so
   // delay_ms in Redis crosses each limit on time, whatever tier a router cares about.
   std::vector<int64_t> limits_ms_;
@@ -163,60 +142,28 @@ class ReplicaProber {
   EventLoop* const loop_;
 
   // Used only on the loop's thread.
-  AsyncMysqlConn conn_;
+  ProbeSession session_;
+  ReplicaJudge judge_;
+  RoleReporter roles_;
   EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
   EventLoop::TimerId crossing_timer_ = 0;  // OnCrossing's, while a probe is in flight
   bool in_flight_ = false;                 // a probe was sent and its verdict is not in yet
   MonoTime planned_{};                     // when the current probe was meant to start
+  MonoTime probe_started_{};               // when it started (the schedule's reference)
   MonoTime next_tick_{};                   // the fixed-rate schedule's next slot
-  MonoTime next_status_{};                 // when SHOW SLAVE STATUS is due next
-  // The probe in flight.
-  struct InFlight {
-    MonoTime started{};  // when it started (the schedule's reference)
-    bool poll_status = false;
-    bool backing_off = false;  // no connection attempt: still waiting to reconnect
-    ProbeObservation obs;
-    WallTime received_wall{};  // obs.received on the wall clock: what measured_at_ms states
-    // This probe's status poll's reply, kept while the heartbeat query runs.
-    std::optional<Result<QueryResult>> status_reply;
-  };
-  InFlight probe_;
-  ReplicaMetrics* m_ = nullptr;  // this replica's series; null while it is the primary
+  MonoTime next_status_{};                 // when the replication status is due next
+  ReplicaMetrics* m_ = nullptr;            // this replica's series; null while it is the primary
   uint64_t epoch_ = 0;           // the topology's epoch this prober's judgement belongs to
   bool acting_primary_ = false;  // its server is the primary
   bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
-  std::optional<ServerRole> last_role_;  // what was last reported to the topology
   // The topology as the last probe saw it after its report: whether to confirm an ambiguity at
-  // the next report, and whether to probe faster (no one primary), without asking the monitor
-  // again (each evaluation asks it twice: the epoch before, the view after the report).
+  // the next report, and whether to probe faster (no one primary).
   TopologyMonitor::View last_view_;
-  // When a change of read_only not yet reported was first seen (the probe's start).
-  std::optional<MonoTime> read_only_flip_seen_;
-  HealthTracker health_;
-  HealthInput last_health_;         // the last probe's, which a crossing verdict starts from
-  int64_t published_delay_ms_ = 0;  // the upper bound the last verdict judged
-  std::array<Micros, 8> rtts_{};    // the last answered probes' round trips (a ring)
+  std::array<Micros, 8> rtts_{};  // the last answered probes' round trips (a ring)
   size_t next_rtt_ = 0;
-  std::optional<LagBounds> bounds_;  // the last successful estimate
-  uint64_t last_seq_ = 0;
   bool had_verdict_ = false;
-  PositionsKind positions_ = PositionsKind::kNone;  // what this prober compares
-  bool positions_shown_ = false;                    // positions_ is in the view and the metric
-  // The sampler has decided the kind (or positions is "none"): until then a bound may be a
-  // heartbeat band the positions will soon tighten, and no verdict is published on it.
-  bool positions_decided_ = false;
-  // The GTID kind this server turned out not to have (no such variable), on this connection.
-  std::optional<PositionsKind> refused_;
-  std::optional<Position> applied_;   // the replica's position as the last probe read it
-  bool chained_ = false;              // binlog: the replica's source is not the primary
-  bool warned_band_ = false;          // the heartbeat-only cost was logged
-  int connect_failures_ = 0;          // consecutive probes that ended without a connection
   MonoTime catching_up_until_{};      // probed at the sampler's cadence until then, if unhealthy
-  MonoTime reconnect_at_{};           // no new connection attempt before this
   bool replication_stopped_ = false;  // the last status poll found a thread not running
-  bool flavor_checked_ = false;       // the flavor was asked on the current connection
-  std::optional<ServerFlavor> flavor_;
-  std::string status_statement_ = "SHOW SLAVE STATUS";
 
   // Refreshes the window gauges (at most once a second: summarising is O(samples)).
   void UpdateWindowGauges(MonoTime now);

@@ -23,18 +23,21 @@ TopologyMonitor::TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& 
   relations_[primary_] = SourceRelation::kPrimary;
 }
 
-void TopologyMonitor::Report(const ServerRole& role) {
+TopologyMonitor::View TopologyMonitor::Report(const ServerRole& role) {
   std::optional<Change> change;
   std::vector<Notice> notices;
+  View view;
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(role.endpoint.Id());
-    if (it == index_.end()) return;
+    if (it == index_.end()) return ViewLocked(role.endpoint.Id());
     roles_[it->second] = role;
     Decide(&change, &notices, it->second);
+    view = ViewLocked(role.endpoint.Id());
   }
   for (const Notice& n : notices) notice_(n);
   if (change) changed_(*change);
+  return view;
 }
 
 void TopologyMonitor::SetServers(const std::vector<Endpoint>& servers) {
@@ -145,8 +148,12 @@ void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>*
 }
 
 TopologyMonitor::View TopologyMonitor::ViewOf(const std::string& id) const {
-  View v;
   std::lock_guard lock(mu_);
+  return ViewLocked(id);
+}
+
+TopologyMonitor::View TopologyMonitor::ViewLocked(const std::string& id) const {
+  View v;
   auto it = index_.find(id);
   v.epoch = epoch_;
   v.state = state_;
@@ -181,9 +188,6 @@ TopologyState TopologyMonitor::state() const {
   return announced_state_;
 }
 
-uint64_t TopologyMonitor::epoch() const {
-  std::lock_guard lock(mu_);
-  return epoch_;
-}
+uint64_t TopologyMonitor::epoch() const { return epoch_.load(std::memory_order_acquire); }
 
 }  // namespace lagwatch

@@ -7,6 +7,7 @@
 // gone. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,8 +53,10 @@ class TopologyMonitor {
   TopologyMonitor(std::vector<Endpoint> servers, const Endpoint& primary, MoveFn move,
                   ChangedFn changed, NoticeFn notice);
 
-  // What the server at role.endpoint said at its latest probe. A server not configured is ignored.
-  void Report(const ServerRole& role);
+  // What the server at role.endpoint said at its latest probe; returns its View once the report
+  // has been taken into account (as ViewOf would then). A server not configured is ignored.
+  struct View;
+  View Report(const ServerRole& role);
 
   // The configured servers after a reload (or discovery): what kept servers said is kept, new ones
   // are unknown until they report, and removed ones are forgotten. The current primary must be
@@ -83,6 +86,7 @@ class TopologyMonitor {
   // The server ids the servers among `ids` (Endpoint::Id()) last reported.
   std::set<int64_t> ServerIds(const std::set<std::string>& ids) const;
   TopologyState state() const;
+  // The epoch of ViewOf, without the lock: a prober checks it before judging a probe.
   uint64_t epoch() const;
 
  private:
@@ -91,6 +95,7 @@ class TopologyMonitor {
   // `reporter`: the server whose report this is (its report is fresh).
   void Decide(std::optional<Change>* change, std::vector<Notice>* notices,
               std::optional<size_t> reporter = std::nullopt);
+  View ViewLocked(const std::string& id) const;  // REQUIRES: mu_ held
 
   const MoveFn move_;
   const ChangedFn changed_;
@@ -106,7 +111,7 @@ class TopologyMonitor {
   size_t primary_ = 0;                             // GUARDED_BY(mu_)
   TopologyState state_ = TopologyState::kUnknown;  // GUARDED_BY(mu_)
   std::vector<size_t> writable_;                   // GUARDED_BY(mu_)
-  uint64_t epoch_ = 0;                             // GUARDED_BY(mu_)
+  std::atomic<uint64_t> epoch_{0};                 // written under mu_, read by epoch() without
   // An ambiguity is announced once every writable server reported after it appeared: +1 each
   // time one appears, and per server the value at its last report.
   uint64_t confirm_gen_ = 0;            // GUARDED_BY(mu_)

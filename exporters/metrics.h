@@ -24,17 +24,17 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "base/contract.h"
 #include "base/server_flavor.h"
 #include "base/status.h"
 #include "exporters/replica_series.h"
 
 namespace lagwatch {
 
-// The replica states of docs/redis.md, in the order of the enum gauge's series.
-inline constexpr const char* kReplicaStates[] = {
-    "ok", "lagging", "stopped", "unreachable", "primary_unknown", "disabled", "unverified"};
-// The topology's states (agent/topology.h), in the order of the enum gauge's series.
-inline constexpr const char* kTopologyStates[] = {"ok", "unknown", "ambiguous"};
+// The replica states of docs/redis.md (base/contract.h), in the order of the enum gauge's
+// series, and the topology's.
+using contract::kReplicaStates;
+using contract::kTopologyStates;
 
 // The rolling windows the agent keeps per replica (and for router ratios), with their labels.
 inline constexpr const char* kWindowNames[] = {"1m", "5m"};

@@ -151,6 +151,8 @@ TEST_CASE("over TLS everywhere the agent publishes as its own Redis user and wat
 
 TEST_CASE("a router's Redis user reads the contract but cannot write a verdict or run the script") {
   Agent agent(E().sandbox.config_path(), kDir + "/agent-acl.log");
+  // Ready: the keys of the previous test's agent may still be there.
+  REQUIRE(WaitFor([&] { return HttpGet(E().sandbox.http_port(), "/readyz").first == 200; }, 15s));
   const int redis_port = E().sandbox.redis_port();
   Redis router(redis_port, E().sandbox.RouterLogin());
   REQUIRE(WaitFor([&] { return BothHealthy(router); }, 15s));
@@ -215,6 +217,7 @@ TEST_CASE("a router's Redis user reads the contract but cannot write a verdict o
 
 TEST_CASE("the C++ client library reads the contract over TLS as the router's user") {
   Agent agent(E().sandbox.config_path(), kDir + "/agent-client.log");
+  REQUIRE(WaitFor([&] { return HttpGet(E().sandbox.http_port(), "/readyz").first == 200; }, 15s));
   client::ReaderOptions o;
   o.redis = E().sandbox.RouterRedis();
   o.timeout = 500ms;

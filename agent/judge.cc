@@ -1,0 +1,111 @@
+#include "agent/judge.h"
+
+#include <utility>
+
+namespace lagwatch {
+
+ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
+                           const Config& config)
+    : replica_(replica),
+      tier_(tier),
+      agent_id_(config.agent_id),
+      health_(HealthPolicy{config.health.recover_ratio, config.health.recover_probes,
+                           config.health.keep_caught_up_when_primary_unknown}) {}
+
+Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& context,
+                                 const HeartbeatLog& log, const PositionHistory& history) {
+  if (replies.forget_applied) applied_.reset();
+  ProbeInput in;
+  // The replies and the last position move in and back out: a probe copies no result set.
+  in.status_access_denied = replies.status_access_denied;
+  in.reply = std::move(replies.reply);
+  in.status_reply = std::move(replies.status_reply);
+  in.positions = context.positions;
+  in.primary_server_id = context.primary_server_id;
+  in.obs = replies.obs;
+  in.bounds = bounds_;
+  in.previous_applied = std::move(applied_);
+  in.status = status_;
+  in.primary_known = context.primary_known;
+  in.tier_enabled = tier_.enabled;
+  in.max_delay_ms = tier_.max_delay_ms;
+  Assessment a = Assess(in, log, history);
+  bounds_ = a.bounds;
+  if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
+  applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
+  status_ = a.status;  // the latest known, for the next probe whatever this one decides
+  return a;
+}
+
+Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime received_wall) {
+  Judgement j;
+  a.health.source_verified = source_verified;
+  if (a.status_polled && a.chained != chained_) {
+    chained_ = a.chained;
+    j.chained_changed = true;
+  }
+  j.previous = health_.last();
+  j.verdict = health_.Update(a.health);
+  j.health = a.health;
+  last_health_ = a.health;
+  j.back_from_unreachable = a.health.reachable && j.previous.state == ReplicaState::kUnreachable;
+  j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
+                    a.obs.received, received_wall, j.verdict);
+  return j;
+}
+
+Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary_known,
+                                   bool caught_up) {
+  Judgement j;
+  HealthInput h = last_health_;
+  h.delay_ms = ToMillis(bounds_->UpperAt(now));
+  h.delay_lower_ms.reset();
+  h.primary_known = primary_known;
+  h.caught_up_with_primary = caught_up;
+  j.previous = health_.last();
+  j.verdict = health_.Update(h);
+  j.health = h;
+  j.record = Record(h, 0, now, now_wall, j.verdict);
+  return j;
+}
+
+void ReplicaJudge::StartOver() {
+  bounds_.reset();
+  applied_.reset();
+  chained_ = false;
+  health_.Reset();
+  last_health_ = HealthInput{};
+  judged_delay_ms_ = 0;
+}
+
+ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_ms,
+                                     MonoTime measured, WallTime measured_wall,
+                                     const HealthTracker::Verdict& v) {
+  ReplicaSnapshot snap;
+  snap.id = replica_.endpoint.Id();
+  if (bounds_ && h.delay_ms) judged_delay_ms_ = *h.delay_ms;
+  snap.delay_ms = h.delay_ms.value_or(0);
+  // Kept healthy while the primary is unknown (health.primary_unknown's default): it had all
+  // the primary had when last heard from, and the bound grows only with the silence. Published
+  // as 0, so that a router comparing delay_ms with the limit decides as one reading healthy.
+  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) snap.delay_ms = 0;
+  snap.delay_lower_ms = delay_lower_ms;
+  snap.state = StateName(v.state);
+  snap.healthy = v.healthy;
+  snap.tier = tier_.name;
+  snap.weight = replica_.weight;
+  snap.max_delay_ms = tier_.max_delay_ms;
+  snap.seq = last_seq_;
+  snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
+  snap.agent_id = agent_id_;
+  // The position the last probe read (positions only move forward, so an earlier read is still a
+  // proof). Binary log coordinates of a chained replica are its source's, not the primary's.
+  if (applied_ && !(chained_ && applied_->kind() == PositionsKind::kBinlog)) {
+    snap.position = applied_->ToString();
+    snap.position_kind = PositionsKindName(applied_->kind());
+  }
+  snap.measured_mono = measured;
+  return snap;
+}
+
+}  // namespace lagwatch

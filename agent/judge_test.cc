@@ -1,0 +1,228 @@
+#include "agent/judge.h"
+
+#include <doctest/doctest.h>
+
+#include "agent/role_report.h"
+
+namespace lagwatch {
+namespace {
+
+MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+WallTime W(int ms) { return WallTime(Millis(1'700'000'000'000 + ms)); }
+GtidPos P(const std::string& s) { return GtidPos::Parse(s).value(); }
+
+// The primary as the agent recorded it: heartbeats every 500 ms (seq k sent at 500k ms, acked
+// 2 ms later) and a position sample every 50 ms that grows with each heartbeat.
+struct Primary {
+  HeartbeatLog log;
+  PositionHistory history;
+  explicit Primary(int until_ms) {
+    for (int k = 1; 500 * k <= until_ms; ++k) {
+      log.RecordSent(static_cast<uint64_t>(k), T(500 * k));
+      log.RecordAcked(static_cast<uint64_t>(k), T(500 * k + 2));
+    }
+    for (int t = 0; t <= until_ms; t += 50) {
+      history.Add(P("0-1-" + std::to_string(t / 500)), T(t), T(t + 1));
+    }
+  }
+};
+
+Config TestConfig() {
+  Config c;
+  c.agent_id = 7;
+  c.health.recover_probes = 2;
+  c.health.recover_ratio = 0.8;
+  return c;
+}
+
+ReplicaConfig Replica() { return {{"10.0.0.2", 3306}, "tier1", 30, {}}; }
+TierConfig Tier() { return {"tier1", 200, true}; }
+
+ProbeReplies Row(int sent_ms, int received_ms, std::string seq, std::string pos) {
+  ProbeReplies r;
+  QueryResult q;
+  q.columns = {"seq", "pos"};
+  q.rows.push_back({std::move(seq), std::move(pos)});
+  r.reply = std::move(q);
+  r.obs.sent = T(sent_ms);
+  r.obs.received = T(received_ms);
+  r.received_wall = W(received_ms);
+  return r;
+}
+
+ProbeReplies NoAnswer(int sent_ms, int received_ms) {
+  ProbeReplies r;
+  r.reply = Status::DeadlineExceeded("no answer in time");
+  r.obs.sent = T(sent_ms);
+  r.obs.received = T(received_ms);
+  r.received_wall = W(received_ms);
+  return r;
+}
+
+const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true};
+
+// One probe through both steps.
+Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
+                bool source_verified = true) {
+  const WallTime wall = replies.received_wall;
+  Assessment a = judge.Observe(std::move(replies), kGtid, p.log, p.history);
+  return judge.Decide(std::move(a), source_verified, wall);
+}
+
+TEST_CASE("judge: a caught-up replica is ok and healthy, and its record says so") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  const Judgement j = Probe(judge, p, Row(2120, 2122, "4", "0-1-4"));
+  CHECK(j.verdict.state == ReplicaState::kOk);
+  CHECK(j.verdict.healthy);
+  CHECK(j.verdict.changed);
+  CHECK(j.record.id == "10.0.0.2:3306");
+  CHECK(j.record.state == "ok");
+  CHECK(j.record.delay_ms == 22);  // the newest sample was sent at 2100
+  CHECK(j.record.tier == "tier1");
+  CHECK(j.record.weight == 30);
+  CHECK(j.record.max_delay_ms == 200);
+  CHECK(j.record.seq == 4);
+  CHECK(j.record.agent_id == 7);
+  CHECK(j.record.measured_at_ms == UnixMillis(W(2122)));
+  CHECK(j.record.position == "0-1-4");
+  CHECK(j.record.position_kind == "mariadb_gtid");
+  CHECK(judge.judged_delay_ms() == 22);
+  REQUIRE(judge.has_fresh_bound());
+}
+
+TEST_CASE("judge: lag is immediate, recovery takes two probes under 80 % of the limit") {
+  // The primary's records as they stand at each probe.
+  const Primary p(2100), later(3000);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  CHECK(Probe(judge, p, Row(2120, 2122, "4", "0-1-4")).verdict.healthy);
+  // Another replica's view, behind by two heartbeats: 672 ms, over 200 ms at once.
+  judge.ForgetApplied();
+  const Judgement lagging = Probe(judge, p, Row(2120, 2122, "2", "0-1-2"));
+  CHECK(lagging.record.delay_ms == 672);
+  CHECK(lagging.verdict.state == ReplicaState::kLagging);
+  CHECK_FALSE(lagging.verdict.healthy);
+  CHECK(lagging.previous.healthy);
+  // Caught up again: within the ratio once (still unhealthy, recovering), then twice.
+  const Judgement first = Probe(judge, later, Row(3020, 3022, "6", "0-1-6"));
+  CHECK_FALSE(first.verdict.healthy);
+  CHECK(judge.health().recovering());
+  const Judgement second = Probe(judge, later, Row(3030, 3032, "6", "0-1-6"));
+  CHECK(second.verdict.healthy);
+  CHECK(second.verdict.changed);
+}
+
+TEST_CASE("judge: no answer keeps the bound growing from the last fresh moment, never 0") {
+  // The primary's records as they stand at each probe.
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, Primary(2100), Row(2120, 2122, "4", "0-1-4"));  // fresh as of the 2100 sample
+  const Judgement j = Probe(judge, Primary(2450), NoAnswer(2320, 2470));
+  CHECK(j.verdict.state == ReplicaState::kUnreachable);
+  CHECK_FALSE(j.verdict.healthy);
+  CHECK(j.record.delay_ms == 2470 - 2100);
+  CHECK(j.record.position == "0-1-4");  // the last position read still holds
+  // Back: the first answer decides at once (no recovery streak after unreachable).
+  const Judgement back = Probe(judge, Primary(2550), Row(2560, 2562, "5", "0-1-5"));
+  CHECK(back.back_from_unreachable);
+  CHECK(back.record.delay_ms == 12);
+  CHECK(back.verdict.healthy);
+}
+
+TEST_CASE("judge: a replica whose source is in doubt is unverified whatever its lag") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  const Judgement j = Probe(judge, p, Row(2120, 2122, "4", "0-1-4"), /*source_verified=*/false);
+  CHECK(j.verdict.state == ReplicaState::kUnverified);
+  CHECK_FALSE(j.verdict.healthy);
+}
+
+TEST_CASE("judge: at the crossing the bound alone turns a silent replica unhealthy") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, p, Row(2120, 2122, "4", "0-1-4"));
+  // The next probe is unanswered; 301 ms after the freshest sample the bound is over 200.
+  const Judgement j = judge.AtCrossing(T(2401), W(2401), true, true);
+  CHECK(j.health.delay_ms == 301);
+  CHECK_FALSE(j.health.delay_lower_ms.has_value());
+  CHECK(j.verdict.state == ReplicaState::kLagging);
+  CHECK_FALSE(j.verdict.healthy);
+  CHECK(j.record.delay_lower_ms == 0);
+  CHECK(j.record.measured_at_ms == UnixMillis(W(2401)));
+}
+
+TEST_CASE("judge: starting over forgets bounds and position but reports the next change") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, p, Row(2120, 2122, "4", "0-1-4"));
+  judge.StartOver();
+  CHECK_FALSE(judge.bounds().has_value());
+  CHECK(judge.judged_delay_ms() == 0);
+  // A failed probe after the move: unreachable, no position from before, and a change.
+  const Judgement j = Probe(judge, p, NoAnswer(2320, 2470));
+  CHECK(j.record.position.empty());
+  CHECK(j.verdict.changed);
+  CHECK(j.previous.state == ReplicaState::kOk);
+}
+
+TEST_CASE("judge: a new connection forgets the position it read before") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, p, Row(2120, 2122, "4", "0-1-4"));
+  judge.ForgetApplied();
+  const Judgement j = Probe(judge, p, NoAnswer(2320, 2470));
+  CHECK(j.record.position.empty());
+}
+
+// ---- The role reporter ---------------------------------------------------------------------
+
+// A probe's assessment as the reporter reads it: the status is the latest known (carried from
+// an earlier poll when this probe did not poll).
+Assessment Role(bool answered, std::optional<bool> read_only, bool status_polled,
+                bool replicates = false) {
+  Assessment a;
+  a.health.reachable = answered;
+  a.server_id = 2;
+  a.read_only = read_only;
+  a.status_polled = status_polled;
+  a.status.known = true;
+  a.status.configured = replicates;
+  return a;
+}
+
+TEST_CASE("roles: a role is reported when it changes, or when the monitor asks to confirm") {
+  RoleReporter roles({"10.0.0.2", 3306});
+  CHECK(roles.Next(Role(true, true, true, true), T(0), false).send);
+  CHECK_FALSE(roles.Next(Role(true, true, true, true), T(200), false).send);
+  CHECK(roles.Next(Role(true, true, true, true), T(400), /*confirm=*/true).send);
+  const auto down = roles.Next(Role(false, std::nullopt, false), T(600), false);
+  CHECK(down.send);
+  CHECK_FALSE(down.role.answered);
+}
+
+TEST_CASE("roles: a change to writable waits for a status poll of a later probe") {
+  RoleReporter roles({"10.0.0.2", 3306});
+  roles.Next(Role(true, true, true, true), T(0), false);
+  // read_only=0 seen at 200 without a status poll: held back, status polled at once.
+  const auto held = roles.Next(Role(true, false, false, true), T(200), false);
+  CHECK(held.role.read_only == true);
+  CHECK(held.poll_status_soon);
+  CHECK_FALSE(held.send);
+  // Seen again at 205 with the status (replication reset): reported as writable.
+  const auto now = roles.Next(Role(true, false, true, false), T(205), false);
+  CHECK(now.role.read_only == false);
+  CHECK(now.role.replicates == false);
+  CHECK_FALSE(now.poll_status_soon);
+  CHECK(now.send);
+}
+
+TEST_CASE("roles: going read-only is reported at once") {
+  RoleReporter roles({"10.0.0.2", 3306});
+  roles.Next(Role(true, false, true), T(0), false);
+  const auto r = roles.Next(Role(true, true, false), T(200), false);
+  CHECK(r.send);
+  CHECK(r.role.read_only == true);
+  CHECK_FALSE(r.poll_status_soon);
+}
+
+}  // namespace
+}  // namespace lagwatch

@@ -1,0 +1,122 @@
+// The I/O of one replica's probes: its connection, and one probe at a time as an explicit state
+// machine on the replica's event loop (base/async_mysql.h), every statement with the probe's
+// deadline:
+//
+//   Begin ──┬─ waiting to reconnect, or the last statement still lingers ──▶ done (no statement)
+//           ├─ a new connection: kFlavor (SELECT VERSION(), @@version_comment) ──┐
+//           └──────────────────────────────────────────────────────────────────┴─▶
+//   kStatus (the replication status, when due; retried once as SHOW REPLICA STATUS on a server
+//   that does not know SHOW SLAVE STATUS) ──▶ kHeartbeat (our row and the applied position; a
+//   server without the position variable is asked once more without it) ──▶ done
+//
+// "done" hands the replies to the prober (ProbeReplies), which judges them. A statement past its
+// deadline lingers (its answer is waited for a while longer): when it ends, `late` is called and
+// the prober probes again at once. The session also decides which positions kind the probe reads
+// (the sampler's, unless this server refused it) and what the server is (its flavor and the
+// status statement it understands), told through `facts` whenever that changes.
+//
+// Loop-affine: construct anywhere; Begin, Cancel and the destructor on the loop's thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "agent/config.h"
+#include "agent/judge.h"
+#include "base/async_mysql.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
+#include "base/server_flavor.h"
+#include "heartbeat/heartbeat_sql.h"
+#include "heartbeat/history.h"
+
+namespace lagwatch {
+
+// What the session knows of its server, for the view, the log and lagwatch_server_info.
+struct ServerFacts {
+  std::optional<ServerFlavor> flavor;  // nullopt until asked on a connection
+  std::string status_statement = "SHOW SLAVE STATUS";
+  PositionsKind positions = PositionsKind::kNone;  // the kind this replica's probes read
+};
+
+class ProbeSession {
+ public:
+  using DoneFn = std::function<void(ProbeReplies replies)>;
+  using LateFn = std::function<void()>;
+  using FactsFn = std::function<void(const ServerFacts& facts)>;
+
+  // `config`, `history` and `loop` must outlive the session. `target`: where and how to connect.
+  ProbeSession(EventLoop* loop, MysqlTarget target, const Config& config, const TierConfig& tier,
+               const PositionHistory* history, DoneFn done, LateFn late, FactsFn facts);
+
+  // What Begin found before sending anything: the judge forgets the applied position of another
+  // connection (maybe another server) or of another positions kind.
+  struct Start {
+    bool forget_applied = false;
+  };
+  // Starts a probe at `started` (the status poll first when `poll_status`). `done` is called
+  // once it ends — at once, without a statement, while waiting to reconnect or while the last
+  // statement still lingers. REQUIRES: no probe in flight.
+  Start Begin(MonoTime started, bool poll_status);
+  // Abandons the probe in flight, if any, without calling back.
+  void Cancel() { conn_.Cancel(); }
+
+  // The positions kind for the next probe (the sampler's, unless refused here); on a change the
+  // facts are told and, when heartbeat bounds are wider than the tier's limit, a warning logged.
+  // True when the kind changed.
+  bool UpdatePositions();
+  // The sampler has decided the kind (or positions is "none"): until then a bound may be a
+  // heartbeat band the positions will soon tighten.
+  bool positions_decided() const { return positions_decided_; }
+  PositionsKind positions() const { return facts_.positions; }
+  const ServerFacts& facts() const { return facts_; }
+
+  bool connected() const { return conn_.connected(); }
+  // The answer to the statement in flight has arrived and waits for the loop.
+  bool AnswerWaiting() const { return conn_.AnswerWaiting(); }
+  unsigned last_errno() const { return conn_.last_errno(); }
+
+ private:
+  enum class Step { kIdle, kFlavor, kStatus, kHeartbeat };
+
+  void Ask(const std::string& sql);
+  void OnReply(Result<QueryResult> r);
+  void OnFlavor(Result<QueryResult> r);
+  void OnStatus(Result<QueryResult> r);
+  void OnHeartbeat(Result<QueryResult> r);
+  void SendStatusOrHeartbeat();
+  void SendHeartbeat();
+  // The probe ended (its replies are complete): back to kIdle, then `done`.
+  void Finish();
+  void TellFacts() { facts_fn_(facts_); }
+  Millis ReconnectBackoff(int failures) const;
+
+  // Constant after construction.
+  EventLoop* const loop_;
+  const Config& config_;
+  const TierConfig tier_;
+  const std::string id_;
+  const HeartbeatSql sql_;
+  const PositionHistory* const history_;
+  const DoneFn done_;
+  const LateFn late_;
+  const FactsFn facts_fn_;
+
+  // Used only on the loop's thread.
+  AsyncMysqlConn conn_;
+  Step step_ = Step::kIdle;
+  bool poll_status_ = false;
+  ProbeReplies replies_;  // the probe in flight's
+  ServerFacts facts_;
+  bool facts_told_ = false;
+  bool positions_decided_ = false;
+  bool flavor_checked_ = false;  // the flavor was asked on the current connection
+  // The GTID kind this server turned out not to have (no such variable), on this connection.
+  std::optional<PositionsKind> refused_;
+  bool warned_band_ = false;  // the heartbeat-only cost was logged
+  int connect_failures_ = 0;  // consecutive probes that ended without a connection
+  MonoTime reconnect_at_{};   // no new connection attempt before this
+};
+
+}  // namespace lagwatch
