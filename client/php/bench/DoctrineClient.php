@@ -8,6 +8,8 @@ use Doctrine\DBAL\Connection;
 use Doctrine\DBAL\Connections\PrimaryReadReplicaConnection;
 use Doctrine\DBAL\DriverManager;
 use Lagwatch\Router\Doctrine\RoutedConnection;
+use Lagwatch\Router\Router;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\SeededRandom;
 use Lagwatch\Router\Session\SymfonySessionStore;
 use RuntimeException;
@@ -109,7 +111,11 @@ final class DoctrineClient implements BenchClient
         }
         $session = new SymfonySession($this->storage);
         $c = DriverManager::getConnection(RoutedConnection::params(
-            $this->routerConfig(),
+            // Each request its own draw (a new router per request).
+            new Router(
+                $this->routerConfig(),
+                new RouterDependencies(random: new SeededRandom((int) $this->o['seed'] * 1000003 + $this->requests)),
+            ),
             new SymfonySessionStore($session),
             ['serverVersion' => 'mariadb-10.11.0'],
         ));
@@ -166,8 +172,6 @@ final class DoctrineClient implements BenchClient
             'redis' => SandboxRedis::config($dir, $port),
             'replica_timeout' => 2,
             'replica_read_timeout' => 2,
-            // Each request its own draw (a new router per request).
-            'random' => new SeededRandom((int) $this->o['seed'] * 1000003 + $this->requests),
         ];
     }
 }

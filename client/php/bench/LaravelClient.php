@@ -11,6 +11,7 @@ use Illuminate\Database\Capsule\Manager as Capsule;
 use Illuminate\Database\Connection;
 use Lagwatch\Router\Laravel\Lagwatch;
 use Lagwatch\Router\Laravel\LagwatchMySqlConnection;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\SeededRandom;
 use Lagwatch\Router\Session\Psr16Store;
 use RuntimeException;
@@ -64,7 +65,8 @@ final class LaravelClient implements BenchClient
         if ($mode !== 'laravel') {
             throw new RuntimeException("LaravelClient: no mode $mode (laravel-stock, laravel)");
         }
-        Lagwatch::install();
+        // The routers' draws from one seeded source across the run's requests.
+        Lagwatch::install(null, new RouterDependencies(random: new SeededRandom((int) $o['seed'])));
         $cache = new Repository(new ArrayStore());
         $client = 'bench-' . $o['role'] . '-' . $o['order-id'] . '-' . $o['seed'];
         return new self($base + [
@@ -80,7 +82,6 @@ final class LaravelClient implements BenchClient
                 ],
                 'replica_timeout' => 2,
                 'replica_read_timeout' => 2,
-                'random' => new SeededRandom((int) $o['seed']),
                 'token_store' => new Psr16Store($cache, $client),
             ],
         ], true, $port);

@@ -32,6 +32,7 @@ use Lagwatch\Router\Bench\BenchClient;
 use Lagwatch\Router\Bench\RouterClient;
 use Lagwatch\Router\Bench\SandboxRedis;
 use Lagwatch\Router\Router;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\SeededRandom;
 
 const THINK_MS = [0, 5, 20, 50, 100, 200, 500, 1000];
@@ -103,8 +104,7 @@ function router(array $o): Router
         // One router for the whole run: a replica that failed comes back after 1 s (the
         // router's default, 0, skips it until reset(), for a router per request).
         'replica_retry_ms' => 1000,
-        'random' => new SeededRandom((int) $o['seed']),
-    ]);
+    ], new RouterDependencies(random: new SeededRandom((int) $o['seed'])));
 }
 
 function nowUs(): int

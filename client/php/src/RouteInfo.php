@@ -5,10 +5,17 @@ declare(strict_types=1);
 namespace Lagwatch\Router;
 
 use Lagwatch\Router\Position\Text;
+use Lagwatch\Router\Routing\Decision;
+use Lagwatch\Router\Routing\Reason;
+use Lagwatch\Router\Routing\Target;
+use Lagwatch\Router\Sql\SqlClass;
 
 /** The last routing decision, explained (Router::routeInfo()). Immutable. */
 final class RouteInfo
 {
+    /** Fingerprints longer than this are cut (with "...") in routeInfo() and the log. */
+    public const MAX_FINGERPRINT_BYTES = 1024;
+
     /**
      * @param string $fingerprint the statement with literals as `?`, comments dropped, whitespace collapsed
      * @param ?string $selected 'primary', a replica's "host:port", or null when nothing was sent (fail fast)
@@ -34,6 +41,29 @@ final class RouteInfo
         public readonly string $circuit,
         public readonly string $detail = '',
     ) {
+    }
+
+    /**
+     * How $d was carried out for a statement of $class: $primaryId is the configured primary's
+     * lagwatch id, $redisError why Redis could not be read (the detail of redis_unavailable).
+     */
+    public static function of(Decision $d, SqlClass $class, string $primaryId, string $redisError): self
+    {
+        $onReplica = $d->target === Target::Replica && $d->replica !== null;
+        $fingerprint = strlen($class->fingerprint) > self::MAX_FINGERPRINT_BYTES
+            ? substr($class->fingerprint, 0, self::MAX_FINGERPRINT_BYTES) . '...'
+            : $class->fingerprint;
+        return new self(
+            $fingerprint,
+            $d->target === Target::FailFast ? null : ($onReplica ? $d->replica->id : 'primary'),
+            $d->target === Target::FailFast ? '' : ($onReplica ? $d->replica->id : $primaryId),
+            $onReplica ? $d->replica->delayMs : null,
+            $onReplica ? $d->replica->tier : null,
+            $d->reasonLabel(),
+            $d->degraded,
+            $d->circuit->value,
+            $d->reason === Reason::RedisUnavailable ? $redisError : '',
+        );
     }
 
     /** The decision's debug log line: route: SQL fingerprint=… selected=… delay_ms=… reason=… [detail=…] */

@@ -14,7 +14,7 @@ use Doctrine\DBAL\Driver\Connection as DriverConnection;
 use Doctrine\DBAL\Driver\PDO\Connection as PdoDriverConnection;
 use Doctrine\DBAL\Result;
 use Doctrine\DBAL\Statement;
-use InvalidArgumentException;
+use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Router;
 use Lagwatch\Router\Session\TokenStore;
 use Lagwatch\Router\Sql\Classifier;
@@ -95,13 +95,13 @@ class RoutedConnection extends PrimaryReadReplicaConnection
     ) {
         $lagwatch = $params['lagwatch'] ?? null;
         if (!is_array($lagwatch) || !isset($lagwatch['router'])) {
-            throw new InvalidArgumentException("lagwatch: ['router' => config or Router, 'store' => ?TokenStore] missing");
+            throw new ConfigException("lagwatch: ['router' => config or Router, 'store' => ?TokenStore] missing");
         }
         $router = $lagwatch['router'];
         $this->router = $router instanceof Router ? $router : new Router($router);
         $store = $lagwatch['store'] ?? null;
         if ($store !== null && !$store instanceof TokenStore) {
-            throw new InvalidArgumentException('lagwatch.store: not a ' . TokenStore::class);
+            throw new ConfigException('lagwatch.store: not a ' . TokenStore::class);
         }
         $this->store = $store;
         $this->drivers = new \WeakMap();

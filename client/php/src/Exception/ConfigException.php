@@ -4,7 +4,11 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Exception;
 
-/** The Router's configuration is invalid; the message names the key. Thrown at construction only. */
-final class ConfigException extends \InvalidArgumentException
+/**
+ * A configuration is invalid — the Router's, an integration's (a Laravel `lagwatch` block, Doctrine's
+ * `lagwatch` parameter) or a token store's arguments; the message names the key. Thrown at
+ * construction only, before anything is connected.
+ */
+final class ConfigException extends \InvalidArgumentException implements LagwatchException
 {
 }

@@ -11,7 +11,7 @@ namespace Lagwatch\Router\Exception;
  * it. Thrown at once, without waiting for a connection to time out. The only exception the router
  * throws on purpose; nothing was run, so the application may retry later or report the outage.
  */
-final class PrimaryUnavailableException extends \RuntimeException
+final class PrimaryUnavailableException extends \RuntimeException implements LagwatchException
 {
     public function __construct(
         string $message,

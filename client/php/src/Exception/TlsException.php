@@ -10,7 +10,7 @@ namespace Lagwatch\Router\Exception;
  * the session the server gave is not encrypted or is below min_version. A PDOException, so a
  * `catch (\PDOException)` around a connect still sees it; the connection was not used.
  */
-final class TlsException extends \PDOException
+final class TlsException extends \PDOException implements LagwatchException
 {
     /** @param string $reason a TlsReason */
     public function __construct(string $message, public readonly string $reason, ?\Throwable $previous = null)

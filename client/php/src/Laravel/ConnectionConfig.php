@@ -26,8 +26,11 @@ use Lagwatch\Router\Exception\ConfigException;
  *       'replica_read_timeout' => 2,              // s, replicas' read timeout (mysqlnd, whole seconds)
  *       'token_store' => 'session',               // see LagwatchMySqlConnection
  *       // any other Router option: force_primary, bounded_staleness, clock_skew_ms, cache_ms,
- *       // read_your_writes, position_kind, replica_retry_ms, logger, clock, random
+ *       // read_your_writes, position_kind, replica_retry_ms (default the Router's, 0), logger
  *   ]
+ *
+ * The router's test hooks (clock, random, connect) are not options: Lagwatch::install()'s
+ * RouterDependencies.
  *
  * Every server's PDO is made as Laravel's MySqlConnector makes it: the DSN (unix_socket or host and
  * port, dbname), Laravel's default PDO attributes and the connection's `options`, and the session

@@ -9,9 +9,11 @@ use Illuminate\Contracts\Container\Container;
 use Illuminate\Database\Connection;
 use Illuminate\Database\MySqlConnection;
 use Lagwatch\Router\Exception\ConfigException;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\Session\LaravelSessionStore;
 use Lagwatch\Router\Session\PhpSessionStore;
 use Lagwatch\Router\Session\TokenStore;
+use Psr\Log\LoggerInterface;
 
 /**
  * Puts `mysql` connections with a `lagwatch` block on LagwatchMySqlConnection: a resolver for the
@@ -24,18 +26,28 @@ use Lagwatch\Router\Session\TokenStore;
  * any), called at the connection's first statement; 'session' (Laravel's session, needs the
  * container's `session.store`); 'php' ($_SESSION); null or absent: the token lives for the request
  * only. `token_life` (s, default 60) and `token_key` (default 'lagwatch_rw') apply to 'session'
- * and 'php'.
+ * and 'php'; 'php' warns through the block's `logger` when it is asked to save with no PHP
+ * session started (PhpSessionStore).
+ *
+ * The routers' test hooks (clock, random source, connector) are not block keys: install()'s
+ * RouterDependencies, for every connection made after.
  */
 final class Lagwatch
 {
     private static ?Closure $previous = null;
     private static bool $installed = false;
     private static ?Container $container = null;
+    private static ?RouterDependencies $dependencies = null;
 
-    /** Installs the resolver (idempotent); $container resolves `token_store` => 'session'. */
-    public static function install(?Container $container = null): void
+    /**
+     * Installs the resolver (idempotent); $container resolves `token_store` => 'session';
+     * $dependencies (tests, benchmarks) go to the router of every lagwatch connection made from
+     * now on. Each argument given replaces the one of an earlier call.
+     */
+    public static function install(?Container $container = null, ?RouterDependencies $dependencies = null): void
     {
         self::$container = $container ?? self::$container;
+        self::$dependencies = $dependencies ?? self::$dependencies;
         if (self::$installed) {
             return;
         }
@@ -53,6 +65,8 @@ final class Lagwatch
                 (string) $prefix,
                 $config,
                 self::tokenStore($config['lagwatch']['token_store'] ?? null, $config['lagwatch']),
+                null,
+                self::$dependencies,
             );
         });
     }
@@ -73,12 +87,19 @@ final class Lagwatch
         return match (true) {
             $spec === null, $spec instanceof TokenStore => $spec,
             $spec instanceof Closure => static fn (): ?TokenStore => $spec($container),
-            $spec === 'php' => new PhpSessionStore($key, $life),
+            $spec === 'php' => new PhpSessionStore($key, $life, null, self::logger($block)),
             $spec === 'session' => $container === null
                 ? throw new ConfigException("lagwatch.token_store 'session' needs Laravel's container"
                     . ' (LagwatchServiceProvider, or Lagwatch::install($container))')
                 : static fn (): TokenStore => new LaravelSessionStore($container->make('session.store'), $key, $life),
             default => throw new ConfigException("lagwatch.token_store: a TokenStore, a Closure, 'session' or 'php'"),
         };
+    }
+
+    /** @param array<string, mixed> $block */
+    private static function logger(array $block): ?LoggerInterface
+    {
+        $logger = $block['logger'] ?? null;
+        return $logger instanceof LoggerInterface ? $logger : null;
     }
 }

@@ -6,6 +6,7 @@ namespace Lagwatch\Router\Laravel;
 
 use Closure;
 use Lagwatch\Router\Router;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\Session\TokenStore;
 use Lagwatch\Router\Sql\Classifier;
 use Illuminate\Database\MySqlConnection;
@@ -28,11 +29,16 @@ use Illuminate\Database\MySqlConnection;
  *
  * The connection's PDOs are the router's: getPdo() is its primary connection (opened on first
  * use, not when lagwatch says the primary's circuit is down: PrimaryUnavailableException),
- * getReadPdo() is the primary too (it cannot see the SQL; select() does not use it). A replica
- * read that loses its connection (a hung replica past its read timeout, a restart) is run again
- * on the primary, and that replica is not used by this connection for replica_retry_ms.
+ * getReadPdo() is the primary too (it cannot see the SQL; select() does not use it).
  *
- * One per request, as Laravel makes them; a long-lived worker calls resetRequest() between jobs.
+ * Replica reads run through Router::run(), as Doctrine's RoutedConnection does: an answer that
+ * comes back after its bounded-staleness deadline (a replica that hung just after it was chosen)
+ * is discarded and the read runs again on the primary (late_answers); a replica whose connection
+ * times out or breaks is skipped by the router (for the request, or replica_retry_ms) and the read
+ * runs again elsewhere (replica_read_errors).
+ *
+ * One per request, as Laravel makes them; a long-lived worker calls resetRequest() between jobs,
+ * and disconnect() (DB::disconnect(), DB::purge()) closes every server's connection.
  */
 class LagwatchMySqlConnection extends MySqlConnection
 {
@@ -42,16 +48,16 @@ class LagwatchMySqlConnection extends MySqlConnection
     private bool $sessionLoaded = false;
     private bool $unsavedWrite = false;
     private string|false $insertId = false;
-    /** @var array<string, int> replica id => when a read on it lost its connection, unix ms */
-    private array $failedReplicas = [];
-    private int $replicaRetryMs;
     /** @var array<string, int> */
-    private array $counters = ['replica_read_failures' => 0, 'replica_reads_rerun' => 0, 'tokens_saved' => 0];
+    private array $counters = ['tokens_saved' => 0];
 
     /**
      * @param array<string, mixed> $config the connection's config, with its `lagwatch` block
      * @param TokenStore|Closure(): ?TokenStore|null $tokenStore where the session's state waits
      *        between requests; a Closure is called at the first statement
+     * @param ?Router $router the router to use (its configuration is then the router's own);
+     *        default one made from the `lagwatch` block
+     * @param ?RouterDependencies $dependencies the router's clock, random source, ... (tests)
      */
     public function __construct(
         string $database,
@@ -59,10 +65,10 @@ class LagwatchMySqlConnection extends MySqlConnection
         array $config,
         TokenStore|Closure|null $tokenStore = null,
         ?Router $router = null,
+        ?RouterDependencies $dependencies = null,
     ) {
         $routerConfig = ConnectionConfig::from($config);
-        $this->router = $router ?? new Router($routerConfig);
-        $this->replicaRetryMs = is_int($routerConfig['replica_retry_ms'] ?? null) ? $routerConfig['replica_retry_ms'] : 1000;
+        $this->router = $router ?? new Router($routerConfig, $dependencies);
         $this->tokenStore = $tokenStore;
         parent::__construct($this->primaryResolver(), $database, $tablePrefix, $config);
     }
@@ -73,7 +79,7 @@ class LagwatchMySqlConnection extends MySqlConnection
         return $this->router;
     }
 
-    /** The router's counters and this connection's own (replica_read_failures, replica_reads_rerun, tokens_saved). */
+    /** The router's counters and this connection's own (tokens_saved). */
     public function stats(): array
     {
         return $this->router->stats() + $this->counters;
@@ -116,11 +122,14 @@ class LagwatchMySqlConnection extends MySqlConnection
         $this->saveSession();
     }
 
-    /** A new unit of work in a long-lived process: the token store is read again and failures forgotten. */
+    /**
+     * A new unit of work in a long-lived process: the token store is read again and the replicas
+     * the router skipped after a failure are tried again (Router::reset()).
+     */
     public function resetRequest(): void
     {
         $this->sessionLoaded = false;
-        $this->failedReplicas = [];
+        $this->router->reset();
     }
 
     /**
@@ -229,20 +238,18 @@ class LagwatchMySqlConnection extends MySqlConnection
         $this->setPdo($this->primaryResolver());
     }
 
+    /**
+     * Closes every server's connection, the replicas' too (Router::close(): rw_stats sent, the
+     * connections dropped): for a long-lived worker between jobs, DB::disconnect(), DB::purge().
+     * The next statement opens what it needs.
+     */
     public function disconnect()
     {
-        $this->reconnect();
+        $this->router->close();
+        $this->doctrineConnection = null;
+        $this->setPdo($this->primaryResolver());
     }
 
-    /**
-     * Routes a read and runs $run on the connection chosen; a replica that loses the connection
-     * (error 2006/2013: gone away, lost, read timeout) is passed over and the read run on the
-     * primary.
-     *
-     * @template T
-     * @param Closure(\PDO): T $run
-     * @return T
-     */
     /** Prepares $query on $pdo as Laravel does (fetch mode, bindings) and executes it. */
     private function executeRead(\PDO $pdo, string $query, array $bindings): \PDOStatement
     {
@@ -252,36 +259,22 @@ class LagwatchMySqlConnection extends MySqlConnection
         return $statement;
     }
 
+    /**
+     * Runs a read: on the primary when Laravel asked for the write connection, else through
+     * Router::run() — a replica's late answer is discarded and read again on the primary, a
+     * replica that loses the connection is skipped and the read runs elsewhere.
+     *
+     * @template T
+     * @param Closure(\PDO): T $run
+     * @return T
+     */
     private function onReadConnection(string $query, bool $useReadPdo, Closure $run): mixed
     {
         $this->beforeStatement();
         if (!$useReadPdo || $this->readOnWriteConnection) {
             return $run($this->primaryFor($query));
         }
-        $pdo = $this->router->connectionFor($query, $this->transactions > 0 ? ['in_transaction' => true] : []);
-        $replica = $this->servingReplica();
-        if ($replica !== null && $this->replicaFailed($replica)) {
-            // The router does not know this replica failed for us: its connection is broken.
-            ++$this->counters['replica_reads_rerun'];
-            return $run($this->router->connectionFor($query, ['force_primary' => true]));
-        }
-        try {
-            return $run($pdo);
-        } catch (\PDOException $e) {
-            if ($replica === null || !self::connectionLost($e)) {
-                throw $e;
-            }
-            $this->failedReplicas[$replica] = $this->nowMs();
-            ++$this->counters['replica_read_failures'];
-            ++$this->counters['replica_reads_rerun'];
-            $this->logWarning('lagwatch: a read on replica {replica} failed ({error}); run on the primary, the'
-                . ' replica passed over for {retry_ms} ms', [
-                'replica' => $replica,
-                'error' => $e->getMessage(),
-                'retry_ms' => $this->replicaRetryMs,
-            ]);
-            return $run($this->router->connectionFor($query, ['force_primary' => true]));
-        }
+        return $this->router->run($query, $run, $this->transactions > 0 ? ['in_transaction' => true] : []);
     }
 
     /**
@@ -356,26 +349,6 @@ class LagwatchMySqlConnection extends MySqlConnection
         return $this->tokenStore;
     }
 
-    /** The replica id of the router's last decision, null for the primary. */
-    private function servingReplica(): ?string
-    {
-        $selected = $this->router->routeInfo()?->selected;
-        return $selected === null || $selected === 'primary' ? null : $selected;
-    }
-
-    private function replicaFailed(string $id): bool
-    {
-        $at = $this->failedReplicas[$id] ?? null;
-        if ($at === null) {
-            return false;
-        }
-        if ($this->nowMs() - $at >= $this->replicaRetryMs) {
-            unset($this->failedReplicas[$id]);
-            return false;
-        }
-        return true;
-    }
-
     /** The router's primary connection, made on first use: fails fast when lagwatch says the circuit is down. */
     private function primaryResolver(): Closure
     {
@@ -387,28 +360,5 @@ class LagwatchMySqlConnection extends MySqlConnection
             }
             return $pdo;
         };
-    }
-
-    private function nowMs(): int
-    {
-        return (int) floor(microtime(true) * 1000);
-    }
-
-    /** @param array<string, mixed> $context */
-    private function logWarning(string $message, array $context): void
-    {
-        $logger = $this->getConfig('lagwatch')['logger'] ?? null;
-        if ($logger instanceof \Psr\Log\LoggerInterface) {
-            $logger->warning($message, $context);
-        }
-    }
-
-    /** MySQL client errors 2006 (gone away) and 2013 (lost, read timeout). */
-    private static function connectionLost(\PDOException $e): bool
-    {
-        $code = $e->errorInfo[1] ?? null;
-        return $code === 2006 || $code === 2013
-            || str_contains($e->getMessage(), 'server has gone away')
-            || str_contains($e->getMessage(), 'Lost connection');
     }
 }

@@ -6,6 +6,7 @@ namespace Lagwatch\Router\Session;
 
 use Illuminate\Contracts\Session\Session as IlluminateSession;
 use Lagwatch\Router\Clock;
+use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Session;
 use Lagwatch\Router\SystemClock;
 
@@ -20,7 +21,7 @@ final class LaravelSessionStore implements TokenStore
     private readonly int $lifeSeconds;
     private readonly Clock $clock;
 
-    /** @throws \InvalidArgumentException for an empty key or a life out of 1..86400 s */
+    /** @throws ConfigException (an \InvalidArgumentException) for an empty key or a life out of 1..86400 s */
     public function __construct(
         private readonly IlluminateSession $session,
         private readonly string $key = 'lagwatch_rw',
@@ -28,7 +29,7 @@ final class LaravelSessionStore implements TokenStore
         ?Clock $clock = null,
     ) {
         if ($key === '') {
-            throw new \InvalidArgumentException('LaravelSessionStore: the session key is empty');
+            throw new ConfigException('LaravelSessionStore: the session key is empty');
         }
         $this->lifeSeconds = StoredSession::checkLife($lifeSeconds);
         $this->clock = $clock ?? new SystemClock();

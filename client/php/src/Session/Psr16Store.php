@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Lagwatch\Router\Session;
 
 use Lagwatch\Router\Clock;
+use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Session;
 use Lagwatch\Router\SystemClock;
 use Psr\Log\LoggerInterface;
@@ -32,7 +33,7 @@ final class Psr16Store implements TokenStore
     private readonly Clock $clock;
 
     /**
-     * @throws \InvalidArgumentException for an empty or over-long client id, one with PSR-16's
+     * @throws ConfigException (an \InvalidArgumentException) for an empty or over-long client id, one with PSR-16's
      *         reserved characters or control characters, or a life out of 1..86400 s
      */
     public function __construct(
@@ -47,7 +48,7 @@ final class Psr16Store implements TokenStore
             $clientId === '' || strlen($clientId) > self::MAX_CLIENT_ID_BYTES
             || strpbrk($clientId, self::RESERVED) !== false || preg_match('/[\x00-\x20\x7f]/', $clientId) === 1
         ) {
-            throw new \InvalidArgumentException('Psr16Store: a client id is 1..' . self::MAX_CLIENT_ID_BYTES
+            throw new ConfigException('Psr16Store: a client id is 1..' . self::MAX_CLIENT_ID_BYTES
                 . ' bytes without spaces, control characters or ' . self::RESERVED);
         }
         $this->cacheKey = $prefix . $clientId;

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Lagwatch\Router\Session;
 
 use Lagwatch\Router\Clock;
+use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Exception\InvalidSessionException;
 use Lagwatch\Router\Session;
 
@@ -20,11 +21,11 @@ final class StoredSession
     /** Longer lives keep sessions on the primary for no benefit; a day is plenty. */
     public const MAX_LIFE_SECONDS = 86400;
 
-    /** @throws \InvalidArgumentException for a life outside 1..86400 s */
+    /** @throws ConfigException (an \InvalidArgumentException) for a life outside 1..86400 s */
     public static function checkLife(int $lifeSeconds): int
     {
         if ($lifeSeconds < 1 || $lifeSeconds > self::MAX_LIFE_SECONDS) {
-            throw new \InvalidArgumentException('a token store keeps a session 1..' . self::MAX_LIFE_SECONDS
+            throw new ConfigException('a token store keeps a session 1..' . self::MAX_LIFE_SECONDS
                 . ' s, not ' . $lifeSeconds);
         }
         return $lifeSeconds;

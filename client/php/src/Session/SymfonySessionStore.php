@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Lagwatch\Router\Session;
 
 use Lagwatch\Router\Clock;
+use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Exception\InvalidSessionException;
 use Lagwatch\Router\Session;
 use Lagwatch\Router\SystemClock;
@@ -34,7 +35,7 @@ final class SymfonySessionStore implements TokenStore
         ?Clock $clock = null,
     ) {
         if ($lifeMs < 1) {
-            throw new \InvalidArgumentException('lifeMs: at least 1 ms');
+            throw new ConfigException('lifeMs: at least 1 ms');
         }
         $this->clock = $clock ?? new SystemClock();
     }

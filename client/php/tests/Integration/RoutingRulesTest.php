@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Tests\Integration;
 
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\SeededRandom;
 
 /** Each force-primary rule and the replica choice, with real servers, Redis and lagwatch. */
@@ -103,7 +104,7 @@ final class RoutingRulesTest extends SandboxTestCase
                 && ($this->sandbox->replicaHash('replica2')['weight'] ?? '') === '25',
             5.0
         ));
-        $router = $this->router(['random' => new SeededRandom(18), 'bounded_staleness' => false]);
+        $router = $this->router(['bounded_staleness' => false], new RouterDependencies(random: new SeededRandom(18)));
         $seen = ['replica1' => 0, 'replica2' => 0, 'primary' => 0];
         for ($i = 0; $i < 2000; ++$i) {
             $router->connectionFor('SELECT 1');

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Lagwatch\Router\Tests\Integration;
 
 use Lagwatch\Router\Router;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\Tests\Unit\MemoryLogger;
 use PHPUnit\Framework\TestCase;
 
@@ -48,9 +49,9 @@ abstract class SandboxTestCase extends TestCase
     }
 
     /** @param array<string, mixed> $changes */
-    protected function router(array $changes = []): Router
+    protected function router(array $changes = [], ?RouterDependencies $dependencies = null): Router
     {
-        return new Router($this->config($changes));
+        return new Router($this->config($changes), $dependencies);
     }
 
     /** Where the router sent the last statement: 'primary', a replica's name, or null. */

@@ -83,18 +83,41 @@ final class ReadYourWritesTest extends LaravelTestCase
 
     public function testPhpSessionStoreCarriesTheTokenInSession(): void
     {
+        // A real PHP session (phpunit.xml's session settings), written out between the requests.
+        session_id('lwlaravel' . getmypid());
+        self::assertTrue(session_start());
         $_SESSION = [];
         try {
             $first = $this->lagwatch($this->capsule(['token_store' => 'php']));
             Item::query()->whereKey(1)->increment('version');
             self::assertArrayHasKey('lagwatch_rw', $_SESSION);
+            session_write_close();
+            self::assertTrue(session_start());
             $next = $this->lagwatch($this->capsule(['token_store' => 'php']));
             $next->select('SELECT 1');
             self::assertSame($first->router()->session()->toString(), $next->router()->session()->toString());
             self::assertNotNull($next->router()->session()->token());
+            self::assertSame([], $this->logger->at('warning'));
         } finally {
+            session_destroy();
             unset($_SESSION);
         }
+    }
+
+    public function testPhpSessionStoreWithoutASessionWarnsThroughTheBlocksLoggerOnce(): void
+    {
+        self::assertNotSame(PHP_SESSION_ACTIVE, session_status());
+        $c = $this->lagwatch($this->capsule(['token_store' => 'php']));
+        Item::query()->whereKey(1)->increment('version');
+        Item::query()->whereKey(2)->increment('version');
+        self::assertFalse(isset($_SESSION), 'nothing kept');
+        self::assertSame(2, $c->stats()['tokens_saved'], 'both writes handed to the store');
+        $warnings = array_values(array_filter(
+            $this->logger->at('warning'),
+            static fn (string $l): bool => str_contains($l, 'PhpSessionStore'),
+        ));
+        self::assertCount(1, $warnings, 'once per request');
+        self::assertStringContainsString('no PHP session is active', $warnings[0]);
     }
 
     /** A "full app": the container with Laravel's own providers, the token in Laravel's session. */

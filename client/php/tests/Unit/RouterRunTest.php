@@ -8,6 +8,7 @@ use Lagwatch\Router\Clock;
 use Lagwatch\Router\Exception\PrimaryUnavailableException;
 use Lagwatch\Router\Router;
 use Lagwatch\Router\RouterConfig;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\ServerConfig;
 use PHPUnit\Framework\TestCase;
 
@@ -65,9 +66,7 @@ final class RouterRunTest extends TestCase
             'primary' => ['host' => '10.0.0.1', 'port' => 3306],
             'replicas' => array_fill_keys($replicas, []),
             'logger' => $this->logger,
-            'clock' => $this->clock,
-            'connect' => $connect,
-        ], $changes), $this->redis);
+        ], $changes), new RouterDependencies(clock: $this->clock, connect: $connect, redis: $this->redis));
     }
 
     /** A run() callable answering with its server's id, after $takesMs on the clock. */

@@ -8,6 +8,10 @@ use Lagwatch\Router\Clock;
 use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Exception\PrimaryUnavailableException;
 use Lagwatch\Router\Router;
+use Lagwatch\Router\RouterConfig;
+use Lagwatch\Router\RouterDependencies;
+use Lagwatch\Router\SeededRandom;
+use Lagwatch\Router\ServerConfig;
 use PHPUnit\Framework\TestCase;
 
 /**
@@ -31,19 +35,24 @@ final class RouterTest extends TestCase
     /** @param array<string, mixed> $changes */
     private function config(array $changes = []): array
     {
+        return array_merge([
+            'app' => 'shop',
+            'primary' => ['host' => '10.0.0.1', 'port' => 3306, 'dsn' => self::NOWHERE],
+            'replicas' => ['10.0.0.11:3306' => ['dsn' => self::NOWHERE]],
+            'logger' => $this->logger,
+        ], $changes);
+    }
+
+    /** The test's clock and Redis. */
+    private function deps(): RouterDependencies
+    {
         $clock = new class () implements Clock {
             public function nowMs(): int
             {
                 return 1796004314440;
             }
         };
-        return array_merge([
-            'app' => 'shop',
-            'primary' => ['host' => '10.0.0.1', 'port' => 3306, 'dsn' => self::NOWHERE],
-            'replicas' => ['10.0.0.11:3306' => ['dsn' => self::NOWHERE]],
-            'logger' => $this->logger,
-            'clock' => $clock,
-        ], $changes);
+        return new RouterDependencies(clock: $clock, redis: $this->redis);
     }
 
     /** @return iterable<string, array{array<string, mixed>, string}> */
@@ -62,6 +71,10 @@ final class RouterTest extends TestCase
         yield 'a bad flag' => [['bounded_staleness' => 'yes'], 'bounded_staleness: not true or false'];
         yield 'a bad logger' => [['logger' => 'syslog'], 'logger: not a Psr\Log\LoggerInterface'];
         yield 'bad tags' => [['force_primary' => ['reports', 3]], 'force_primary: not a list'];
+        foreach (['clock', 'random', 'connect'] as $hook) {
+            yield "the test hook $hook in the array" => [[$hook => null], "$hook: not a configuration key; a test hook"
+                . " goes in the Router's second argument: new Router(\$config, new RouterDependencies($hook: ...))"];
+        }
     }
 
     /**
@@ -76,13 +89,13 @@ final class RouterTest extends TestCase
         }
         $this->expectException(ConfigException::class);
         $this->expectExceptionMessage($message);
-        new Router($config, $this->redis);
+        new Router($config, $this->deps());
     }
 
     public function testWhileThePrimaryIsDownWritesFailFastWithoutConnecting(): void
     {
         $this->redis->pointer('10.0.0.1:3306', 'down');
-        $router = new Router($this->config(), $this->redis);
+        $router = new Router($this->config(), $this->deps());
         foreach (['UPDATE t SET a = 1', 'SELECT * FROM t FOR UPDATE', 'BEGIN'] as $sql) {
             try {
                 $router->connectionFor($sql);
@@ -108,7 +121,7 @@ final class RouterTest extends TestCase
         // destructor meets an Error: PHP's cycle collector can run a destructor anywhere.
         $this->redis->pointer('10.0.0.1:3306', 'down');
         $this->redis->replica('10.0.0.11:3306', ['healthy' => '0', 'state' => 'stopped']);
-        $router = new Router($this->config(), $this->redis);
+        $router = new Router($this->config(), $this->deps());
         try {
             $router->connectionFor('SELECT 1');
             self::fail('routed');
@@ -125,7 +138,7 @@ final class RouterTest extends TestCase
     {
         $this->redis->pointer('10.0.0.1:3306', 'down');
         $this->redis->replica('10.0.0.11:3306', ['healthy' => '0', 'state' => 'stopped']);
-        $router = new Router($this->config(), $this->redis);
+        $router = new Router($this->config(), $this->deps());
         $this->expectException(PrimaryUnavailableException::class);
         try {
             $router->connectionFor('SELECT 1', ['tag' => 'list']);
@@ -141,7 +154,7 @@ final class RouterTest extends TestCase
     public function testASplitBrainFailsWritesAndSaysSo(): void
     {
         $this->redis->pointer('10.0.0.1:3306', 'ambiguous', 'ambiguous');
-        $router = new Router($this->config(), $this->redis);
+        $router = new Router($this->config(), $this->deps());
         try {
             $router->connectionFor('INSERT INTO t VALUES (1)');
             self::fail('routed');
@@ -155,7 +168,7 @@ final class RouterTest extends TestCase
     {
         $this->redis->pointer('10.0.0.1:3306', 'down');
         $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440']);
-        $router = new Router($this->config(['force_primary' => ['billing']]), $this->redis);
+        $router = new Router($this->config(['force_primary' => ['billing']]), $this->deps());
         foreach ([['tag' => 'billing'], ['class' => 'billing'], ['force_primary' => true], ['in_transaction' => true]] as $context) {
             try {
                 $router->connectionFor('SELECT 1', $context);
@@ -170,7 +183,7 @@ final class RouterTest extends TestCase
     {
         $this->redis->pointer('10.0.0.1:3306');
         $this->redis->replica('10.0.0.11:3306', ['measured_at_ms' => '1796004314440', 'position' => '']);
-        $router = new Router($this->config(), $this->redis);
+        $router = new Router($this->config(), $this->deps());
         for ($i = 0; $i < 3; ++$i) {
             try {
                 $router->connectionFor('SELECT 1');
@@ -188,5 +201,37 @@ final class RouterTest extends TestCase
         self::assertStringEndsWith('); skipped for the rest of the request', $warnings[0]);
         self::assertSame(3, $router->stats()['degrade_attempts']);
         self::assertSame(0, $router->stats()['degrade_successes']);
+    }
+
+    public function testARouterConfigAndDependenciesAreTheTypedWayIn(): void
+    {
+        $this->redis->pointer('10.0.0.1:3306', 'down');
+        $config = RouterConfig::from($this->config());
+        $opened = [];
+        $deps = new RouterDependencies(
+            random: new SeededRandom(1),
+            connect: static function (ServerConfig $s) use (&$opened): \PDO {
+                $opened[] = $s->id;
+                throw new \PDOException('not here');
+            },
+            redis: $this->redis,
+        );
+        $router = new Router($config, $deps);
+        try {
+            $router->connectionFor('SELECT 1');
+            self::fail('routed');
+        } catch (PrimaryUnavailableException) {
+            // The replica has no record: the read fails fast with the primary down.
+        }
+        $this->redis->pointer('10.0.0.1:3306');
+        try {
+            $router->connectionFor('UPDATE t SET a = 1');
+            self::fail('connected');
+        } catch (\PDOException $e) {
+            self::assertSame('not here', $e->getMessage());
+        }
+        self::assertSame(['10.0.0.1:3306'], $opened, 'the injected connector opened the primary');
+        self::assertSame(0, RouterConfig::DEFAULT_REPLICA_RETRY_MS);
+        self::assertSame(0, $config->replicaRetryMs);
     }
 }

@@ -7,6 +7,7 @@ namespace Lagwatch\Router\Tests\Unit;
 use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Router;
 use Lagwatch\Router\RouterConfig;
+use Lagwatch\Router\RouterDependencies;
 use Lagwatch\Router\Tls\TlsReason;
 use PHPUnit\Framework\TestCase;
 
@@ -149,7 +150,7 @@ final class TlsConfigTest extends TestCase
             'tls' => ['enabled' => true, 'ca_file' => self::CA],
             'replicas' => ['10.0.0.12:3306' => ['tls' => ['verify_server_cert' => false]]],
             'logger' => $logger,
-        ]), $redis);
+        ]), new RouterDependencies(redis: $redis));
         self::assertSame([
             'route: TLS to Redis 10.0.0.9:6380 does not verify its certificate (redis.tls.verify_server_cert is false):'
             . ' anyone on the path can pose as the server',
@@ -165,7 +166,7 @@ final class TlsConfigTest extends TestCase
             }
         }
         self::assertCount(2, array_filter($logger->at('warning'), static fn ($l) => str_contains($l, 'does not verify')));
-        new Router(self::config(['logger' => $logger, 'tls' => ['enabled' => true]]), $redis);
+        new Router(self::config(['logger' => $logger, 'tls' => ['enabled' => true]]), new RouterDependencies(redis: $redis));
         self::assertCount(2, array_filter($logger->at('warning'), static fn ($l) => str_contains($l, 'does not verify')));
     }
 
@@ -173,7 +174,7 @@ final class TlsConfigTest extends TestCase
     {
         $redis = new FakeRedis();
         $redis->down = true;
-        $router = new Router(self::config(), $redis);
+        $router = new Router(self::config(), new RouterDependencies(redis: $redis));
         try {
             $router->connectionFor('SELECT 1');
             self::fail('connected to the primary');

@@ -31,11 +31,17 @@ final class TokenStoreTest extends TestCase
     {
         $this->clock = new ManualClock(self::T0);
         $this->savedSession = $_SESSION ?? null;
+        // A real PHP session (phpunit.xml's session settings), as session_start() gives a request.
+        session_id('lwtokenstore' . getmypid());
+        self::assertTrue(session_start());
         $_SESSION = [];
     }
 
     protected function tearDown(): void
     {
+        if (session_status() === PHP_SESSION_ACTIVE) {
+            session_destroy();
+        }
         if ($this->savedSession === null) {
             unset($_SESSION);
         } else {
@@ -140,13 +146,57 @@ final class TokenStoreTest extends TestCase
         }
     }
 
-    public function testPhpSessionStoreWithoutASessionLoadsAndSavesNothing(): void
+    public function testPhpSessionStoreWithoutASessionLoadsAndSavesNothingAndWarnsOnce(): void
     {
+        session_destroy();
         unset($_SESSION);
-        $store = new PhpSessionStore('lw', 60, $this->clock);
+        $logger = new MemoryLogger();
+        $store = new PhpSessionStore('lw', 60, $this->clock, $logger);
         $store->save(self::written());
         self::assertFalse(isset($_SESSION));
         self::assertNull($store->load());
+        $store->save(self::written());
+        $warnings = $logger->at('warning');
+        self::assertCount(1, $warnings, 'once per store (a request), not per save');
+        self::assertStringContainsString('no PHP session is active', $warnings[0]);
+        self::assertStringContainsString('session_start()', $warnings[0]);
+        // The next request's store warns again.
+        (new PhpSessionStore('lw', 60, $this->clock, $logger))->save(self::written());
+        self::assertCount(2, $logger->at('warning'));
+    }
+
+    public function testPhpSessionStoreAfterTheSessionWasWrittenOutKeepsNothingAndWarns(): void
+    {
+        $logger = new MemoryLogger();
+        $store = new PhpSessionStore('lw', 60, $this->clock);
+        $store->setLogger($logger);  // as an integration hands it the router's
+        $store->save(self::written());
+        session_write_close();
+        self::assertNotNull($store->load(), 'what PHP read at session_start() is still there to load');
+        $untokened = new Session();
+        $untokened->wrote(null, self::T0);
+        $store->save($untokened);
+        self::assertSame(self::written()->toString(), $_SESSION['lw']['session'], '$_SESSION left alone');
+        self::assertCount(1, $logger->at('warning'));
+        self::assertTrue(session_start(), 'the session again, as PHP stored it');
+        self::assertSame(self::written()->toString(), $store->load()?->toString(), 'the second save was not kept');
+    }
+
+    public function testPhpSessionStoreWithoutALoggerWarnsThroughErrorLog(): void
+    {
+        session_destroy();
+        $log = (string) tempnam(sys_get_temp_dir(), 'lw-errlog');
+        $previous = ini_set('error_log', $log);
+        try {
+            $store = new PhpSessionStore('lw', 60, $this->clock);
+            $store->save(self::written());
+            $store->save(self::written());
+        } finally {
+            ini_set('error_log', (string) $previous);
+        }
+        $text = (string) file_get_contents($log);
+        unlink($log);
+        self::assertSame(1, substr_count($text, 'PhpSessionStore cannot keep the read-your-writes token'), $text);
     }
 
     public function testPsr16StoreUsesTheClientIdsKeyAndTheLifeAsTtl(): void
