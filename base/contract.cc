@@ -23,6 +23,13 @@ bool IsReplicaState(std::string_view s) {
   return false;
 }
 
+bool IsTopologyState(std::string_view s) {
+  for (const char* state : kTopologyStates) {
+    if (s == state) return true;
+  }
+  return false;
+}
+
 std::string ReplicaEventJson(const ReplicaSnapshot& record,
                              const std::optional<PreviousVerdict>& previous) {
   nlohmann::json e = {{"replica", record.id},
@@ -44,9 +51,9 @@ std::string PrimaryEventJson(std::string_view primary, const std::optional<std::
                              std::string_view topology, int64_t agent_id,
                              const std::optional<std::string>& writable) {
   nlohmann::json e = {{"event", "primary"},
-                      {"primary", primary},
+                      {primary_field::kPrimary, primary},
                       {"previous_primary", nullptr},
-                      {"topology", topology},
+                      {primary_field::kTopology, topology},
                       {field::kAgent, agent_id}};
   if (previous) e["previous_primary"] = *previous;
   if (writable) e["writable"] = *writable;

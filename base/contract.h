@@ -60,6 +60,26 @@ bool IsReplicaState(std::string_view s);
 
 // The topology's states (agent/topology.h) as the primary's hash and the metrics name them.
 inline constexpr const char* kTopologyStates[] = {"ok", "unknown", "ambiguous"};
+// Whether `s` is one of kTopologyStates.
+bool IsTopologyState(std::string_view s);
+
+// ---- The primary (`<prefix>:primary` and `lagwatch:primary:<host>:<port>`) -------------------
+
+// The primary's circuit as its hash and the pointer carry it, in the order of
+// lagwatch_primary_state's series ("ambiguous" only in the pointer, while the topology is).
+inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
+inline constexpr char kPrimaryAmbiguous[] = "ambiguous";
+
+namespace primary_field {
+// The pointer's fields.
+inline constexpr char kPrimary[] = "primary";  // host:port
+inline constexpr char kState[] = "state";
+inline constexpr char kTopology[] = "topology";
+// The primary's hash adds these.
+inline constexpr char kLastWriteMs[] = "last_write_ms";
+inline constexpr char kConsecutiveFailures[] = "consecutive_failures";
+inline constexpr char kReadOnly[] = "read_only";
+}  // namespace primary_field
 
 // ---- Events (`<prefix>:events`) ---------------------------------------------------------------
 

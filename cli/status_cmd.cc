@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
+#include "base/contract.h"
 #include "base/http_client.h"
 #include "base/secret_file.h"
 #include "base/strings.h"
@@ -88,7 +89,7 @@ std::string RenderPrimaryLine(const std::string& primary_json) {
     return EscapeControl(it->get<std::string>().substr(0, 256));
   };
   if (!doc.is_object()) return "";
-  auto primary = str(doc, "primary");
+  auto primary = str(doc, contract::primary_field::kPrimary);
   auto topology = doc.find("topology");
   if (!primary || topology == doc.end() || !topology->is_object()) return "";
   auto state = str(*topology, "state");
@@ -98,8 +99,9 @@ std::string RenderPrimaryLine(const std::string& primary_json) {
     return "";
   }
   const uint64_t moves = changes->get<uint64_t>();
-  std::string out =
-      "primary " + *primary + " (" + str(doc, "state").value_or("-") + "; topology " + *state;
+  std::string out = "primary " + *primary + " (" +
+                    str(doc, contract::primary_field::kState).value_or("-") + "; topology " +
+                    *state;
   if (*state == "ambiguous") out += ": SEVERAL WRITABLE SERVERS, NO REPLICA HEALTHY";
   if (moves > 0 || *configured != *primary) {
     out += "; moved " + std::to_string(moves) + (moves == 1 ? " time" : " times") +
@@ -126,17 +128,18 @@ std::string RenderStatusTable(const std::string& replicas_json, int* unhealthy) 
       *unhealthy = -1;
       return "";
     }
-    auto h = r.find("healthy");
+    namespace f = contract::field;
+    auto h = r.find(f::kHealthy);
     const bool healthy = h != r.end() && h->is_number_integer() && h->get<int64_t>() == 1;
     if (!healthy) ++*unhealthy;
-    std::string delay = r.contains("delay_ms") && r["delay_ms"].is_number()
-                            ? Field(r, "delay_lower_ms") + ".." + Field(r, "delay_ms")
+    std::string delay = r.contains(f::kDelayMs) && r[f::kDelayMs].is_number()
+                            ? Field(r, f::kDelayLowerMs) + ".." + Field(r, f::kDelayMs)
                             : "-";
     std::snprintf(line, sizeof line, "%-24s %-8s %-16s %-8s %-14s %9s %9s  %-12s %s\n",
-                  Field(r, "replica").c_str(), Field(r, "tier").c_str(), Field(r, "state").c_str(),
-                  healthy ? "yes" : "NO", delay.c_str(), Window(r, "1m", "p99_ms", false).c_str(),
-                  Window(r, "5m", "slar", true).c_str(), Field(r, "positions").c_str(),
-                  ServerCell(r).c_str());
+                  Field(r, "replica").c_str(), Field(r, f::kTier).c_str(),
+                  Field(r, f::kState).c_str(), healthy ? "yes" : "NO", delay.c_str(),
+                  Window(r, "1m", "p99_ms", false).c_str(), Window(r, "5m", "slar", true).c_str(),
+                  Field(r, "positions").c_str(), ServerCell(r).c_str());
     out += line;
     if (r.contains("last_error") && r["last_error"].is_string() && !healthy) {
       out += "    last error: " + Field(r, "last_error") + "\n";

@@ -2,8 +2,13 @@
 
 #include <cmath>
 
+#include "base/contract.h"
+
 namespace lagwatch {
 namespace {
+
+namespace f = contract::field;
+namespace pf = contract::primary_field;
 
 nlohmann::json OrNull(const std::optional<int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -23,11 +28,11 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
       {"replica", info.endpoint.Id()},
       {"host", info.endpoint.host},
       {"port", info.endpoint.port},
-      {"state", view.state},
-      {"healthy", view.healthy ? 1 : 0},
-      {"tier", info.tier},
-      {"weight", info.weight},
-      {"max_delay_ms", OrNull(info.max_delay_ms)},
+      {f::kState, view.state},
+      {f::kHealthy, view.healthy ? 1 : 0},
+      {f::kTier, info.tier},
+      {f::kWeight, info.weight},
+      {f::kMaxDelayMs, OrNull(info.max_delay_ms)},
       {"tier_enabled", info.tier_enabled},
       {"measured", view.last.has_value()},
       {"probes", view.probes},
@@ -39,16 +44,16 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
   };
   // The Redis record's measurements; null until the replica was first measured.
   if (view.last) {
-    j["delay_ms"] = view.last->delay_ms;
-    j["delay_lower_ms"] = view.last->delay_lower_ms;
-    j["seq"] = view.last->seq;
-    j["measured_at_ms"] = view.last->measured_at_ms;
-    j["agent"] = view.last->agent_id;
-    j["position"] = view.last->position;
-    j["position_kind"] = view.last->position_kind;
+    j[f::kDelayMs] = view.last->delay_ms;
+    j[f::kDelayLowerMs] = view.last->delay_lower_ms;
+    j[f::kSeq] = view.last->seq;
+    j[f::kMeasuredAtMs] = view.last->measured_at_ms;
+    j[f::kAgent] = view.last->agent_id;
+    j[f::kPosition] = view.last->position;
+    j[f::kPositionKind] = view.last->position_kind;
   } else {
-    for (const char* k : {"delay_ms", "delay_lower_ms", "seq", "measured_at_ms", "agent",
-                          "position", "position_kind"}) {
+    for (const char* k : {f::kDelayMs, f::kDelayLowerMs, f::kSeq, f::kMeasuredAtMs, f::kAgent,
+                          f::kPosition, f::kPositionKind}) {
       j[k] = nullptr;
     }
   }
@@ -86,12 +91,12 @@ nlohmann::json PrimaryJson(const Endpoint& primary, const PrimaryView& view,
                            std::optional<int64_t> last_sample_age_ms,
                            const std::optional<ServerFlavor>& server) {
   return {
-      {"primary", primary.Id()},
-      {"state", view.state},
-      {"last_write_ms",
+      {pf::kPrimary, primary.Id()},
+      {pf::kState, view.state},
+      {pf::kLastWriteMs,
        view.last_write_ms ? nlohmann::json(view.last_write_ms) : nlohmann::json(nullptr)},
-      {"consecutive_failures", view.consecutive_failures},
-      {"read_only", view.read_only ? 1 : 0},
+      {pf::kConsecutiveFailures, view.consecutive_failures},
+      {pf::kReadOnly, view.read_only ? 1 : 0},
       {"last_error",
        view.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(view.last_error)},
       {"last_error_at_ms",

@@ -53,7 +53,7 @@ inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command",
 inline constexpr const char* kTlsTargets[] = {"mysql", "redis"};
 
 // The primary's circuit states (docs/redis.md), in the order of the enum gauge's series.
-inline constexpr const char* kPrimaryStates[] = {"up", "degraded", "down"};
+using contract::kPrimaryStates;
 
 // Every reason label of lagwatch_probe_errors_total: first kErrorReasons, whose series exist from
 // the start, then the other reasons Status::reason() can give (for statuses a probe should not

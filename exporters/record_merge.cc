@@ -1,5 +1,7 @@
 #include "exporters/record_merge.h"
 
+#include "base/contract.h"
+
 namespace lagwatch {
 
 // ARGV: agent id, remaining ms ("" retires the agent's record), measured_at_ms, healthy, then
@@ -56,14 +58,15 @@ return 1
 )lua";
 
 std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s) {
-  return {"delay_ms", std::to_string(s.delay_ms), "delay_lower_ms",
-          std::to_string(s.delay_lower_ms), "state", s.state, "healthy", s.healthy ? "1" : "0",
-          "tier", s.tier, "weight", std::to_string(s.weight), "max_delay_ms",
-          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1", "seq", std::to_string(s.seq),
-          "measured_at_ms", std::to_string(s.measured_at_ms), "agent", std::to_string(s.agent_id),
+  namespace f = contract::field;
+  return {f::kDelayMs, std::to_string(s.delay_ms), f::kDelayLowerMs,
+          std::to_string(s.delay_lower_ms), f::kState, s.state, f::kHealthy, s.healthy ? "1" : "0",
+          f::kTier, s.tier, f::kWeight, std::to_string(s.weight), f::kMaxDelayMs,
+          s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1", f::kSeq, std::to_string(s.seq),
+          f::kMeasuredAtMs, std::to_string(s.measured_at_ms), f::kAgent, std::to_string(s.agent_id),
           // Always written, "" when unknown: a record without them must not leave another
           // record's position in the key.
-          "position", s.position, "position_kind", s.position_kind};
+          f::kPosition, s.position, f::kPositionKind, s.position_kind};
 }
 
 std::vector<std::string> MergeRecordArgs(const std::string& sha, const std::string& key,

@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "base/contract.h"
 #include "base/event_loop.h"
 #include "base/log.h"
 #include "base/redis_conn.h"
@@ -88,17 +89,18 @@ bool RedisPublisher::connected() const {
 }
 
 std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
+  namespace pf = contract::primary_field;
   return {"HSET",
-          "lagwatch:primary:" + s.id,
-          "state",
+          contract::PrimaryKey(s.id),
+          pf::kState,
           s.state,
-          "last_write_ms",
+          pf::kLastWriteMs,
           std::to_string(s.last_write_ms),
-          "consecutive_failures",
+          pf::kConsecutiveFailures,
           std::to_string(s.consecutive_failures),
-          "read_only",
+          pf::kReadOnly,
           s.read_only ? "1" : "0",
-          "topology",
+          pf::kTopology,
           s.topology};
 }
 
@@ -142,7 +144,7 @@ void RedisPublisher::Disconnect() {
 }
 
 size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* retired_all) {
-  const std::string set_key = config_.key_prefix + ":replicas";
+  const std::string set_key = contract::ReplicaSetKey(config_.key_prefix);
   size_t replies = 0;
   std::vector<std::string> sadd = {"SADD", set_key};
   {
@@ -153,7 +155,8 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* r
   }
   if (*retired_all) {
     for (auto it = sadd.begin() + 2; it != sadd.end(); ++it) {
-      conn_->Append(RetireRecordArgs(script_sha_, config_.key_prefix + ":" + *it, agent_id_));
+      conn_->Append(
+          RetireRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, *it), agent_id_));
       ++replies;
     }
   }
@@ -166,7 +169,8 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* r
   std::vector<std::string> srem = {"SREM", set_key};
   for (const auto& m : removing) {
     srem.push_back(m);
-    conn_->Append(RetireRecordArgs(script_sha_, config_.key_prefix + ":" + m, agent_id_));
+    conn_->Append(
+        RetireRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, m), agent_id_));
     ++replies;
   }
   if (srem.size() > 2) {
@@ -186,8 +190,8 @@ size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot
   for (const auto& [id, snap] : records) {
     const Millis remaining = Remaining(snap.measured_mono, now);
     if (remaining <= Millis(0)) continue;  // too old to publish
-    conn_->Append(
-        MergeRecordArgs(script_sha_, config_.key_prefix + ":" + id, snap, remaining.count()));
+    conn_->Append(MergeRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, id), snap,
+                                  remaining.count()));
     ++replies;
     written->push_back(snap.measured_mono);
   }
@@ -202,19 +206,20 @@ size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& prima
   const std::string ttl = std::to_string(remaining.count());
   std::vector<std::string> hset = HsetArgs(*primary);
   // Which server is the primary, under a name routers know without knowing it: the pointer.
-  const std::string pointer = config_.key_prefix + ":primary";
+  const std::string pointer = contract::PrimaryPointerKey(config_.key_prefix);
   conn_->Append(kMulti);
   conn_->Append(hset);
   conn_->Append({"PEXPIRE", hset[1], ttl});  // [1]: the key
-  conn_->Append({"HSET", pointer, "primary", primary->id, "state", primary->state, "topology",
-                 primary->topology});
+  namespace pf = contract::primary_field;
+  conn_->Append({"HSET", pointer, pf::kPrimary, primary->id, pf::kState, primary->state,
+                 pf::kTopology, primary->topology});
   conn_->Append({"PEXPIRE", pointer, ttl});
   conn_->Append(kExec);
   return 6;
 }
 
 size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
-  const std::string channel = config_.key_prefix + ":events";
+  const std::string channel = contract::EventsChannel(config_.key_prefix);
   for (const auto& e : events) conn_->Append({"PUBLISH", channel, e});
   return events.size();
 }

@@ -30,10 +30,11 @@ std::optional<double> ParseCount(std::string_view v, std::string* why) {
 
 // Where the count of one of the contract's fixed fields goes, or null for any other field.
 double* FixedFieldSlot(AppStats& s, std::string_view field) {
-  if (field == "reads_replica") return &s.reads_replica;
-  if (field == "reads_master") return &s.reads_master;
-  if (field == "degrade_attempts") return &s.degrade_attempts;
-  if (field == "degrade_successes") return &s.degrade_successes;
+  namespace f = contract::rw_stats;
+  if (field == f::kReadsReplica) return &s.reads_replica;
+  if (field == f::kReadsMaster) return &s.reads_master;
+  if (field == f::kDegradeAttempts) return &s.degrade_attempts;
+  if (field == f::kDegradeSuccesses) return &s.degrade_successes;
   return nullptr;
 }
 

@@ -16,14 +16,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/contract.h"
+
 namespace lagwatch {
 
 // The fields of one `rw_stats:<app>` hash, as (field, value) pairs in reply order.
 using HashFields = std::vector<std::pair<std::string, std::string>>;
 
-inline constexpr std::string_view kRwStatsPrefix = "rw_stats:";
+inline constexpr std::string_view kRwStatsPrefix = contract::kRwStatsPrefix;
 // The field name of one replica's reads is this prefix and its "host:port".
-inline constexpr std::string_view kReplicaFieldPrefix = "reads_replica:";
+inline constexpr std::string_view kReplicaFieldPrefix = contract::rw_stats::kReplicaReadsPrefix;
 
 // One router hash, parsed. Counts are the raw values found in Redis (what HINCRBY left there);
 // exact as long as they stay below 2^53.
