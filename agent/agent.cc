@@ -15,7 +15,7 @@
 namespace lagwatch {
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
-      metrics_(LAGWATCH_VERSION),
+      metrics_(LAGWATCH_VERSION, clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),

@@ -33,6 +33,7 @@ std::string Why(const Status& st) {
 }  // namespace
 
 HttpReply HttpGet(const HttpTarget& target, const HttpRequestOptions& options) {
+  // The steady clock, not a Clock: the deadline bounds real poll(2) waits (base/http_client.h).
   const MonoTime deadline = std::chrono::steady_clock::now() + options.timeout;
   HttpReply failed;
   const auto port = ParseInt<int>(target.port);

@@ -32,6 +32,7 @@ const char* LevelName(LogLevel level) {
 // REQUIRES: g_mu held.
 void WriteLine(LogLevel level, std::string_view raw) {
   const std::string message = EscapeControl(raw);
+  // The system clock, not an injected Clock: a log line is stamped with when it was written.
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   int ms = static_cast<int>(

@@ -6,6 +6,9 @@
 // is packaged there; hiredis keeps the protocol (redisFormatCommandArgv, redisReader), this the
 // bytes.
 //
+// Deadlines are on the steady clock (base/clock.h's MonoTime) and read from it directly, not
+// from an injected Clock: they bound real poll(2) waits, which a fake clock could not shorten.
+//
 // Thread-compatible: one thread uses a stream at a time. SIGPIPE cannot come from a plain socket
 // (MSG_NOSIGNAL); over TLS, OpenSSL writes with write(2), so a process that uses TLS ignores
 // SIGPIPE (agent/main.cc does).

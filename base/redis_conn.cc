@@ -32,6 +32,7 @@ Result<std::unique_ptr<RedisConnection>> RedisConnection::Open(const Endpoint& s
                                                                const TlsOptions& tls,
                                                                Millis timeout,
                                                                const std::string& who) {
+  // The steady clock directly: I/O deadlines bound real poll(2) waits (base/net_stream.h).
   const MonoTime deadline = std::chrono::steady_clock::now() + timeout;
   auto stream = NetStream::Connect(server.host, server.port, deadline, who);
   if (!stream.ok()) return Status::Unavailable(stream.status().message());

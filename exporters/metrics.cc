@@ -314,7 +314,7 @@ HttpAuthMetrics::HttpAuthMetrics(prometheus::Registry& r)
       malformed(failures.Add({{"reason", "malformed"}})),
       bad_credentials(failures.Add({{"reason", "bad_credentials"}})) {}
 
-Metrics::Metrics(const std::string& version)
+Metrics::Metrics(const std::string& version, const Clock& clock)
     : registry_(std::make_shared<prometheus::Registry>()),
       build_info(Gauges(*registry_, "lagwatch_build_info",
                         "Always 1; the version label says which lagwatch is running.")),
@@ -429,8 +429,7 @@ Metrics::Metrics(const std::string& version)
                  "The soonest expiry of any certificate of a server reached over TLS (unix "
                  "time).")) {
   build_info.Add({{"version", version}}).Set(1);
-  start_time_seconds.Set(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  start_time_seconds.Set(std::chrono::duration<double>(clock.WallNow().time_since_epoch()).count());
   redis_connected.Set(0);
   for (const char* reason : kErrorReasons) {
     heartbeat_errors.Add({{"reason", reason}});

@@ -24,6 +24,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "base/clock.h"
 #include "base/contract.h"
 #include "base/server_flavor.h"
 #include "base/status.h"
@@ -164,7 +165,8 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
 
  public:
-  explicit Metrics(const std::string& version);
+  // `clock` stamps lagwatch_start_time_seconds (its wall time now).
+  explicit Metrics(const std::string& version, const Clock& clock = SystemClock::Get());
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 

@@ -17,6 +17,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "base/fake_clock.h"
 #include "exporters/exposition.h"
 
 namespace lagwatch {
@@ -337,6 +338,13 @@ class TwinUpdates {
 
   std::mt19937 rng_;
 };
+
+TEST_CASE("lagwatch_start_time_seconds is the wall time of the clock the metrics were given") {
+  FakeClock clock;  // wall time starts at 2023-11-14T22:13:20Z
+  Metrics metrics("test", clock);
+  const std::string text = SerializeText(metrics.registry()->Collect());
+  CHECK(text.find("\nlagwatch_start_time_seconds 1700000000\n") != std::string::npos);
+}
 
 TEST_CASE("/metrics has the series prometheus-cpp wrote for the same per-replica updates") {
   Metrics metrics("test");
