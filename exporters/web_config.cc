@@ -19,7 +19,10 @@
 namespace lagwatch {
 namespace {
 
-// The YAML subset a web config needs: mappings, sequences and scalars (kept as text).
+// The YAML subset a web config needs: mappings, sequences and scalars (kept as text), copied
+// from libyaml's document so that errors name the key's path. Why not yaml-cpp (Debian's 0.7):
+// tried, it keeps a duplicate key silently and answers the first, so the duplicate check, the
+// path-keyed errors and the alias budget below would all stay; libyaml is already here.
 struct Node {
   enum class Kind { kScalar, kMapping, kSequence } kind = Kind::kScalar;
   std::string scalar;
