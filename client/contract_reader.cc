@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "base/contract.h"
 #include "base/redis_pipeline.h"
 #include "base/strings.h"
 
@@ -58,10 +59,10 @@ std::optional<std::vector<std::string>> MembersFromReply(const redisReply* reply
 }
 
 std::string ReplicaKey(std::string_view prefix, std::string_view id) {
-  return std::string(prefix) + ":" + std::string(id);
+  return contract::ReplicaKey(prefix, id);
 }
 
-std::string PrimaryKey(std::string_view id) { return "lagwatch:primary:" + std::string(id); }
+std::string PrimaryKey(std::string_view id) { return contract::PrimaryKey(id); }
 
 std::shared_ptr<const Contract> SnapshotCache::Get(MonoTime now, uint64_t generation) const {
   if (!contract_ || now >= until_ || generation != generation_) return nullptr;
@@ -139,8 +140,8 @@ Result<Contract> ContractReader::Refresh() {
   c.fetched_at = clock_.Now();
 
   // Round one: the set, the pointer, and the keys the last refresh knew of.
-  std::vector<std::vector<std::string>> cmds = {{"SMEMBERS", prefix + ":replicas"},
-                                                {"HGETALL", prefix + ":primary"}};
+  std::vector<std::vector<std::string>> cmds = {{"SMEMBERS", contract::ReplicaSetKey(prefix)},
+                                                {"HGETALL", contract::PrimaryPointerKey(prefix)}};
   for (const std::string& m : known_members_) {
     cmds.push_back({"HGETALL", ReplicaKey(prefix, m)});
     cmds.push_back({"PTTL", ReplicaKey(prefix, m)});
@@ -280,7 +281,7 @@ Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
 }
 
 void ContractReader::RunSubscriber(const std::stop_token& stop) {
-  const std::string channel = options_.redis.key_prefix + ":events";
+  const std::string channel = contract::EventsChannel(options_.redis.key_prefix);
   while (!stop.stop_requested()) {
     auto connected = RedisConnect(options_.redis, options_.timeout);
     if (!connected.ok()) {

@@ -1,5 +1,6 @@
 #include "client/feedback.h"
 
+#include "base/contract.h"
 #include "base/strings.h"
 
 namespace lagwatch::client {
@@ -11,7 +12,8 @@ Result<std::vector<RedisCommand>> FeedbackCommands(std::string_view app, const D
   if (!IsValidAppName(app)) {
     return Status::InvalidArgument("app name: not 1..64 of [A-Za-z0-9_.:-]: " + EscapeControl(app));
   }
-  const std::string key = "rw_stats:" + std::string(app);
+  namespace f = contract::rw_stats;
+  const std::string key = std::string(contract::kRwStatsPrefix) + std::string(app);
   std::vector<RedisCommand> out;
   auto incr = [&](std::string field) { out.push_back({"HINCRBY", key, std::move(field), "1"}); };
   const bool read = decision.reason == Reason::kReplica ||
@@ -20,14 +22,14 @@ Result<std::vector<RedisCommand>> FeedbackCommands(std::string_view app, const D
                     decision.reason == Reason::kNotCaughtUp || decision.degraded;
   if (!read) return out;
   if (decision.degraded) {
-    incr("degrade_attempts");
-    if (served && decision.target != Target::kFailFast) incr("degrade_successes");
+    incr(f::kDegradeAttempts);
+    if (served && decision.target != Target::kFailFast) incr(f::kDegradeSuccesses);
   }
   if (served && decision.target == Target::kReplica) {
-    incr("reads_replica");
-    incr("reads_replica:" + decision.replica);
+    incr(f::kReadsReplica);
+    incr(std::string(f::kReplicaReadsPrefix) + decision.replica);
   } else if (served && decision.target == Target::kPrimary) {
-    incr("reads_master");
+    incr(f::kReadsMaster);
   }
   return out;
 }
