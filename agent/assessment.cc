@@ -109,7 +109,7 @@ const ReplicationStatus* ReadStatus(const ProbeInput& in, Assessment* a) {
     }
     return nullptr;
   }
-  auto parsed = ParseSlaveStatus(**in.status_reply);
+  auto parsed = ParseSlaveStatus(**in.status_reply, &in.primary_source);
   if (!parsed.ok()) {
     a->status_error = parsed.status();
     return nullptr;
@@ -125,9 +125,11 @@ void Bound(const ProbeInput& in, const std::optional<std::string>& pos_text,
            const ReplicationStatus* polled, const HeartbeatLog& log, const PositionHistory& history,
            Assessment* a) {
   a->measured = true;
-  // Coordinates are the source's: they say nothing about the primary unless it is the source.
+  // Coordinates are the source's: they say nothing about the primary unless it is the source
+  // (and of several channels, the one judged is from the primary).
   if (in.positions == PositionsKind::kBinlog && polled && polled->configured) {
-    a->chained = !ReplicatesFromPrimary(*polled, in.primary_server_id);
+    a->chained = polled->channel_match == ChannelMatch::kNone ||
+                 !ReplicatesFromPrimary(*polled, in.primary_server_id);
   }
   if (!a->chained) {
     auto applied = AppliedPosition(in.positions, pos_text, polled);
@@ -166,7 +168,10 @@ void FillHealth(const ProbeInput& in, const HeartbeatLog& log, const PositionHis
   // a server that answers with no replication configured is stopped.
   // An IO thread that is "Connecting" (e.g. to a dead primary) is running, not stopped: if the
   // replica falls behind because of it, its bound shows that.
-  h.threads_running = !a->status.known || (a->status.io_state != "No" && a->status.sql_running);
+  // Several channels and none from the primary: the threads read (the first row's) are another
+  // source's and say nothing; the replica is unverified (agent/judge.h).
+  h.threads_running = !a->status.known || a->status.channel_match == ChannelMatch::kNone ||
+                      (a->status.io_state != "No" && a->status.sql_running);
   h.primary_known = in.primary_known;
   h.caught_up_with_primary = CaughtUpWithPrimary(a->bounds, log, history);
   h.tier_enabled = in.tier_enabled;
@@ -184,6 +189,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   a.obs = in.obs;
   a.bounds = in.bounds;
   a.status = in.status;
+  a.primary_source = in.primary_source;
   const ReplicationStatus* polled = ReadStatus(in, &a);
   const bool gtid_kind =
       in.positions == PositionsKind::kMariaDbGtid || in.positions == PositionsKind::kMysqlGtid;

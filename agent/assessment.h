@@ -56,6 +56,9 @@ struct ProbeInput {
   PositionsKind positions = PositionsKind::kMariaDbGtid;
   // The primary's @@server_id: coordinates are compared only for a replica of that server.
   std::optional<uint32_t> primary_server_id;
+  // The primary whose channel is judged when the status has several rows (base/slave_status.h,
+  // ParseSlaveStatus): its server id (that one) and its configured host and port.
+  ChannelSource primary_source;
   ProbeObservation obs;  // sent and received set; seq and position are filled in by Assess
   // What the prober knew before this probe.
   std::optional<LagBounds> bounds;
@@ -90,7 +93,10 @@ struct Assessment {
   // The server's @@server_id and @@read_only as this probe read them (nullopt: not read).
   std::optional<int64_t> server_id;
   std::optional<bool> read_only;
-  ReplicationStatus status;  // the latest known replication status
+  // The latest known replication status: of the channel from the primary when the replica has
+  // several (status.channel_match kNone: none is, and the replica is unverified).
+  ReplicationStatus status;
+  ChannelSource primary_source;  // what the channel was matched against (in.primary_source)
   HealthInput health;
 };
 

@@ -230,6 +230,34 @@ TEST_CASE("assessment, binlog: a replica of another source is compared by heartb
   CHECK(Assess(in, primary.log, primary.history).chained);
 }
 
+TEST_CASE("assessment, binlog: of two channels, the primary's coordinates bound the lag") {
+  // MySQL 8.0 with two channels (base/testdata, from
+  // https://dev.mysql.com/doc/refman/8.0/en/replication-channels.html): the first, source_2,
+  // from another source at other-bin.000003:3922; the second, source_1, the manual's example.
+  CoordsPrimary primary;
+  ProbeInput in = CoordsProbe();
+  in.status_reply = LoadVerticalResult(std::string(LAGWATCH_TESTDATA_DIR) +
+                                       "/mysql-8.0-show-replica-status-two-channels.txt");
+  in.primary_source = {1, "127.0.0.1", 13000};
+  const Assessment a = Assess(in, primary.log, primary.history);
+  CHECK(a.status.channel_name == "source_1");
+  CHECK_FALSE(a.chained);
+  CHECK_FALSE(a.position_error);
+  REQUIRE(a.applied);
+  CHECK(a.applied->ToString() == "master-bin.000001:927");
+  CHECK(a.health.delay_ms == 72);  // as with the manual's one channel
+  CHECK(a.health.threads_running);
+  // No channel from the primary: the first row's coordinates are another source's and are not
+  // compared (heartbeat only), and its stopped threads do not make the replica stopped.
+  in.primary_source = {9, "10.9.9.9", 3306};
+  const Assessment none = Assess(in, primary.log, primary.history);
+  CHECK(none.status.channel_match == ChannelMatch::kNone);
+  CHECK(none.chained);
+  CHECK_FALSE(none.applied);
+  CHECK(none.bounds->upper_source == BoundSource::kHeartbeat);
+  CHECK(none.health.threads_running);
+}
+
 TEST_CASE("assessment, binlog: coordinates that go backwards or cannot be read are not used") {
   CoordsPrimary primary;
   ProbeInput in = CoordsProbe();

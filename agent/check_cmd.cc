@@ -274,10 +274,12 @@ PositionsKind CheckPrimary(Server& s, Report& r, const Config& c) {
   return *kind;
 }
 
-// Replication status, its source against the configured primary, and the positions kind.
-void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc,
-                  std::optional<int64_t> primary_server_id, PositionsKind kind) {
-  std::optional<ReplicationStatus> status;
+// The replica's replication status as the agent reads it: SHOW REPLICA STATUS (or SHOW SLAVE
+// STATUS), and on MariaDB every connection when the default one is absent or not from
+// `primary`; of several channels, the one from `primary` (ParseSlaveStatus). nullopt, with a
+// problem reported, when it cannot be read or the server is no replica.
+std::optional<ReplicationStatus> ReadReplicaStatus(Server& s, Report& r,
+                                                   const ChannelSource& primary) {
   const char* statement = ReplicaStatusStatement(s.flavor);
   auto reply = s.Query(statement);
   if (const char* retry =
@@ -291,46 +293,73 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
               (s.conn.last_errno() == kErSpecificAccessDenied
                    ? std::string(" (") + kReplicaStatusGrantHint + ")"
                    : ""));
-  } else if (auto st = ParseSlaveStatus(*reply); !st.ok()) {
-    r.Problem(std::string(statement) + ": " + st.status().message());
-  } else if (!st->configured) {
-    r.Problem("not a replica: " + std::string(statement) + " returned no row");
-  } else {
-    status = st.value();
-    const bool replica_family = st->column_family == ColumnFamily::kReplica;
-    r.Line("status", std::string(statement) + ", " + std::to_string(reply->columns.size()) +
-                         " columns (" +
-                         (replica_family ? "Replica_*/Source_*" : "Slave_*/Master_*") + " names)");
-    r.Line("threads", "IO " + st->io_state + ", SQL " + (st->sql_running ? "Yes" : "No"));
-    const std::string source =
-        st->source_host + ":" + (st->source_port ? std::to_string(*st->source_port) : "?");
-    r.Line("source", source + " (server id " +
-                         (st->source_server_id ? std::to_string(*st->source_server_id) : "?") +
-                         ")");
-    r.Line("mode", !st->using_gtid.empty() ? "Using_Gtid " + st->using_gtid
-                   : st->auto_position     ? std::string(*st->auto_position ? "GTID auto-position"
-                                                                            : "file and position")
-                                           : "?");
-    if (!st->io_running || !st->sql_running) {
-      r.Warn("a replication thread is not running: the replica is reported stopped");
-    }
-    const bool same_server = ReplicatesFromPrimary(*st, primary_server_id);
-    const bool same_address =
-        st->source_host == c.primary.host && st->source_port && *st->source_port == c.primary.port;
-    if (!same_server && !same_address) {
-      r.Warn("its source " + source + " is not the configured primary " + c.primary.Id() +
-             " (a chained replica, or the primary's address differs)" +
-             (kind == PositionsKind::kBinlog
-                  ? ": its coordinates are its source's, so it is compared by heartbeat only"
-                  : ": GTIDs are compared across the chain"));
-    } else if (kind == PositionsKind::kBinlog && !same_server) {
-      r.Warn(
-          "its source's server id is not known to be the primary's: its coordinates are "
-          "compared by heartbeat only");
-    }
-    // As the agent does: coordinates only for a replica of the primary's server id.
-    if (kind == PositionsKind::kBinlog && !same_server) kind = PositionsKind::kNone;
+    return std::nullopt;
   }
+  if (NeedsAllConnections(*reply, s.flavor, primary)) {
+    if (auto all = s.Query(kAllConnectionsStatusStatement); all.ok()) {
+      statement = kAllConnectionsStatusStatement;
+      reply = std::move(all);
+    }
+  }
+  auto st = ParseSlaveStatus(*reply, &primary);
+  if (!st.ok() || !st->configured) {
+    r.Problem(!st.ok() ? std::string(statement) + ": " + st.status().message()
+                       : "not a replica: " + std::string(statement) + " returned no row");
+    return std::nullopt;
+  }
+  r.Line("status", std::string(statement) + ", " + std::to_string(reply->columns.size()) +
+                       " columns (" +
+                       (st->column_family == ColumnFamily::kReplica ? "Replica_*/Source_*"
+                                                                    : "Slave_*/Master_*") +
+                       " names)");
+  if (st->channel_match == ChannelMatch::kNone) {
+    r.Warn(DescribeChannel(*st) + ": the agent reports it unverified (the first is shown)");
+  } else if (st->channel_match != ChannelMatch::kOnly) {
+    r.Line("channel", DescribeChannel(*st) + "; the others are ignored");
+  }
+  return st.value();
+}
+
+// The judged channel's threads and source against the configured primary; `kind` becomes none
+// where the agent would not compare coordinates.
+void ReportSource(Report& r, const Config& c, const ReplicationStatus& st,
+                  std::optional<int64_t> primary_server_id, PositionsKind* kind) {
+  r.Line("threads", "IO " + st.io_state + ", SQL " + (st.sql_running ? "Yes" : "No"));
+  const std::string source =
+      st.source_host + ":" + (st.source_port ? std::to_string(*st.source_port) : "?");
+  r.Line("source", source + " (server id " +
+                       (st.source_server_id ? std::to_string(*st.source_server_id) : "?") + ")");
+  r.Line("mode", !st.using_gtid.empty() ? "Using_Gtid " + st.using_gtid
+                 : st.auto_position
+                     ? std::string(*st.auto_position ? "GTID auto-position" : "file and position")
+                     : "?");
+  if ((!st.io_running || !st.sql_running) && st.channel_match != ChannelMatch::kNone) {
+    r.Warn("a replication thread is not running: the replica is reported stopped");
+  }
+  const bool same_server = ReplicatesFromPrimary(st, primary_server_id);
+  const bool same_address =
+      st.source_host == c.primary.host && st.source_port && *st.source_port == c.primary.port;
+  if (!same_server && !same_address) {
+    r.Warn("its source " + source + " is not the configured primary " + c.primary.Id() +
+           " (a chained replica, or the primary's address differs)" +
+           (*kind == PositionsKind::kBinlog
+                ? ": its coordinates are its source's, so it is compared by heartbeat only"
+                : ": GTIDs are compared across the chain"));
+  } else if (*kind == PositionsKind::kBinlog && !same_server) {
+    r.Warn(
+        "its source's server id is not known to be the primary's: its coordinates are "
+        "compared by heartbeat only");
+  }
+  // As the agent does: coordinates only for a replica of the primary's server id.
+  if (*kind == PositionsKind::kBinlog && !same_server) *kind = PositionsKind::kNone;
+}
+
+// Replication status, its source against the configured primary, and the positions kind.
+void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc,
+                  std::optional<int64_t> primary_server_id, PositionsKind kind) {
+  std::optional<ReplicationStatus> status =
+      ReadReplicaStatus(s, r, {primary_server_id, c.primary.host, c.primary.port});
+  if (status) ReportSource(r, c, *status, primary_server_id, &kind);
   const TierConfig& tier = c.Tier(rc.tier);
   // What the agent compares (agent/assessment.h): the replica's position variable, or the
   // executed coordinates of the status read above.

@@ -22,6 +22,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.status_reply = std::move(replies.status_reply);
   in.positions = context.positions;
   in.primary_server_id = context.primary_server_id;
+  in.primary_source = context.primary_source;
   in.obs = replies.obs;
   in.bounds = bounds_;
   in.previous_applied = std::move(applied_);
@@ -39,11 +40,13 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
 
 Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime received_wall) {
   Judgement j;
-  a.health.source_verified = source_verified;
+  a.health.source_verified = source_verified && a.status.channel_match != ChannelMatch::kNone;
   if (a.status_polled && a.chained != chained_) {
     chained_ = a.chained;
     j.chained_changed = true;
+    j.notices.push_back(ChainedNotice(a));
   }
+  if (auto n = a.status_polled ? ChannelNotice(a) : std::nullopt) j.notices.push_back(*n);
   j.previous = health_.last();
   j.verdict = health_.Update(a.health);
   j.health = a.health;
@@ -67,6 +70,49 @@ Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary
   j.health = h;
   j.record = Record(h, 0, now, now_wall, j.verdict);
   return j;
+}
+
+namespace {
+
+std::string IdOrUnknown(std::optional<int64_t> id) {
+  return id && *id ? std::to_string(*id) : std::string("unknown");
+}
+
+}  // namespace
+
+Judgement::Notice ReplicaJudge::ChainedNotice(const Assessment& a) const {
+  const std::string id = replica_.endpoint.Id();
+  if (!chained_) {
+    return {false, "replica " + id + " replicates from the primary again: coordinates compared"};
+  }
+  const ReplicationStatus& st = a.status;
+  return {true, "replica " + id + " replicates from " + st.source_host + ":" +
+                    (st.source_port ? std::to_string(*st.source_port) : "?") + " (server_id " +
+                    (st.source_server_id ? std::to_string(*st.source_server_id) : "?") +
+                    "), not from the primary (server_id " +
+                    IdOrUnknown(a.primary_source.server_id) +
+                    "): its binary log coordinates are not the primary's; heartbeat bounds only"};
+}
+
+std::optional<Judgement::Notice> ReplicaJudge::ChannelNotice(const Assessment& a) {
+  const ReplicationStatus& st = a.status;
+  std::pair<std::string, ChannelMatch> channel{st.channel_name, st.channel_match};
+  if (st.channel_match == ChannelMatch::kOnly) channel = {"", ChannelMatch::kOnly};
+  if (channel == channel_) return std::nullopt;
+  channel_ = channel;
+  const std::string id = replica_.endpoint.Id();
+  if (st.channel_match == ChannelMatch::kOnly) {
+    return Judgement::Notice{false, "replica " + id + " has one replication channel: judged by it"};
+  }
+  const ChannelSource& p = a.primary_source;
+  const std::string primary = " (server_id " + IdOrUnknown(p.server_id) + ", configured as " +
+                              p.host + ":" + std::to_string(p.port) + ")";
+  if (st.channel_match == ChannelMatch::kNone) {
+    return Judgement::Notice{true, "replica " + id + ": " + DescribeChannel(st) + primary +
+                                       ": unverified until one does"};
+  }
+  return Judgement::Notice{false, "replica " + id + ": " + DescribeChannel(st) + primary +
+                                      ": judged by it, the others ignored"};
 }
 
 void ReplicaJudge::StartOver() {

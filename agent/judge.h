@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/assessment.h"
 #include "agent/config.h"
@@ -50,6 +52,8 @@ struct ProbeContext {
   PositionsKind positions = PositionsKind::kNone;  // the kind compared
   std::optional<uint32_t> primary_server_id;
   bool primary_known = true;
+  // The primary whose channel is judged when the replica has several (ProbeInput).
+  ChannelSource primary_source;
 };
 
 // The verdict of one probe (or of a crossing), and the record that states it.
@@ -63,6 +67,14 @@ struct Judgement {
   bool chained_changed = false;
   // It answered again after being unreachable.
   bool back_from_unreachable = false;
+  // What this probe changed that the operator should read in the log, in order: the replica's
+  // source turned to or from the primary (chained_changed), the channel judged among several
+  // changed (another one, none from the primary, or one again). `warn`: at warning level.
+  struct Notice {
+    bool warn = false;
+    std::string text;
+  };
+  std::vector<Notice> notices;
 };
 
 class ReplicaJudge {
@@ -76,7 +88,9 @@ class ReplicaJudge {
                      const PositionHistory& history);
 
   // Step 2: the verdict on `a` (Observe's), judged against the current primary: `source_verified`
-  // is false while the replica's source is in doubt or the topology is ambiguous.
+  // is false while the replica's source is in doubt or the topology is ambiguous. A replica with
+  // several channels none of which replicates from the primary (a.status.channel_match kNone) is
+  // unverified too, whatever its other channels do.
   // `received_wall` is the wall time of the answer.
   Judgement Decide(Assessment a, bool source_verified, WallTime received_wall);
 
@@ -103,6 +117,10 @@ class ReplicaJudge {
   bool chained() const { return chained_; }
 
  private:
+  // The log lines for a change of chained_ (ChainedNotice) and of the judged channel (when a
+  // status poll changed it: ChannelNotice).
+  Judgement::Notice ChainedNotice(const Assessment& a) const;
+  std::optional<Judgement::Notice> ChannelNotice(const Assessment& a);
   ReplicaSnapshot Record(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
                          WallTime measured_wall, const HealthTracker::Verdict& v);
 
@@ -115,6 +133,8 @@ class ReplicaJudge {
   std::optional<Position> applied_;  // the replica's position as the last probe read it
   ReplicationStatus status_;         // the latest known
   bool chained_ = false;             // binlog: the replica's source is not the primary
+  // The channel the last status poll judged (channel_match kOnly: one channel, nothing to say).
+  std::pair<std::string, ChannelMatch> channel_{"", ChannelMatch::kOnly};
   uint64_t last_seq_ = 0;
   HealthTracker health_;
   HealthInput last_health_;  // the last probe's, which a crossing verdict starts from

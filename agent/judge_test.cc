@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "agent/role_report.h"
+#include "base/vertical_result.h"
 
 namespace lagwatch {
 namespace {
@@ -59,7 +60,7 @@ ProbeReplies NoAnswer(int sent_ms, int received_ms) {
   return r;
 }
 
-const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true};
+const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}};
 
 // One probe through both steps.
 Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
@@ -134,6 +135,87 @@ TEST_CASE("judge: a replica whose source is in doubt is unverified whatever its 
   const Judgement j = Probe(judge, p, Row(2120, 2122, "4", "0-1-4"), /*source_verified=*/false);
   CHECK(j.verdict.state == ReplicaState::kUnverified);
   CHECK_FALSE(j.verdict.healthy);
+}
+
+// A probe whose status poll answered `status` (a file of base/testdata), judged against the
+// primary `source`.
+Judgement ProbeWithStatus(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
+                          const char* status, const ChannelSource& source) {
+  if (status) {
+    replies.status_reply = LoadVerticalResult(std::string(LAGWATCH_TESTDATA_DIR) + "/" + status);
+  }
+  ProbeContext context = kGtid;
+  context.primary_source = source;
+  const WallTime wall = replies.received_wall;
+  Assessment a = judge.Observe(std::move(replies), context, p.log, p.history);
+  return judge.Decide(std::move(a), true, wall);
+}
+
+// MySQL 8.0 with two channels (base/testdata, from
+// https://dev.mysql.com/doc/refman/8.0/en/replication-channels.html): source_2 first, from
+// 127.0.0.1:13001 (server id 2), its SQL thread stopped; then source_1 from 127.0.0.1:13000
+// (server id 1), running.
+const char kTwoChannels[] = "mysql-8.0-show-replica-status-two-channels.txt";
+// MariaDB SHOW ALL SLAVES STATUS (base/testdata, from
+// https://mariadb.com/kb/en/multi-source-replication/): neither from 127.0.0.1:13000 nor id 1.
+const char kTwoConnections[] = "mariadb-show-all-slaves-status-two-connections.txt";
+
+TEST_CASE("judge: of two channels the primary's is judged, though the first is stopped") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  const ChannelSource primary{1, "127.0.0.1", 13000};
+  const Judgement j =
+      ProbeWithStatus(judge, p, Row(2120, 2122, "4", "0-1-4"), kTwoChannels, primary);
+  CHECK(j.verdict.state == ReplicaState::kOk);
+  CHECK(j.verdict.healthy);
+  CHECK(judge.status().channel_name == "source_1");
+  REQUIRE(j.notices.size() == 1);
+  CHECK_FALSE(j.notices[0].warn);
+  CHECK(j.notices[0].text.find("channel 'source_1' (one of 2) replicates from the primary "
+                               "(matched by server id) (server_id 1, configured as "
+                               "127.0.0.1:13000)") != std::string::npos);
+  // The same channel again: nothing new to say.
+  CHECK(ProbeWithStatus(judge, p, Row(2130, 2132, "4", "0-1-4"), kTwoChannels, primary)
+            .notices.empty());
+
+  // Judged against the other source, whose SQL thread is stopped: stopped.
+  ReplicaJudge other(Replica(), Tier(), TestConfig());
+  const Judgement s = ProbeWithStatus(other, p, Row(2120, 2122, "4", "0-1-4"), kTwoChannels,
+                                      {2, "127.0.0.1", 13001});
+  CHECK(s.verdict.state == ReplicaState::kStopped);
+  CHECK(other.status().channel_name == "source_2");
+}
+
+TEST_CASE("judge: several channels and none from the primary is unverified until one is") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  const ChannelSource primary{1, "127.0.0.1", 13000};
+  const Judgement j =
+      ProbeWithStatus(judge, p, Row(2120, 2122, "4", "0-1-4"), kTwoConnections, primary);
+  CHECK(j.verdict.state == ReplicaState::kUnverified);  // not stopped: its threads are another's
+  CHECK_FALSE(j.verdict.healthy);
+  REQUIRE(j.notices.size() == 1);
+  CHECK(j.notices[0].warn);
+  CHECK(j.notices[0].text ==
+        "replica 10.0.0.2:3306: none of its 2 replication channels replicates from the primary "
+        "(server_id 1, configured as 127.0.0.1:13000): unverified until one does");
+  // Between status polls the latest status holds.
+  const Judgement between =
+      ProbeWithStatus(judge, p, Row(2130, 2132, "4", "0-1-4"), nullptr, primary);
+  CHECK(between.verdict.state == ReplicaState::kUnverified);
+  CHECK(between.notices.empty());
+  // A channel from the primary again.
+  const Judgement back =
+      ProbeWithStatus(judge, p, Row(2140, 2142, "4", "0-1-4"), kTwoChannels, primary);
+  CHECK(back.verdict.state == ReplicaState::kOk);
+  REQUIRE(back.notices.size() == 1);
+  CHECK_FALSE(back.notices[0].warn);
+  // One channel: judged whatever its source, as before (the topology decides its relation).
+  const Judgement one = ProbeWithStatus(judge, p, Row(2150, 2152, "4", "0-1-4"),
+                                        "mariadb-kb-show-slave-status.txt", primary);
+  CHECK(one.verdict.state == ReplicaState::kOk);
+  REQUIRE(one.notices.size() == 1);
+  CHECK(one.notices[0].text == "replica 10.0.0.2:3306 has one replication channel: judged by it");
 }
 
 TEST_CASE("judge: at the crossing the bound alone turns a silent replica unhealthy") {

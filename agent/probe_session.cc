@@ -65,9 +65,11 @@ bool ProbeSession::UpdatePositions() {
   return changed;
 }
 
-ProbeSession::Start ProbeSession::Begin(MonoTime started, bool poll_status) {
+ProbeSession::Start ProbeSession::Begin(MonoTime started, bool poll_status,
+                                        std::optional<ChannelSource> judged_source) {
   Start start;
   replies_ = ProbeReplies{};
+  judged_source_ = std::move(judged_source);
   // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
   // asked again before the probe, and what the old one had applied says nothing about it.
   if (!conn_.connected()) {
@@ -111,6 +113,8 @@ void ProbeSession::OnReply(Result<QueryResult> r) {
       return OnFlavor(std::move(r));
     case Step::kStatus:
       return OnStatus(std::move(r));
+    case Step::kAllStatus:
+      return OnAllStatus(std::move(r));
     case Step::kHeartbeat:
       return OnHeartbeat(std::move(r));
     case Step::kIdle:
@@ -172,8 +176,40 @@ void ProbeSession::OnStatus(Result<QueryResult> s) {
     return;
   }
   replies_.status_access_denied = !s.ok() && conn_.last_errno() == kErSpecificAccessDenied;
+  const bool all = s.ok() && judged_source_ && facts_.flavor &&
+                   NeedsAllConnections(*s, *facts_.flavor, *judged_source_);
   // The heartbeat query goes last, so the record is published the moment its answer is in.
   replies_.status_reply = std::move(s);
+  if (all != reading_all_) {
+    reading_all_ = all;
+    Log(LogLevel::kInfo,
+        "replica " + id_ +
+            (all ? ": its default replication connection is absent or not from the primary: "
+                   "every connection read by " +
+                       std::string(kAllConnectionsStatusStatement) + " as well"
+                 : ": its default replication connection is from the primary again"));
+  }
+  if (all) {
+    step_ = Step::kAllStatus;
+    Ask(kAllConnectionsStatusStatement);
+    return;
+  }
+  SendHeartbeat();
+}
+
+void ProbeSession::OnAllStatus(Result<QueryResult> r) {
+  if (!r.ok() && (!conn_.connected() || conn_.lingering())) {
+    OnHeartbeat(std::move(r));
+    return;
+  }
+  if (r.ok()) {
+    replies_.status_reply = std::move(r);
+  } else {
+    // The default connection's status (already in the replies) is judged instead.
+    LogLimited(LogLevel::kWarn, "all-status:" + id_,
+               std::string(kAllConnectionsStatusStatement) + " on " + id_ +
+                   " failed: " + r.status().ToString() + "; its default connection is judged");
+  }
   SendHeartbeat();
 }
 

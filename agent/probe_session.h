@@ -6,8 +6,12 @@
 //           ├─ a new connection: kFlavor (SELECT VERSION(), @@version_comment) ──┐
 //           └──────────────────────────────────────────────────────────────────┴─▶
 //   kStatus (the replication status, when due; retried once as SHOW REPLICA STATUS on a server
-//   that does not know SHOW SLAVE STATUS) ──▶ kHeartbeat (our row and the applied position; a
-//   server without the position variable is asked once more without it) ──▶ done
+//   that does not know SHOW SLAVE STATUS) ──┬─ MariaDB, its default connection absent or not
+//                                           │  from the primary: kAllStatus (every connection,
+//                                           │  SHOW ALL SLAVES STATUS) ──┐
+//                                           └───────────────────────────┴─▶
+//   kHeartbeat (our row and the applied position; a server without the position variable is
+//   asked once more without it) ──▶ done
 //
 // "done" hands the replies to the prober (ProbeReplies), which judges them. A statement past its
 // deadline lingers (its answer is waited for a while longer): when it ends, `late` is called and
@@ -28,6 +32,7 @@
 #include "base/clock.h"
 #include "base/event_loop.h"
 #include "base/server_flavor.h"
+#include "base/slave_status.h"
 #include "heartbeat/heartbeat_sql.h"
 #include "heartbeat/history.h"
 
@@ -57,8 +62,12 @@ class ProbeSession {
   };
   // Starts a probe at `started` (the status poll first when `poll_status`). `done` is called
   // once it ends — at once, without a statement, while waiting to reconnect or while the last
-  // statement still lingers. REQUIRES: no probe in flight.
-  Start Begin(MonoTime started, bool poll_status);
+  // statement still lingers. `judged_source`: the primary whose channel is judged (nullopt
+  // while this server is the primary); on MariaDB, a status poll whose default connection is
+  // absent or not from it (base/slave_status.h, MatchSource) reads every connection as well,
+  // and that reply is the one handed on. REQUIRES: no probe in flight.
+  Start Begin(MonoTime started, bool poll_status,
+              std::optional<ChannelSource> judged_source = std::nullopt);
   // Abandons the probe in flight, if any, without calling back.
   void Cancel() { conn_.Cancel(); }
 
@@ -78,12 +87,13 @@ class ProbeSession {
   unsigned last_errno() const { return conn_.last_errno(); }
 
  private:
-  enum class Step { kIdle, kFlavor, kStatus, kHeartbeat };
+  enum class Step { kIdle, kFlavor, kStatus, kAllStatus, kHeartbeat };
 
   void Ask(const std::string& sql);
   void OnReply(Result<QueryResult> r);
   void OnFlavor(Result<QueryResult> r);
   void OnStatus(Result<QueryResult> r);
+  void OnAllStatus(Result<QueryResult> r);
   void OnHeartbeat(Result<QueryResult> r);
   void SendStatusOrHeartbeat();
   void SendHeartbeat();
@@ -107,7 +117,9 @@ class ProbeSession {
   AsyncMysqlConn conn_;
   Step step_ = Step::kIdle;
   bool poll_status_ = false;
-  ProbeReplies replies_;  // the probe in flight's
+  std::optional<ChannelSource> judged_source_;  // the probe in flight's
+  bool reading_all_ = false;  // the last status poll read every connection (for the log)
+  ProbeReplies replies_;      // the probe in flight's
   ServerFacts facts_;
   bool facts_told_ = false;
   bool positions_decided_ = false;

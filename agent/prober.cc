@@ -166,7 +166,14 @@ void ReplicaProber::OnTick() {
   }
   in_flight_ = true;
   ArmCrossing();
-  if (session_.Begin(probe_started_, poll_status).forget_applied) judge_.ForgetApplied();
+  std::optional<ChannelSource> source;
+  if (!acting_primary_) source = PrimarySource();
+  if (session_.Begin(probe_started_, poll_status, source).forget_applied) judge_.ForgetApplied();
+}
+
+ChannelSource ReplicaProber::PrimarySource() const {
+  const Endpoint primary = topology_->primary();
+  return {history_->primary_server_id(), primary.host, primary.port};
 }
 
 void ReplicaProber::OnLateAnswer() {
@@ -199,7 +206,8 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(),
       PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms))};
+                   Millis(config_.sampler_interval_ms)),
+      PrimarySource()};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_);
   {
     std::lock_guard lock(mu_);
@@ -408,11 +416,13 @@ void ReplicaProber::RecordMetrics(const Assessment& a, const Judgement& j) {
   }
   m_->healthy.Set(snap.healthy ? 1 : 0);
   m_->SetState(snap.state);
-  // Unknown (no status poll has answered, e.g. a missing grant) is NaN, not a stopped thread.
+  // Unknown (no status poll has answered, e.g. a missing grant; or no channel from the primary)
+  // is NaN, not a stopped thread.
   const ReplicationStatus& status = a.status;
-  m_->io_thread_running.Set(!status.known ? std::nan("") : status.io_running ? 1 : 0);
-  m_->sql_thread_running.Set(!status.known ? std::nan("") : status.sql_running ? 1 : 0);
-  m_->seconds_behind_master.Set(status.seconds_behind_master
+  const bool known = status.known && status.channel_match != ChannelMatch::kNone;
+  m_->io_thread_running.Set(!known ? std::nan("") : status.io_running ? 1 : 0);
+  m_->sql_thread_running.Set(!known ? std::nan("") : status.sql_running ? 1 : 0);
+  m_->seconds_behind_master.Set(known && status.seconds_behind_master
                                     ? static_cast<double>(*status.seconds_behind_master)
                                     : std::nan(""));
   if (status.relay_log_space) {
@@ -421,25 +431,13 @@ void ReplicaProber::RecordMetrics(const Assessment& a, const Judgement& j) {
 }
 
 void ReplicaProber::Publish(const Assessment& a, const Judgement& j, bool backing_off) {
-  if (j.chained_changed) {
-    const ReplicationStatus& st = a.status;
-    const auto primary_id = history_->primary_server_id();
-    if (judge_.chained()) {
-      Log(LogLevel::kWarn,
-          "replica " + id_ + " replicates from " + st.source_host + ":" +
-              (st.source_port ? std::to_string(*st.source_port) : "?") + " (server_id " +
-              (st.source_server_id ? std::to_string(*st.source_server_id) : "?") +
-              "), not from the primary (server_id " +
-              (primary_id ? std::to_string(*primary_id) : "unknown") +
-              "): its binary log coordinates are not the primary's; heartbeat bounds only");
-    } else {
-      Log(LogLevel::kInfo,
-          "replica " + id_ + " replicates from the primary again: coordinates compared");
-    }
-  }
-  const std::string why = !a.probe_status.ok()           ? " (" + a.probe_status.ToString() + ")"
-                          : !a.status.last_error.empty() ? " (" + a.status.last_error + ")"
-                                                         : "";
+  for (const Judgement::Notice& n : j.notices)
+    Log(n.warn ? LogLevel::kWarn : LogLevel::kInfo, n.text);
+  const std::string why =
+      !a.probe_status.ok() ? " (" + a.probe_status.ToString() + ")"
+      : !a.status.last_error.empty() && a.status.channel_match != ChannelMatch::kNone
+          ? " (" + a.status.last_error + ")"
+          : "";
   PublishVerdict(j, why);
   if (!a.probe_status.ok() && !backing_off) {
     LogLimited(LogLevel::kWarn, "probe:" + id_,

@@ -91,6 +91,8 @@ class ReplicaProber {
   void OnReplies(ProbeReplies replies);
   // A statement that had passed its deadline ended (or was given up): probe at once.
   void OnLateAnswer();
+  // The primary whose channel is judged: its server id as sampled, its configured address.
+  ChannelSource PrimarySource() const;
   // The session's facts (flavor, status statement, positions kind) into the view and
   // lagwatch_server_info.
   void ShowServer(const ServerFacts& facts);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/query_result.h"
+#include "base/server_flavor.h"
 #include "base/status.h"
 
 namespace lagwatch {
@@ -20,6 +21,17 @@ namespace lagwatch {
 // https://dev.mysql.com/doc/refman/8.4/en/show-replica-status.html
 // https://mariadb.com/kb/en/show-replica-status/
 enum class ColumnFamily { kNone, kSlave, kReplica };
+
+// How the row a ReplicationStatus was read from was chosen among the result's rows.
+enum class ChannelMatch {
+  kOnly,      // the result has one row (or none): read whatever its source, as ever
+  kServerId,  // its Master_Server_Id is the primary's @@server_id, and its IO thread is connected
+  kAddress,   // its Master_Host and Master_Port are the primary's configured host and port
+  kNone,      // several rows, none from the primary (or no primary to match): the first is read
+};
+
+// "only channel", "server id", "host:port" or "none", for logs and lagwatch check.
+const char* ChannelMatchName(ChannelMatch m);
 
 // The parts of SHOW SLAVE STATUS lagwatch uses. Each field is named after its kSlave column; the
 // kReplica column is read instead when the row has that family.
@@ -36,8 +48,13 @@ struct ReplicationStatus {
   // Family of the columns; found from the column names even when there is no row.
   ColumnFamily column_family = ColumnFamily::kNone;
   // Rows in the result: more than one for MariaDB's SHOW ALL SLAVES STATUS (one per connection)
-  // or MySQL with several channels. Every other field is read from the FIRST row only.
+  // or MySQL with several channels. Every other field is read from ONE row, the channel judged:
+  // the one from the primary (ParseSlaveStatus), else the first.
   size_t row_count = 0;
+  // That row's channel: Channel_Name (MySQL) or Connection_name (MariaDB's SHOW ALL SLAVES
+  // STATUS); "" for the default channel or when the result has neither column.
+  std::string channel_name;
+  ChannelMatch channel_match = ChannelMatch::kOnly;
 
   // The source this replica reads from, for chained-replica detection.
   std::string source_host;                  // Master_Host
@@ -64,10 +81,48 @@ struct ReplicationStatus {
   bool operator==(const ReplicationStatus&) const = default;
 };
 
+// MariaDB's status of every replication connection (multi-source replication), one row each,
+// named by its first column, Connection_name ("" for the default connection); SHOW SLAVE STATUS
+// and SHOW REPLICA STATUS show only the default connection (@@default_master_connection), and
+// no row when there is none. The same privilege as SHOW SLAVE STATUS (SLAVE MONITOR on 10.5+).
+// https://mariadb.com/kb/en/show-replica-status/
+// https://mariadb.com/kb/en/multi-source-replication/
+inline constexpr char kAllConnectionsStatusStatement[] = "SHOW ALL SLAVES STATUS";
+
 // What a refused status poll is missing, for messages: the privilege each server needs.
 inline constexpr char kReplicaStatusGrantHint[] =
     "grant SLAVE MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL: docs/configuration.md "
     "\"Privileges\"";
+
+// The server whose channel is judged: the current primary, as lagwatch knows it.
+struct ChannelSource {
+  std::optional<int64_t> server_id;  // its @@server_id; nullopt or 0 when not known
+  std::string host;                  // as configured
+  int port = 0;
+};
+
+// Whether the row `st` was read from replicates from `primary`, and how that is known:
+//  - kServerId: the primary's server id is known, the row's IO thread is connected (only then is
+//    Master_Server_Id the id of the server it names: after CHANGE MASTER it keeps the old
+//    source's until it connects) and the ids are equal;
+//  - kAddress: else, Master_Host equals the primary's configured host (as text, ASCII case
+//    ignored: names are never resolved, so a replica that names the primary by an address while
+//    the configuration has a name matches by server id only) and Master_Port its port; not when
+//    the ids were compared and differ (the name points to another server now);
+//  - kNone: neither.
+// The same rule the topology uses to find a replica's source (agent/topology.h).
+ChannelMatch MatchSource(const ReplicationStatus& st, const ChannelSource& primary);
+
+// Whether a status reply `r` (SHOW REPLICA STATUS or SHOW SLAVE STATUS) of a server of `flavor`
+// leaves the channel from `primary` unseen, so that kAllConnectionsStatusStatement must be read
+// too: MariaDB, and no row (only named connections, or none) or a row not from `primary`.
+bool NeedsAllConnections(const QueryResult& r, const ServerFlavor& flavor,
+                         const ChannelSource& primary);
+
+// For logs and lagwatch check, of a status read from several channels: "channel 'main' (one of
+// 2) replicates from the primary (matched by server id)", or "none of its 2 replication
+// channels replicates from the primary"; "" for one channel (kOnly).
+std::string DescribeChannel(const ReplicationStatus& st);
 
 // Parses a SHOW SLAVE STATUS or SHOW REPLICA STATUS result of either column family.
 //  - No row: not a replica (configured false), not an error.
@@ -76,7 +131,11 @@ inline constexpr char kReplicaStatusGrantHint[] =
 //    the kReplica names.
 //  - A number cell that is not a number (junk, empty, out of range, a sign on a position): that
 //    field stays nullopt. Missing or NULL text cells read as "".
-//  - More than one row: the first is read, row_count says how many there were.
-Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result);
+//  - More than one row (one per channel or connection): the first row that replicates from
+//    `primary` (MatchSource; a match by server id before one by address) is read, else the first
+//    row with channel_match kNone (also when `primary` is null); row_count says how many there
+//    were. One row is read whatever its source (kOnly).
+Result<ReplicationStatus> ParseSlaveStatus(const QueryResult& result,
+                                           const ChannelSource* primary = nullptr);
 
 }  // namespace lagwatch

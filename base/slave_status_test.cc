@@ -221,6 +221,157 @@ TEST_CASE("ParseSlaveStatus reads the first of several rows and counts them") {
   CHECK(st->source_host == "db-a");
 }
 
+// MySQL 8.0, two channels (base/testdata, citing
+// https://dev.mysql.com/doc/refman/8.0/en/replication-channels.html and
+// https://dev.mysql.com/doc/refman/8.0/en/show-replica-status.html): source_2 first, from
+// 127.0.0.1:13001 (server id 2, reconnecting, SQL thread stopped on an error), then source_1, the
+// manual's example, from 127.0.0.1:13000 (server id 1, both threads running).
+const char kMysqlTwoChannels[] = "mysql-8.0-show-replica-status-two-channels.txt";
+// MariaDB SHOW ALL SLAVES STATUS, two connections (base/testdata, citing
+// https://mariadb.com/kb/en/show-replica-status/ and
+// https://mariadb.com/kb/en/multi-source-replication/): the default connection first, from
+// db02.example.com:3306 (server id 102, IO thread connecting), then 'main', the KB's example,
+// from db01.example.com:3306 (server id 101, running).
+const char kMariaDbTwoConnections[] = "mariadb-show-all-slaves-status-two-connections.txt";
+
+TEST_CASE("ParseSlaveStatus judges MySQL's channel from the primary, not the first row") {
+  const QueryResult r = Fixture(kMysqlTwoChannels);
+  REQUIRE(r.rows.size() == 2);
+  const ChannelSource primary{1, "127.0.0.1", 13000};
+  auto st = ParseSlaveStatus(r, &primary);
+  REQUIRE(st.ok());
+  CHECK(st->row_count == 2);
+  CHECK(st->channel_name == "source_1");
+  CHECK(st->channel_match == ChannelMatch::kServerId);
+  CHECK(st->io_running);
+  CHECK(st->sql_running);  // source_2's stopped SQL thread is not this replica's
+  CHECK(st->last_error.empty());
+  CHECK(st->seconds_behind_master == 0);
+  CHECK(st->source_port == 13000);
+  // Its positions are that row's too.
+  CHECK(st->exec_source_log_file == "master-bin.000001");
+  CHECK(st->exec_source_log_pos == 927);
+  CHECK(st->executed_gtid_set == "73f86016-978b-11ee-ade5-8d2a2a562feb:1-3");
+
+  // Judged against the other source: its IO thread is not connected, so its Source_Server_Id is
+  // not trusted and its host:port decides.
+  const ChannelSource other{2, "127.0.0.1", 13001};
+  auto st2 = ParseSlaveStatus(r, &other);
+  REQUIRE(st2.ok());
+  CHECK(st2->channel_name == "source_2");
+  CHECK(st2->channel_match == ChannelMatch::kAddress);
+  CHECK_FALSE(st2->sql_running);
+  CHECK(st2->exec_source_log_file == "other-bin.000003");
+  CHECK(st2->exec_source_log_pos == 3922);
+  CHECK(st2->last_error.find("Duplicate entry") != std::string::npos);
+}
+
+TEST_CASE("ParseSlaveStatus judges MariaDB's connection from the primary, by id or address") {
+  const QueryResult r = Fixture(kMariaDbTwoConnections);
+  REQUIRE(r.rows.size() == 2);
+  const ChannelSource by_id{101, "10.1.1.1", 3306};  // the configured name is not the one used
+  auto st = ParseSlaveStatus(r, &by_id);
+  REQUIRE(st.ok());
+  CHECK(st->channel_name == "main");
+  CHECK(st->channel_match == ChannelMatch::kServerId);
+  CHECK(st->io_state == "Yes");
+  CHECK(st->source_host == "db01.example.com");
+  CHECK(st->exec_source_log_pos == 3608);
+  CHECK(st->relay_log_space == 4557);
+  // The primary's server id not known yet: its configured host (ASCII case aside) and port.
+  const ChannelSource by_address{std::nullopt, "DB01.example.com", 3306};
+  auto st2 = ParseSlaveStatus(r, &by_address);
+  REQUIRE(st2.ok());
+  CHECK(st2->channel_name == "main");
+  CHECK(st2->channel_match == ChannelMatch::kAddress);
+}
+
+TEST_CASE("ParseSlaveStatus: no channel from the primary reads the first row, matched none") {
+  for (const char* file : {kMysqlTwoChannels, kMariaDbTwoConnections}) {
+    CAPTURE(file);
+    const QueryResult r = Fixture(file);
+    const ChannelSource nobody{7, "10.9.9.9", 3306};
+    auto st = ParseSlaveStatus(r, &nobody);
+    REQUIRE(st.ok());
+    CHECK(st->channel_match == ChannelMatch::kNone);
+    CHECK(st->row_count == 2);
+    CHECK(st->channel_name == ParseSlaveStatus(r)->channel_name);  // the first row's
+    CHECK(*st == *ParseSlaveStatus(r));                            // as without a primary to match
+    CHECK(DescribeChannel(*st) == "none of its 2 replication channels replicates from the primary");
+  }
+  // A name that points elsewhere now: the IO thread is connected to server id 101, not 5.
+  const ChannelSource renamed{5, "db01.example.com", 3306};
+  auto st = ParseSlaveStatus(Fixture(kMariaDbTwoConnections), &renamed);
+  REQUIRE(st.ok());
+  CHECK(st->channel_match == ChannelMatch::kNone);
+}
+
+TEST_CASE("ParseSlaveStatus: one row is judged whatever its source, as with one channel") {
+  const ChannelSource nobody{7, "10.9.9.9", 3306};
+  for (const FixtureCase& f : kFixtures) {
+    CAPTURE(f.file);
+    const QueryResult r = Fixture(f.file);
+    auto matched = ParseSlaveStatus(r, &nobody);
+    REQUIRE(matched.ok());
+    CHECK(matched->channel_match == ChannelMatch::kOnly);
+    CHECK(*matched == *ParseSlaveStatus(r));
+    CHECK(DescribeChannel(*matched).empty());
+  }
+}
+
+TEST_CASE("ParseSlaveStatus: a match by server id wins over an earlier one by address") {
+  QueryResult r = Row({"Channel_Name", "Replica_IO_Running", "Replica_SQL_Running", "Source_Host",
+                       "Source_Port", "Source_Server_Id"},
+                      {"by_name", "No", "Yes", "db1", "3306", "1"});
+  r.rows.push_back({"by_id", "Yes", "Yes", "10.0.0.1", "3306", "1"});
+  const ChannelSource primary{1, "db1", 3306};
+  auto st = ParseSlaveStatus(r, &primary);
+  REQUIRE(st.ok());
+  CHECK(st->channel_name == "by_id");
+  CHECK(st->channel_match == ChannelMatch::kServerId);
+  CHECK(DescribeChannel(*st) ==
+        "channel 'by_id' (one of 2) replicates from the primary (matched by server id)");
+}
+
+TEST_CASE("MatchSource: a fresh server id decides; else the exact host and port") {
+  ReplicationStatus st;
+  st.io_running = true;
+  st.source_host = "db1";
+  st.source_port = 3306;
+  st.source_server_id = 1;
+  CHECK(MatchSource(st, {1, "other", 1}) == ChannelMatch::kServerId);
+  CHECK(MatchSource(st, {2, "db1", 3306}) == ChannelMatch::kNone);  // the name points elsewhere
+  CHECK(MatchSource(st, {std::nullopt, "db1", 3306}) == ChannelMatch::kAddress);
+  CHECK(MatchSource(st, {0, "db1", 3306}) == ChannelMatch::kAddress);  // 0: not known
+  CHECK(MatchSource(st, {std::nullopt, "db1", 3307}) == ChannelMatch::kNone);
+  CHECK(MatchSource(st, {std::nullopt, "db1.example.com", 3306}) == ChannelMatch::kNone);
+  st.io_running = false;  // the id is the last source's until it connects
+  CHECK(MatchSource(st, {1, "other", 1}) == ChannelMatch::kNone);
+  CHECK(MatchSource(st, {2, "db1", 3306}) == ChannelMatch::kAddress);
+  st.source_server_id = 0;  // never connected
+  st.io_running = true;
+  CHECK(MatchSource(st, {1, "db1", 3306}) == ChannelMatch::kAddress);
+  st.source_host.clear();
+  CHECK(MatchSource(st, {std::nullopt, "", 3306}) == ChannelMatch::kNone);
+}
+
+TEST_CASE("NeedsAllConnections: MariaDB without its default connection from the primary") {
+  ServerFlavor mariadb;
+  mariadb.kind = ServerFlavor::kMariaDB;
+  ServerFlavor mysql;
+  mysql.kind = ServerFlavor::kMySQL;
+  const ChannelSource primary{101, "db01.example.com", 3306};
+  QueryResult none;
+  none.columns = {"Slave_IO_Running", "Slave_SQL_Running"};
+  CHECK(NeedsAllConnections(none, mariadb, primary));  // only named connections, or none
+  CHECK_FALSE(NeedsAllConnections(none, mysql, primary));
+  const QueryResult from_primary = Fixture("mariadb-kb-show-slave-status.txt");
+  CHECK_FALSE(NeedsAllConnections(from_primary, mariadb, primary));
+  CHECK(NeedsAllConnections(from_primary, mariadb, {999, "db09", 3306}));
+  CHECK_FALSE(NeedsAllConnections(from_primary, mysql, {999, "db09", 3306}));
+  CHECK_FALSE(NeedsAllConnections(Row({"x"}, {"y"}), mariadb, primary));  // unparsable: as is
+}
+
 TEST_CASE("ParseSlaveStatus: a row with both families reads the Replica_* names") {
   auto st = ParseSlaveStatus(Row({"Slave_IO_Running", "Slave_SQL_Running", "Replica_IO_Running",
                                   "Replica_SQL_Running", "Master_Host", "Source_Host"},
