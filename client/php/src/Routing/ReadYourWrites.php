@@ -17,10 +17,13 @@ use Lagwatch\Router\Position\Positions;
  */
 final class ReadYourWrites
 {
+    /** @var ?\WeakMap<\PDO, ServerFlavor> each primary connection's server, asked once */
+    private static ?\WeakMap $flavors = null;
+
     /**
      * What to run on the primary, on the connection that wrote and after the commit, to take the
-     * token of $kind (its single column is the token's text); null for binlog (SHOW MASTER STATUS,
-     * two columns) and none.
+     * token of $kind (its single column is the token's text); null for binlog (the server's binary
+     * log status statement, two columns: tokenStatement) and none.
      */
     public static function tokenQuery(PositionKind $kind): ?string
     {
@@ -32,8 +35,19 @@ final class ReadYourWrites
     }
 
     /**
+     * The statement that takes a token of $kind on a server of $flavor: tokenQuery() for the
+     * GTIDs, the flavor's binary log status statement for binlog (SHOW BINARY LOG STATUS on MySQL
+     * 8.2+, which is the only one from 8.4; ServerFlavor::binaryLogStatusStatement), null for none.
+     */
+    public static function tokenStatement(PositionKind $kind, ServerFlavor $flavor): ?string
+    {
+        return $kind === PositionKind::Binlog ? $flavor->binaryLogStatusStatement() : self::tokenQuery($kind);
+    }
+
+    /**
      * Takes the token of $kind on $primary: the session's last GTID (MariaDB), the executed GTID
-     * set (MySQL), or File and Position of SHOW MASTER STATUS (binlog). Never throws.
+     * set (MySQL), or File and Position of the binary log status statement that $primary's server
+     * has (binlog; the server is asked what it is once per connection). Never throws.
      *
      * @return array{?Position, string} the token, or null and why none could be taken (an empty
      *         @@last_gtid, no privilege for the coordinates, a failed query, kind none)
@@ -42,9 +56,10 @@ final class ReadYourWrites
     {
         try {
             if ($kind === PositionKind::Binlog) {
-                $row = self::firstRow($primary, 'SHOW MASTER STATUS');
+                $statement = self::flavorOf($primary)->binaryLogStatusStatement();
+                $row = self::firstRow($primary, $statement);
                 if ($row === null || !isset($row['File'], $row['Position'])) {
-                    return [null, 'SHOW MASTER STATUS returned no File and Position (binary log off?)'];
+                    return [null, $statement . ' returned no File and Position (binary log off?)'];
                 }
                 return [BinlogCoords::fromFileAndOffset((string) $row['File'], (string) $row['Position']), ''];
             }
@@ -109,6 +124,20 @@ final class ReadYourWrites
         } catch (\PDOException) {
             return false;
         }
+    }
+
+    /** What $pdo's server is (ServerFlavor::QUERY), asked on its first token. @throws \PDOException */
+    private static function flavorOf(\PDO $pdo): ServerFlavor
+    {
+        self::$flavors ??= new \WeakMap();
+        if (!isset(self::$flavors[$pdo])) {
+            $stmt = $pdo->query(ServerFlavor::QUERY);
+            $row = $stmt === false ? false : $stmt->fetch(\PDO::FETCH_NUM);
+            $text = static fn (mixed $v): string => is_string($v) ? $v : '';
+            self::$flavors[$pdo] = is_array($row) ? ServerFlavor::parse($text($row[0] ?? null), $text($row[1] ?? null))
+                : ServerFlavor::parse('', '');
+        }
+        return self::$flavors[$pdo];
     }
 
     /** @return ?array<string, mixed> */
