@@ -2,6 +2,10 @@
 
 namespace lagwatch::client {
 
+const char* TokenStatement(PositionsKind kind, const ServerFlavor& flavor) {
+  return kind == PositionsKind::kBinlog ? BinaryLogStatusStatement(flavor) : TokenQuery(kind);
+}
+
 const char* TokenQuery(PositionsKind kind) {
   switch (kind) {
     case PositionsKind::kMariaDbGtid:

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/position.h"
+#include "base/server_flavor.h"
 #include "base/status.h"
 
 namespace lagwatch::client {
@@ -21,6 +22,12 @@ namespace lagwatch::client {
 // nullptr for binlog (run SHOW MASTER STATUS or, MySQL >= 8.2, SHOW BINARY LOG STATUS, and take
 // File and Position: ParseBinaryLogStatus in base/binlog_coords.h) and none.
 const char* TokenQuery(PositionsKind kind);
+
+// The statement that takes a token of `kind` on a server of `flavor`: TokenQuery for the GTIDs,
+// the flavor's binary log status statement for binlog (BinaryLogStatusStatement: SHOW BINARY LOG
+// STATUS on MySQL 8.2+, the only one from 8.4), nullptr for none. The PHP router's
+// ReadYourWrites::tokenStatement is the same (client/cases/token_statements.json).
+const char* TokenStatement(PositionsKind kind, const ServerFlavor& flavor);
 
 // The statement that asks a replica, without waiting, whether it has applied `token`; its single
 // column is what CatchUpReached reads:
