@@ -144,7 +144,17 @@ TEST_CASE("a multi-source replica with no connection from the primary is unverif
   auto agent = StartAgent(redis, "none-from-primary");
   REQUIRE_MESSAGE(WaitFor([&] { return Is(redis, "ok", "1"); }, 15s), agent->Log());
   // The default connection from replica 2 (a configured replica of the primary: a chain the
-  // topology accepts), 'main' to a port nothing listens on.
+  // topology accepts), 'main' to a port nothing listens on. Both connections then carry the
+  // primary's domain 0, so replica 1 must drop what it has from the other path
+  // (gtid_ignore_duplicates: https://mariadb.com/kb/en/gtid/#gtid_ignore_duplicates), or a
+  // duplicate GTID stops its SQL thread under gtid_strict_mode; set while every connection is
+  // stopped.
+  {
+    AdminSession a(Replica1());
+    a.Query("STOP ALL SLAVES");
+    a.Query("SET GLOBAL gtid_ignore_duplicates=ON");
+    a.Query("START ALL SLAVES");
+  }
   Connect("", E().sandbox.replica_port(2));
   Connect("main", kDeadPort);
   CHECK_MESSAGE(WaitFor([&] { return Is(redis, "unverified", "0"); }, 10s),
