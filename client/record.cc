@@ -1,15 +1,13 @@
 #include "client/record.h"
 
 #include "base/binlog_coords.h"
+#include "base/contract.h"
 #include "base/gtid.h"
 #include "base/gtid_set.h"
 #include "base/strings.h"
 
 namespace lagwatch::client {
 namespace {
-
-constexpr std::string_view kStateNames[] = {
-    "ok", "lagging", "stopped", "unreachable", "unverified", "primary_unknown", "disabled"};
 
 // Text from Redis in an error message: escaped, and cut so a hostile value cannot grow a log line.
 std::string Quoted(std::string_view s) {
@@ -44,8 +42,9 @@ Status ReadInt(const FieldMap& fields, const char* name, int64_t min, int64_t ma
 }  // namespace
 
 std::optional<ReplicaState> ParseReplicaState(std::string_view text) {
-  for (size_t i = 0; i < std::size(kStateNames); ++i) {
-    if (text == kStateNames[i]) return static_cast<ReplicaState>(i);
+  static_assert(contract::kReplicaStateCount == static_cast<size_t>(ReplicaState::kUnverified) + 1);
+  for (size_t i = 0; i < contract::kReplicaStateCount; ++i) {
+    if (text == contract::kReplicaStates[i]) return static_cast<ReplicaState>(i);
   }
   return std::nullopt;
 }
@@ -101,54 +100,56 @@ Result<Position> ParsePosition(PositionsKind kind, std::string_view text) {
 
 Result<ReplicaRecord> ParseReplicaRecord(std::string_view id, const FieldMap& fields) {
   if (!IsReplicaId(id)) return Bad("replica", "not host:port", id);
+  namespace f = contract::field;
   ReplicaRecord r;
   r.id = std::string(id);
   constexpr int64_t kMax = INT64_MAX;
   int64_t healthy = 0, weight = 0, max_delay = 0;
-  for (Status s : {ReadInt(fields, "delay_ms", 0, kMax, &r.delay_ms),
-                   ReadInt(fields, "delay_lower_ms", 0, kMax, &r.delay_lower_ms),
-                   ReadInt(fields, "healthy", 0, 1, &healthy),
-                   ReadInt(fields, "weight", 0, kMaxWeight, &weight),
-                   ReadInt(fields, "max_delay_ms", -1, kMax, &max_delay),
-                   ReadInt(fields, "seq", 0, kMax, &r.seq),
-                   ReadInt(fields, "measured_at_ms", 0, kMax, &r.measured_at_ms)}) {
+  for (Status s : {ReadInt(fields, f::kDelayMs, 0, kMax, &r.delay_ms),
+                   ReadInt(fields, f::kDelayLowerMs, 0, kMax, &r.delay_lower_ms),
+                   ReadInt(fields, f::kHealthy, 0, 1, &healthy),
+                   ReadInt(fields, f::kWeight, 0, kMaxWeight, &weight),
+                   ReadInt(fields, f::kMaxDelayMs, -1, kMax, &max_delay),
+                   ReadInt(fields, f::kSeq, 0, kMax, &r.seq),
+                   ReadInt(fields, f::kMeasuredAtMs, 0, kMax, &r.measured_at_ms)}) {
     if (!s.ok()) return s;
   }
   // ParseInt takes "01" (std::from_chars refuses "+1"); the contract writes "1" or "0" exactly.
-  if (fields.at("healthy").size() != 1) return Bad("healthy", "not 1 or 0", fields.at("healthy"));
+  if (fields.at(f::kHealthy).size() != 1)
+    return Bad(f::kHealthy, "not 1 or 0", fields.at(f::kHealthy));
   r.healthy = healthy == 1;
   r.weight = static_cast<int>(weight);
   if (max_delay >= 0) r.max_delay_ms = max_delay;
 
-  const std::string* state = Find(fields, "state");
+  const std::string* state = Find(fields, f::kState);
   if (!state) return Status::DataError("state: missing");
   auto st = ParseReplicaState(*state);
-  if (!st) return Bad("state", "unknown state", *state);
+  if (!st) return Bad(f::kState, "unknown state", *state);
   r.state = *st;
 
-  const std::string* tier = Find(fields, "tier");
+  const std::string* tier = Find(fields, f::kTier);
   if (!tier || !IsToken(*tier, "_.:-", 1, 64)) {
-    return Bad("tier", "not 1..64 of [A-Za-z0-9_.:-]", tier ? *tier : "");
+    return Bad(f::kTier, "not 1..64 of [A-Za-z0-9_.:-]", tier ? *tier : "");
   }
   r.tier = *tier;
-  if (const std::string* agent = Find(fields, "agent")) r.agent = *agent;
+  if (const std::string* agent = Find(fields, f::kAgent)) r.agent = *agent;
 
   if (r.healthy && r.state != ReplicaState::kOk && r.state != ReplicaState::kPrimaryUnknown) {
-    return Bad("healthy", "1 with a state that is never healthy", *state);
+    return Bad(f::kHealthy, "1 with a state that is never healthy", *state);
   }
   if (r.healthy && !r.usable()) {
-    return Bad("healthy", "1 over the tier's limit", fields.at("delay_ms"));
+    return Bad(f::kHealthy, "1 over the tier's limit", fields.at(f::kDelayMs));
   }
 
   PositionsKind kind = PositionsKind::kNone;
-  if (const std::string* k = Find(fields, "position_kind")) {
+  if (const std::string* k = Find(fields, f::kPositionKind)) {
     auto parsed = ParsePositionsKind(*k);
-    if (!parsed) return Bad("position_kind", "unknown kind", *k);
+    if (!parsed) return Bad(f::kPositionKind, "unknown kind", *k);
     kind = *parsed;
   }
-  const std::string* position = Find(fields, "position");
+  const std::string* position = Find(fields, f::kPosition);
   if (position && !position->empty()) {
-    if (kind == PositionsKind::kNone) return Bad("position", "set with kind none", *position);
+    if (kind == PositionsKind::kNone) return Bad(f::kPosition, "set with kind none", *position);
     auto p = ParsePosition(kind, *position);
     if (!p.ok()) return Status::DataError("position: " + p.status().message());
     r.position = std::move(p).value();
@@ -199,32 +200,33 @@ int Severity(PrimaryCircuit c) {
   return -1;
 }
 
-bool IsTopology(std::string_view s) { return s == "ok" || s == "unknown" || s == "ambiguous"; }
+bool IsTopology(std::string_view s) { return contract::IsTopologyState(s); }
 
 }  // namespace
 
 Result<PrimaryInfo> ParsePrimary(const FieldMap& pointer, const FieldMap* primary_key) {
+  namespace pf = contract::primary_field;
   PrimaryInfo info;
-  const std::string* id = Find(pointer, "primary");
-  if (!id || !IsReplicaId(*id)) return Bad("primary", "not host:port", id ? *id : "");
-  const std::string* state = Find(pointer, "state");
+  const std::string* id = Find(pointer, pf::kPrimary);
+  if (!id || !IsReplicaId(*id)) return Bad(pf::kPrimary, "not host:port", id ? *id : "");
+  const std::string* state = Find(pointer, pf::kState);
   auto circuit = state ? ParseCircuit(*state) : std::nullopt;
-  if (!circuit) return Bad("state", "not up, degraded, down or ambiguous", state ? *state : "");
-  const std::string* topology = Find(pointer, "topology");
+  if (!circuit) return Bad(pf::kState, "not up, degraded, down or ambiguous", state ? *state : "");
+  const std::string* topology = Find(pointer, pf::kTopology);
   if (!topology || !IsTopology(*topology)) {
-    return Bad("topology", "not ok, unknown or ambiguous", topology ? *topology : "");
+    return Bad(pf::kTopology, "not ok, unknown or ambiguous", topology ? *topology : "");
   }
   info.id = *id;
   info.circuit = *circuit;
   info.topology = *topology;
   if (primary_key) {
     const FieldMap& k = *primary_key;
-    const std::string* key_state = Find(k, "state");
+    const std::string* key_state = Find(k, pf::kState);
     auto key_circuit = key_state ? ParseCircuit(*key_state) : std::nullopt;
     int64_t read_only = 0, last_write = 0, failures = 0;
-    if (key_circuit && ReadInt(k, "read_only", 0, 1, &read_only).ok() &&
-        ReadInt(k, "last_write_ms", 0, INT64_MAX, &last_write).ok() &&
-        ReadInt(k, "consecutive_failures", 0, INT64_MAX, &failures).ok()) {
+    if (key_circuit && ReadInt(k, pf::kReadOnly, 0, 1, &read_only).ok() &&
+        ReadInt(k, pf::kLastWriteMs, 0, INT64_MAX, &last_write).ok() &&
+        ReadInt(k, pf::kConsecutiveFailures, 0, INT64_MAX, &failures).ok()) {
       if (Severity(*key_circuit) > Severity(info.circuit)) info.circuit = *key_circuit;
       info.key_valid = true;
       info.read_only = read_only == 1;

@@ -23,14 +23,15 @@ namespace lagwatch::client {
 using FieldMap = std::map<std::string, std::string>;
 
 // The `state` field (docs/measurement.md#states).
+// In the order of base/contract.h's kReplicaStates, whose names ParseReplicaState reads.
 enum class ReplicaState {
   kOk,
   kLagging,
   kStopped,
   kUnreachable,
-  kUnverified,
   kPrimaryUnknown,
-  kDisabled
+  kDisabled,
+  kUnverified
 };
 
 // "ok", "lagging", ... as published; nullopt for any other text.
