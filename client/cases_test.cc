@@ -6,14 +6,19 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <hiredis/hiredis.h>
 #include <nlohmann/json.hpp>
 
+#include "base/contract.h"
 #include "base/server_flavor.h"
+#include "client/contract_reader.h"
 #include "client/read_your_writes.h"
 #include "client/record.h"
 #include "client/sql_classify.h"
@@ -152,6 +157,164 @@ void PositionCase(const json& c) {
   }
 }
 
+// A hash as HGETALL returns it, from a case's fields: a string (or a text object) is a bulk
+// string; any other JSON value stands for a reply element that is not one (an integer, nil, an
+// array: what a hostile writer could leave), built as hiredis would. HashFromReply reads it.
+class HashReply {
+ public:
+  explicit HashReply(const json& fields) {
+    for (const auto& [key, value] : fields.items()) {
+      Add(String(key));
+      if (value.is_string() || value.is_object()) {
+        Add(String(Text(value)));
+      } else if (value.is_null()) {
+        Add(Element(REDIS_REPLY_NIL));
+      } else if (value.is_array()) {
+        Add(Element(REDIS_REPLY_ARRAY));  // its elements do not matter: it is not a string
+      } else {
+        Add(Element(REDIS_REPLY_INTEGER));  // integers; RESP3's booleans and doubles alike
+      }
+    }
+    array_.type = REDIS_REPLY_ARRAY;
+    array_.elements = pointers_.size();
+    array_.element = pointers_.data();
+  }
+  const redisReply* get() const { return &array_; }
+
+ private:
+  redisReply* Element(int type) {
+    nodes_.push_back(std::make_unique<redisReply>());
+    nodes_.back()->type = type;
+    return nodes_.back().get();
+  }
+  redisReply* String(std::string text) {
+    texts_.push_back(std::make_unique<std::string>(std::move(text)));
+    redisReply* r = Element(REDIS_REPLY_STRING);
+    r->str = texts_.back()->data();
+    r->len = texts_.back()->size();
+    return r;
+  }
+  void Add(redisReply* r) { pointers_.push_back(r); }
+
+  std::vector<std::unique_ptr<redisReply>> nodes_;
+  std::vector<std::unique_ptr<std::string>> texts_;
+  std::vector<redisReply*> pointers_;
+  redisReply array_{};
+};
+
+// The field a refusal names: the text before the first ':' of its message.
+void CheckNamesField(const Status& st, const json& expect) {
+  if (expect.contains("field")) {
+    const std::string want = expect["field"].get<std::string>() + ":";
+    CHECK_MESSAGE(st.message().rfind(want, 0) == 0, st.message());
+  }
+}
+
+void ReplicaRecordCase(const json& c, const json& defaults) {
+  OnlyKnownFields(c, {"replica", "expect"});
+  const json& in = c["replica"];
+  for (const auto& [key, value] : in.items()) {
+    CHECK_MESSAGE((key == "id" || key == "fields" || key == "remove" || key == "exact"),
+                  "replica field " << key);
+  }
+  json fields = in.value("exact", false) ? json::object() : defaults["fields"];
+  const json overlay = in.value("fields", json::object());
+  for (const auto& [key, value] : overlay.items()) fields[key] = value;
+  for (const json& key : in.value("remove", json::array())) fields.erase(key.get<std::string>());
+  const std::string id = in.contains("id") ? Text(in["id"]) : Text(defaults["id"]);
+  const json& expect = c["expect"];
+  HashReply reply(fields);
+  std::optional<FieldMap> hash = HashFromReply(reply.get());
+  if (!hash) {
+    CHECK_FALSE(expect["ok"].get<bool>());
+    CHECK_FALSE(expect.contains("field"));  // refused as a reply, before any field is read
+    return;
+  }
+  auto r = ParseReplicaRecord(id, *hash);
+  REQUIRE_MESSAGE(r.ok() == expect["ok"].get<bool>(),
+                  (r.ok() ? "accepted" : r.status().ToString()));
+  if (!r.ok()) return CheckNamesField(r.status(), expect);
+  const json record = expect.value("record", json::object());
+  for (const auto& [key, want] : record.items()) {
+    CAPTURE(key);
+    if (key == "delay_ms")
+      CHECK(r->delay_ms == want.get<int64_t>());
+    else if (key == "delay_lower_ms")
+      CHECK(r->delay_lower_ms == want.get<int64_t>());
+    else if (key == "state")
+      CHECK(contract::kReplicaStates[static_cast<size_t>(r->state)] == want.get<std::string>());
+    else if (key == "healthy")
+      CHECK(r->healthy == want.get<bool>());
+    else if (key == "tier")
+      CHECK(r->tier == want.get<std::string>());
+    else if (key == "weight")
+      CHECK(r->weight == want.get<int>());
+    else if (key == "max_delay_ms")
+      CHECK((r->max_delay_ms ? json(*r->max_delay_ms) : json(nullptr)) == want);
+    else if (key == "seq")
+      CHECK(r->seq == want.get<int64_t>());
+    else if (key == "measured_at_ms")
+      CHECK(r->measured_at_ms == want.get<int64_t>());
+    else if (key == "agent")
+      CHECK(r->agent == want.get<std::string>());
+    else if (key == "usable")
+      CHECK(r->usable() == want.get<bool>());
+    else if (key == "position") {
+      json got = r->position ? json{{"kind", PositionsKindName(r->position->kind())},
+                                    {"text", r->position->ToString()}}
+                             : json(nullptr);
+      CHECK(got == want);
+    } else {
+      FAIL("a record field this runner does not know: " << key);
+    }
+  }
+}
+
+void PrimaryCase(const json& c) {
+  OnlyKnownFields(c, {"primary", "expect"});
+  const json& in = c["primary"];
+  for (const auto& [key, value] : in.items()) {
+    CHECK_MESSAGE((key == "pointer" || key == "key"), "primary field " << key);
+  }
+  const json& expect = c["expect"];
+  HashReply pointer_reply(in["pointer"]);
+  std::optional<FieldMap> pointer = HashFromReply(pointer_reply.get());
+  std::optional<HashReply> key_reply;
+  std::optional<FieldMap> key;
+  if (in.contains("key")) {
+    key_reply.emplace(in["key"]);
+    key = HashFromReply(key_reply->get());
+  }
+  if (!pointer) {
+    CHECK_FALSE(expect["ok"].get<bool>());
+    return;
+  }
+  auto p = ParsePrimary(*pointer, key ? &*key : nullptr);
+  REQUIRE_MESSAGE(p.ok() == expect["ok"].get<bool>(),
+                  (p.ok() ? "accepted" : p.status().ToString()));
+  if (!p.ok()) return CheckNamesField(p.status(), expect);
+  const json primary = expect.value("primary", json::object());
+  for (const auto& [name, want] : primary.items()) {
+    CAPTURE(name);
+    if (name == "id")
+      CHECK(p->id == want.get<std::string>());
+    else if (name == "circuit")
+      CHECK(PrimaryCircuitName(p->circuit) == want.get<std::string>());
+    else if (name == "topology")
+      CHECK(p->topology == want.get<std::string>());
+    else if (name == "key_valid")
+      CHECK(p->key_valid == want.get<bool>());
+    else if (name == "read_only")
+      CHECK(p->read_only == want.get<bool>());
+    else if (name == "last_write_ms")
+      CHECK(p->last_write_ms == want.get<int64_t>());
+    else if (name == "consecutive_failures")
+      CHECK(p->consecutive_failures == want.get<int64_t>());
+    else
+      FAIL("a primary field this runner does not know: " << name);
+  }
+}
+
 // Runs `run` on every case of `file`, each in a SUBCASE named by the case.
 template <typename Run>
 void RunCases(const std::string& file, Run run) {
@@ -168,12 +331,20 @@ TEST_CASE("cases: every file of client/cases is run") {
   for (const auto& e : std::filesystem::directory_iterator(LAGWATCH_CASES_DIR)) {
     if (e.path().extension() == ".json") files.insert(e.path().filename().string());
   }
-  CHECK(files == std::set<std::string>{"positions.json", "sql.json", "token_statements.json"});
+  CHECK(files == std::set<std::string>{"positions.json", "records.json", "sql.json",
+                                       "token_statements.json"});
 }
 
 TEST_CASE("cases: token_statements.json") { RunCases("token_statements.json", TokenStatementCase); }
 TEST_CASE("cases: sql.json") { RunCases("sql.json", SqlCase); }
 TEST_CASE("cases: positions.json") { RunCases("positions.json", PositionCase); }
+TEST_CASE("cases: records.json") {
+  const json defaults = Load("records.json")["defaults"];
+  RunCases("records.json", [&](const json& c) {
+    if (c.contains("primary")) return PrimaryCase(c);
+    ReplicaRecordCase(c, defaults);
+  });
+}
 
 }  // namespace
 }  // namespace lagwatch::client

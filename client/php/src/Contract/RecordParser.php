@@ -42,6 +42,7 @@ final class RecordParser
         if (!ReplicaId::isValid($id)) {
             throw MalformedException::field('replica', 'not host:port', $id);
         }
+        self::requireStrings($fields);
         $n = [];
         foreach (self::INT_FIELDS as $name => [$min, $max]) {
             $n[$name] = self::int($fields, $name, $min, $max);
@@ -115,6 +116,7 @@ final class RecordParser
      */
     public static function primary(array $pointer, ?array $primaryKey): PrimaryInfo
     {
+        self::requireStrings($pointer);
         $id = self::text($pointer, 'primary');
         if ($id === null || !ReplicaId::isValid($id)) {
             throw MalformedException::field('primary', 'not host:port', $id ?? '');
@@ -135,12 +137,14 @@ final class RecordParser
         if ($primaryKey !== null) {
             $keyState = self::text($primaryKey, 'state');
             $keyCircuit = $keyState === null ? null : Circuit::tryFrom($keyState);
+            // All or nothing: a malformed key is ignored whole, none of its fields taken.
             try {
                 if ($keyCircuit !== null && $keyCircuit !== Circuit::Unknown) {
-                    $readOnly = self::int($primaryKey, 'read_only', 0, 1) === 1;
-                    $lastWriteMs = self::int($primaryKey, 'last_write_ms', 0, PHP_INT_MAX);
-                    $failures = self::int($primaryKey, 'consecutive_failures', 0, PHP_INT_MAX);
-                    $keyValid = true;
+                    self::requireStrings($primaryKey);
+                    $keyReadOnly = self::int($primaryKey, 'read_only', 0, 1) === 1;
+                    $keyLastWriteMs = self::int($primaryKey, 'last_write_ms', 0, PHP_INT_MAX);
+                    $keyFailures = self::int($primaryKey, 'consecutive_failures', 0, PHP_INT_MAX);
+                    [$keyValid, $readOnly, $lastWriteMs, $failures] = [true, $keyReadOnly, $keyLastWriteMs, $keyFailures];
                     if ($keyCircuit->severity() > $circuit->severity()) {
                         $circuit = $keyCircuit;
                     }
@@ -150,6 +154,23 @@ final class RecordParser
             }
         }
         return new PrimaryInfo($id, $circuit, $topology, $keyValid, $readOnly, $lastWriteMs, $failures);
+    }
+
+    /**
+     * HGETALL answers bulk strings only: a hash whose values are anything else (an integer, nil,
+     * an array, from a transport that is not phpredis) is refused whole, as the C++ client's
+     * HashFromReply does (client/cases/records.json).
+     *
+     * @param array<array-key, mixed> $fields
+     * @throws MalformedException
+     */
+    private static function requireStrings(array $fields): void
+    {
+        foreach ($fields as $name => $v) {
+            if (!is_string($v)) {
+                throw new MalformedException("hash: the value of field $name is a " . get_debug_type($v) . ', not a string');
+            }
+        }
     }
 
     /** @param array<array-key, mixed> $fields */

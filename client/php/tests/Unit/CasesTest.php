@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Tests\Unit;
 
+use Lagwatch\Router\Contract\MalformedException;
+use Lagwatch\Router\Contract\RecordParser;
 use Lagwatch\Router\Position\PositionException;
 use Lagwatch\Router\Position\PositionKind;
 use Lagwatch\Router\Position\Positions;
@@ -70,7 +72,7 @@ final class CasesTest extends TestCase
     {
         $files = array_map('basename', glob(__DIR__ . '/../../../cases/*.json') ?: []);
         sort($files);
-        self::assertSame(['positions.json', 'sql.json', 'token_statements.json'], $files);
+        self::assertSame(['positions.json', 'records.json', 'sql.json', 'token_statements.json'], $files);
     }
 
     /** @return array<string, array{array<string, mixed>}> */
@@ -152,5 +154,74 @@ final class CasesTest extends TestCase
         if (array_key_exists('catch_up', $expect)) {
             self::assertSame($expect['catch_up'], ReadYourWrites::catchUpQuery($p));
         }
+    }
+
+    /** @return array<string, array{array<string, mixed>}> */
+    public static function recordCases(): array
+    {
+        return self::cases('records.json');
+    }
+
+    /**
+     * A hash's values as a transport hands them over: a string (or a text object) as it is, any
+     * other JSON value as PHP has it (an integer, null, an array, a bool, a float).
+     *
+     * @param array<string, mixed> $fields
+     * @return array<string, mixed>
+     */
+    private static function hash(array $fields): array
+    {
+        return array_map(static fn (mixed $v): mixed => is_string($v) || (is_array($v) && !array_is_list($v)) ? self::text($v) : $v, $fields);
+    }
+
+    /**
+     * @dataProvider recordCases
+     * @param array<string, mixed> $case
+     */
+    public function testRecords(array $case): void
+    {
+        $expect = $case['expect'];
+        try {
+            if (isset($case['primary'])) {
+                self::onlyKnownFields($case, ['primary', 'expect']);
+                self::assertSame([], array_values(array_diff(array_keys($case['primary']), ['pointer', 'key'])));
+                $key = isset($case['primary']['key']) ? self::hash($case['primary']['key']) : null;
+                $p = RecordParser::primary(self::hash($case['primary']['pointer']), $key);
+                $got = ['id' => $p->id, 'circuit' => $p->circuit->value, 'topology' => $p->topology, 'key_valid' => $p->keyValid,
+                    'read_only' => $p->readOnly, 'last_write_ms' => $p->lastWriteMs, 'consecutive_failures' => $p->consecutiveFailures];
+                $want = $expect['primary'] ?? [];
+            } else {
+                self::onlyKnownFields($case, ['replica', 'expect']);
+                $in = $case['replica'];
+                self::assertSame([], array_values(array_diff(array_keys($in), ['id', 'fields', 'remove', 'exact'])));
+                $defaults = self::load('records.json')['defaults'];
+                $fields = ($in['exact'] ?? false) ? [] : $defaults['fields'];
+                foreach ($in['fields'] ?? [] as $k => $v) {
+                    $fields[$k] = $v;
+                }
+                foreach ($in['remove'] ?? [] as $k) {
+                    unset($fields[$k]);
+                }
+                $r = RecordParser::replica(self::text($in['id'] ?? $defaults['id']), self::hash($fields));
+                $got = ['delay_ms' => $r->delayMs, 'delay_lower_ms' => $r->delayLowerMs, 'state' => $r->state->value,
+                    'healthy' => $r->healthy, 'tier' => $r->tier, 'weight' => $r->weight, 'max_delay_ms' => $r->maxDelayMs,
+                    'seq' => $r->seq, 'measured_at_ms' => $r->measuredAtMs, 'agent' => $r->agent,
+                    'position' => $r->position === null ? null : ['kind' => $r->position->kind()->value, 'text' => $r->position->toString()],
+                    'usable' => $r->usable()];
+                $want = $expect['record'] ?? [];
+            }
+        } catch (MalformedException $e) {
+            self::assertFalse($expect['ok'], 'refused: ' . $e->getMessage());
+            if (isset($expect['field'])) {
+                self::assertStringStartsWith($expect['field'] . ':', $e->getMessage());
+            }
+            return;
+        }
+        self::assertTrue($expect['ok'], 'accepted');
+        self::assertSame([], array_values(array_diff(array_keys($want), array_keys($got))), 'expected fields this runner does not know');
+        $got = array_intersect_key($got, $want);
+        ksort($got);
+        ksort($want);
+        self::assertSame($want, $got);
     }
 }
