@@ -2,31 +2,18 @@
 
 #include <doctest/doctest.h>
 
+#include "agent/recorded_primary_test.h"
 #include "agent/role_report.h"
 #include "base/vertical_result.h"
 
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
 WallTime W(int ms) { return WallTime(Millis(1'700'000'000'000 + ms)); }
-GtidPos P(const std::string& s) { return GtidPos::Parse(s).value(); }
+using testing::P;
+using testing::T;
 
-// The primary as the agent recorded it: heartbeats every 500 ms (seq k sent at 500k ms, acked
-// 2 ms later) and a position sample every 50 ms that grows with each heartbeat.
-struct Primary {
-  HeartbeatLog log;
-  PositionHistory history;
-  explicit Primary(int until_ms) {
-    for (int k = 1; 500 * k <= until_ms; ++k) {
-      log.RecordSent(static_cast<uint64_t>(k), T(500 * k));
-      log.RecordAcked(static_cast<uint64_t>(k), T(500 * k + 2));
-    }
-    for (int t = 0; t <= until_ms; t += 50) {
-      history.Add(P("0-1-" + std::to_string(t / 500)), T(t), T(t + 1));
-    }
-  }
-};
+using Primary = testing::RecordedPrimary;
 
 Config TestConfig() {
   Config c;
