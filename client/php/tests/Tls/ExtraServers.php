@@ -153,7 +153,23 @@ final class ExtraServers
         }
     }
 
-    private static function stopOne(string $name): void
+    /**
+     * Stops by stopOne(), stopAll() and at exit a process the caller started as $name ($proc:
+     * proc_open's handle, closed after it stopped); a pid file under dir() lets the next run stop
+     * it if this one dies.
+     *
+     * @param ?resource $proc
+     */
+    public static function adopt(string $name, int $pid, $proc = null): void
+    {
+        self::$started[$name] = $pid;
+        if ($proc !== null) {
+            self::$procs[$name] = $proc;
+        }
+    }
+
+    /** Stops the process started as $name (by its PID), if any. */
+    public static function stopOne(string $name): void
     {
         if (isset(self::$started[$name])) {
             self::stop(self::$started[$name]);
@@ -214,7 +230,7 @@ final class ExtraServers
         }
     }
 
-    private static function listens(int $port): bool
+    public static function listens(int $port): bool
     {
         $s = @fsockopen('127.0.0.1', $port, $errno, $error, 0.2);
         if ($s === false) {
