@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <hiredis/hiredis.h>
@@ -21,6 +23,7 @@
 #include "client/contract_reader.h"
 #include "client/read_your_writes.h"
 #include "client/record.h"
+#include "client/route.h"
 #include "client/sql_classify.h"
 
 namespace lagwatch::client {
@@ -315,6 +318,162 @@ void PrimaryCase(const json& c) {
   }
 }
 
+// `over`'s fields laid over `base`'s.
+json Overlay(json base, const json& over) {
+  for (const auto& [key, value] : over.items()) base[key] = value;
+  return base;
+}
+
+MonoTime At(int64_t ms) { return MonoTime(Millis(ms)); }
+
+// The contract of a routing case, built as ContractReader builds it from what Redis answered:
+// every member's hash parsed (a refused one left out, as a missing key is), measured_after the
+// fetch minus the keys' TTL; the pointer (null or empty: no key) and, when it names a primary,
+// that primary's key, parsed together (a refused pointer: the primary unknown).
+Contract RoutingContract(const json& c, const json& defaults, int64_t fetched_ms, int64_t ttl_ms) {
+  Contract contract;
+  contract.fetched_at = At(fetched_ms);
+  std::vector<std::string> ids;
+  for (const json& r : c.at("replicas")) ids.push_back(Text(r.at("id")));
+  if (c.contains("members")) {
+    for (const json& m : c["members"]) contract.members.push_back(Text(m));
+  } else {
+    contract.members = ids;
+  }
+  for (const std::string& m : contract.members) CHECK_MESSAGE(IsReplicaId(m), m);
+  for (const json& r : c["replicas"]) {
+    for (const auto& [key, value] : r.items()) {
+      CHECK_MESSAGE((key == "id" || key == "fields"), "replica field " << key);
+    }
+    const std::string id = Text(r["id"]);
+    // The reader reads the keys of members only.
+    CHECK_MESSAGE(std::count(contract.members.begin(), contract.members.end(), id) == 1, id);
+    CHECK_MESSAGE(std::count(ids.begin(), ids.end(), id) == 1, "two records of " << id);
+    HashReply reply(Overlay(defaults["replica_fields"], r.value("fields", json::object())));
+    std::optional<FieldMap> hash = HashFromReply(reply.get());
+    if (!hash) continue;
+    auto record = ParseReplicaRecord(id, *hash);
+    if (!record.ok()) continue;
+    record->measured_after = contract.fetched_at - Millis(ttl_ms);
+    contract.replicas.push_back(std::move(record).value());
+  }
+  const json pointer = c.contains("pointer") ? c["pointer"] : defaults["pointer"];
+  if (pointer.is_null()) return contract;
+  HashReply pointer_reply(pointer);
+  std::optional<FieldMap> fields = HashFromReply(pointer_reply.get());
+  if (!fields || fields->empty()) return contract;
+  std::optional<HashReply> key_reply;
+  std::optional<FieldMap> key;
+  if (c.contains("primary_key") && fields->count("primary") && IsReplicaId(fields->at("primary"))) {
+    key_reply.emplace(c["primary_key"]);
+    key = HashFromReply(key_reply->get());
+  }
+  auto primary = ParsePrimary(*fields, key && !key->empty() ? &*key : nullptr);
+  if (primary.ok()) contract.primary = std::move(primary).value();
+  return contract;
+}
+
+void RoutingCase(const json& c, const json& defaults) {
+  OnlyKnownFields(c, {"replicas", "members", "pointer", "primary_key", "redis", "now_ms",
+                      "fetched_at_ms", "options", "random", "session", "statement", "expect"});
+  const json options = Overlay(defaults["options"], c.value("options", json::object()));
+  for (const auto& [key, value] : options.items()) {
+    CHECK_MESSAGE((key == "ttl_ms" || key == "bounded" || key == "clock_skew_ms"),
+                  "option " << key);
+  }
+  const int64_t ttl_ms = options["ttl_ms"].get<int64_t>();
+  const int64_t now_ms = c.value("now_ms", defaults["now_ms"].get<int64_t>());
+  const int64_t fetched_ms = c.value("fetched_at_ms", now_ms);
+
+  Contract contract;  // Redis unreadable: ContractReader serves the empty contract
+  if (c.contains("redis")) {
+    CHECK(c["redis"] == "unreadable");
+    for (const char* k : {"replicas", "members", "pointer", "primary_key"})
+      CHECK_FALSE(c.contains(k));
+  } else {
+    contract = RoutingContract(c, defaults, fetched_ms, ttl_ms);
+  }
+
+  Session session;
+  const json s = c.value("session", json::object());
+  CHECK(s.size() <= 1);  // a token, or the time of a write that has none
+  for (const auto& [key, value] : s.items()) {
+    if (key == "token") {
+      OnlyKnownFields(value, {"kind", "text"});
+      auto token = ParsePosition(Kind(value["kind"]), Text(value["text"]));
+      REQUIRE_MESSAGE(token.ok(), token.status().ToString());
+      session.token = *token;
+    } else if (key == "write_ms") {
+      session.untokened_write_at = At(value.get<int64_t>());
+    } else {
+      FAIL("a session field this runner does not know: " << key);
+    }
+  }
+
+  const json& st = c.at("statement");
+  OnlyKnownFields(st, {"sql", "read", "locking", "in_transaction", "forced"});
+  Statement statement{.in_transaction = st.value("in_transaction", false),
+                      .force_primary = st.value("forced", false)};
+  if (st.contains("sql")) {
+    CHECK_FALSE((st.contains("read") || st.contains("locking")));
+    const SqlClass k = ClassifySql(Text(st["sql"]));
+    statement.read = k.read;
+    statement.locking = k.locking;
+  } else {
+    statement.read = st.at("read").get<bool>();
+    statement.locking = st.value("locking", false);
+  }
+
+  // Scripted: the i-th call answers the case's i-th "random" value (0 past the list).
+  const std::vector<uint64_t> script = c.value("random", std::vector<uint64_t>{});
+  std::vector<uint64_t> totals;
+  const RandomBelow random = [&](uint64_t n) {
+    const uint64_t v = totals.size() < script.size() ? script[totals.size()] : 0;
+    totals.push_back(n);
+    CHECK_MESSAGE(v < n, "random value " << v << " for n = " << n);
+    return v < n ? v : 0;
+  };
+  std::optional<Freshness> freshness;
+  if (options["bounded"].get<bool>()) {
+    freshness =
+        Freshness{.now_unix_ms = now_ms, .clock_skew_ms = options["clock_skew_ms"].get<int64_t>()};
+  }
+  const Decision d = Route(statement, session, contract, random, freshness);
+  CHECK_MESSAGE(totals.size() >= script.size(), "random values the route did not ask for");
+
+  const json& expect = c.at("expect");
+  REQUIRE((expect.contains("target") && expect.contains("reason")));
+  for (const auto& [key, want] : expect.items()) {
+    CAPTURE(key);
+    if (key == "target") {
+      CHECK(TargetName(d.target) == want.get<std::string>());
+    } else if (key == "reason") {
+      CHECK(ReasonName(d.reason) == want.get<std::string>());
+    } else if (key == "replica") {
+      CHECK(d.replica == want.get<std::string>());
+    } else if (key == "tier") {
+      CHECK(d.tier == want.get<std::string>());
+    } else if (key == "primary") {
+      CHECK(d.primary == want.get<std::string>());
+    } else if (key == "fallback") {
+      CHECK_MESSAGE(expect["target"] == "ask_replica", "fallback is an ask's (README)");
+      CHECK(TargetName(d.fallback) == want.get<std::string>());
+    } else if (key == "fresh_until_ms") {
+      CHECK((d.fresh_until_ms ? json(*d.fresh_until_ms) : json(nullptr)) == want);
+    } else if (key == "degraded") {
+      CHECK(d.degraded == want.get<bool>());
+    } else if (key == "random_totals") {
+      CHECK(json(totals) == want);
+    } else if (key == "settled") {
+      Session after = session;
+      after.Settle(contract);
+      CHECK((!after.token && !after.untokened_write_at) == want.get<bool>());
+    } else {
+      FAIL("an expect field this runner does not know: " << key);
+    }
+  }
+}
+
 // Runs `run` on every case of `file`, each in a SUBCASE named by the case.
 template <typename Run>
 void RunCases(const std::string& file, Run run) {
@@ -331,7 +490,7 @@ TEST_CASE("cases: every file of client/cases is run") {
   for (const auto& e : std::filesystem::directory_iterator(LAGWATCH_CASES_DIR)) {
     if (e.path().extension() == ".json") files.insert(e.path().filename().string());
   }
-  CHECK(files == std::set<std::string>{"positions.json", "records.json", "sql.json",
+  CHECK(files == std::set<std::string>{"positions.json", "records.json", "routing.json", "sql.json",
                                        "token_statements.json"});
 }
 
@@ -344,6 +503,10 @@ TEST_CASE("cases: records.json") {
     if (c.contains("primary")) return PrimaryCase(c);
     ReplicaRecordCase(c, defaults);
   });
+}
+TEST_CASE("cases: routing.json") {
+  const json defaults = Load("routing.json")["defaults"];
+  RunCases("routing.json", [&](const json& c) { RoutingCase(c, defaults); });
 }
 
 }  // namespace

@@ -68,6 +68,15 @@ Decision Primary(const Contract& c, Reason reason) {
   return d;
 }
 
+// The deadline of a read on `r` decided at freshness.now_unix_ms. A record measured after that
+// (this clock behind the agent's by more than clock_skew_ms) counts as measured then.
+std::optional<int64_t> Deadline(const ReplicaRecord& r, const Freshness& freshness) {
+  if (r.measured_at_ms <= freshness.now_unix_ms) return FreshUntilMs(r, freshness.clock_skew_ms);
+  ReplicaRecord now = r;
+  now.measured_at_ms = freshness.now_unix_ms;
+  return FreshUntilMs(now, freshness.clock_skew_ms);
+}
+
 Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Reason reason,
                    const std::optional<Freshness>& freshness, bool primary_takes_reads) {
   Decision d = Primary(c, reason);
@@ -75,7 +84,7 @@ Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Rea
   d.replica = r.id;
   d.tier = r.tier;
   if (!primary_takes_reads) d.fallback = Target::kFailFast;
-  if (freshness) d.fresh_until_ms = FreshUntilMs(r, freshness->clock_skew_ms);
+  if (freshness) d.fresh_until_ms = Deadline(r, *freshness);
   return d;
 }
 
@@ -83,7 +92,7 @@ Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Rea
 bool Fresh(const ReplicaRecord& r, const std::optional<Freshness>& freshness) {
   if (!r.usable()) return false;
   if (!freshness) return true;
-  const std::optional<int64_t> until = FreshUntilMs(r, freshness->clock_skew_ms);
+  const std::optional<int64_t> until = Deadline(r, *freshness);
   return !until || *until - freshness->now_unix_ms >= freshness->min_left_ms;
 }
 

@@ -123,7 +123,8 @@ struct Decision {
 //     may read from, else kFailFast.
 // A circuit that is unknown (no pointer) does not stop anything: lagwatch has no opinion.
 // With `freshness`, a replica with a limit is usable only with at least min_left_ms before its
-// FreshUntilMs, and the decision carries that deadline.
+// FreshUntilMs, and the decision carries that deadline; a record measured after now_unix_ms (the
+// router's clock behind the agent's by more than clock_skew_ms) counts as measured now.
 Decision Route(const Statement& statement, const Session& session, const Contract& contract,
                const RandomBelow& random, const std::optional<Freshness>& freshness = std::nullopt);
 

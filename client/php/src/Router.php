@@ -179,7 +179,7 @@ final class Router
     {
         $late = false;
         for (;;) {
-            [$pdo, $class, $decision] = $this->route($sql, $context, $late);
+            [$pdo, $class, $decision, $decidedAtMs] = $this->route($sql, $context, $late);
             try {
                 $result = $run($pdo);
             } catch (\Throwable $e) {
@@ -200,7 +200,12 @@ final class Router
                 }
                 throw $e;
             }
-            $deadline = Answers::deadlineMs($decision, $this->config->boundedStaleness, $this->config->clockSkewMs);
+            $deadline = Answers::deadlineMs(
+                $decision,
+                $this->config->boundedStaleness,
+                $this->config->clockSkewMs,
+                $decidedAtMs,
+            );
             if ($deadline !== null && ($now = $this->deps->clock->nowMs()) > $deadline) {
                 $this->stats->read($decision, false);
                 $this->stats->add('late_answers');
@@ -337,7 +342,7 @@ final class Router
      *
      * @param array<string, mixed> $context
      * @param bool $late the read again after a replica's late answer: the primary (or fail fast)
-     * @return array{\PDO, SqlClass, Decision}
+     * @return array{\PDO, SqlClass, Decision, int} the last: when it was decided (unix ms)
      */
     private function route(string $sql, array $context, bool $late = false): array
     {
@@ -361,7 +366,7 @@ final class Router
         if ($d->isRead()) {
             $this->session->settle($contract, $this->config->redis->ttlMs, $this->config->clockSkewMs);
         }
-        return [$pdo, $class, $d];
+        return [$pdo, $class, $d, $now];
     }
 
     /** @param array<string, mixed> $context */

@@ -4,13 +4,23 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Tests\Unit;
 
+use Lagwatch\Router\Contract\Contract;
 use Lagwatch\Router\Contract\MalformedException;
+use Lagwatch\Router\Contract\PrimaryInfo;
 use Lagwatch\Router\Contract\RecordParser;
+use Lagwatch\Router\Contract\ReplicaId;
+use Lagwatch\Router\Internal\Answers;
 use Lagwatch\Router\Position\PositionException;
 use Lagwatch\Router\Position\PositionKind;
 use Lagwatch\Router\Position\Positions;
+use Lagwatch\Router\RandomSource;
+use Lagwatch\Router\Routing\Decider;
 use Lagwatch\Router\Routing\ReadYourWrites;
+use Lagwatch\Router\Routing\Reason;
 use Lagwatch\Router\Routing\ServerFlavor;
+use Lagwatch\Router\Routing\Statement;
+use Lagwatch\Router\Routing\Target;
+use Lagwatch\Router\Session;
 use Lagwatch\Router\Sql\Classifier;
 use PHPUnit\Framework\TestCase;
 
@@ -72,7 +82,7 @@ final class CasesTest extends TestCase
     {
         $files = array_map('basename', glob(__DIR__ . '/../../../cases/*.json') ?: []);
         sort($files);
-        self::assertSame(['positions.json', 'records.json', 'sql.json', 'token_statements.json'], $files);
+        self::assertSame(['positions.json', 'records.json', 'routing.json', 'sql.json', 'token_statements.json'], $files);
     }
 
     /** @return array<string, array{array<string, mixed>}> */
@@ -223,5 +233,188 @@ final class CasesTest extends TestCase
         ksort($got);
         ksort($want);
         self::assertSame($want, $got);
+    }
+
+    /**
+     * The decider's reasons as routing.json spells them (client/route.h's ReasonName): this router
+     * tells more apart (the tier a replica came from, Redis unreadable). CaughtUp and LateAnswer
+     * are the Router's, after an ask or a late answer, never the decider's.
+     */
+    private const REASONS = [
+        'write' => 'write',
+        'locking_read' => 'locking_read',
+        'in_transaction' => 'in_transaction',
+        'forced' => 'forced',
+        'tier_available' => 'replica',
+        'tier_fallback' => 'replica',
+        'drained_replica' => 'drained_replica',
+        'no_healthy_replica' => 'no_usable_replica',
+        'redis_unavailable' => 'no_usable_replica',
+        'read_your_writes' => 'not_caught_up',
+        'primary_circuit_open' => 'primary_down',
+        'primary_ambiguous' => 'primary_ambiguous',
+    ];
+
+    /** @return array<string, array{array<string, mixed>}> */
+    public static function routingCases(): array
+    {
+        return self::cases('routing.json');
+    }
+
+    /**
+     * The contract of a routing case, built as ContractReader builds it from what Redis answered:
+     * every member's hash parsed (a refused one left out, as a missing key is) and fetched at
+     * $fetchedMs; the pointer (null or empty: no key) and, when it names a primary, that
+     * primary's key, parsed together (a refused pointer: the primary unknown).
+     *
+     * @param array<string, mixed> $case
+     * @param array<string, mixed> $defaults
+     */
+    private static function routingContract(array $case, array $defaults, int $fetchedMs, int $ttlMs): Contract
+    {
+        $ids = array_map(static fn (array $r): string => self::text($r['id']), $case['replicas']);
+        $members = isset($case['members']) ? array_map(self::text(...), $case['members']) : $ids;
+        foreach ($members as $m) {
+            self::assertTrue(ReplicaId::isValid($m), "member $m");
+        }
+        $replicas = [];
+        foreach ($case['replicas'] as $r) {
+            self::assertSame([], array_values(array_diff(array_keys($r), ['id', 'fields'])), 'replica fields');
+            $id = self::text($r['id']);
+            self::assertContains($id, $members, 'the reader reads the keys of members only');
+            self::assertSame(1, count(array_keys($ids, $id, true)), "two records of $id");
+            try {
+                $fields = array_merge($defaults['replica_fields'], $r['fields'] ?? []);
+                $replicas[$id] = RecordParser::replica($id, self::hash($fields))->fetched($fetchedMs, $ttlMs);
+            } catch (MalformedException) {
+                // refused: unusable, as a missing key is
+            }
+        }
+        $primary = new PrimaryInfo();
+        $pointer = array_key_exists('pointer', $case) ? $case['pointer'] : $defaults['pointer'];
+        if ($pointer !== null && $pointer !== []) {
+            $pointer = self::hash($pointer);
+            $named = is_string($pointer['primary'] ?? null) && ReplicaId::isValid($pointer['primary']);
+            $key = $named && isset($case['primary_key']) ? self::hash($case['primary_key']) : null;
+            try {
+                $primary = RecordParser::primary($pointer, $key === [] ? null : $key);
+            } catch (MalformedException) {
+                // the primary unknown
+            }
+        }
+        return new Contract($members, $replicas, $primary, true, $fetchedMs);
+    }
+
+    /** @param array<string, mixed> $in */
+    private static function routingSession(array $in): Session
+    {
+        $session = new Session();
+        self::assertLessThanOrEqual(1, count($in), 'a token, or the time of a write that has none');
+        foreach ($in as $key => $value) {
+            if ($key === 'token') {
+                self::assertSame([], array_values(array_diff(array_keys($value), ['kind', 'text'])), 'token fields');
+                $session->wrote(Positions::parse(PositionKind::from($value['kind']), self::text($value['text'])), 0);
+            } elseif ($key === 'write_ms') {
+                $session->wrote(null, $value);
+            } else {
+                self::fail("a session field this runner does not know: $key");
+            }
+        }
+        return $session;
+    }
+
+    /** @param array<string, mixed> $in */
+    private static function routingStatement(array $in): Statement
+    {
+        self::assertSame([], array_values(array_diff(array_keys($in), ['sql', 'read', 'locking', 'in_transaction', 'forced'])), 'statement fields');
+        if (isset($in['sql'])) {
+            self::assertArrayNotHasKey('read', $in, 'sql or read');
+            self::assertArrayNotHasKey('locking', $in, 'sql or locking');
+            $class = Classifier::classify(self::text($in['sql']));
+            [$read, $locking] = [$class->read, $class->locking];
+        } else {
+            [$read, $locking] = [$in['read'], $in['locking'] ?? false];
+        }
+        return new Statement($read, $locking, $in['in_transaction'] ?? false, $in['forced'] ?? false);
+    }
+
+    /**
+     * @dataProvider routingCases
+     * @param array<string, mixed> $case
+     */
+    public function testRouting(array $case): void
+    {
+        self::onlyKnownFields($case, ['replicas', 'members', 'pointer', 'primary_key', 'redis', 'now_ms',
+            'fetched_at_ms', 'options', 'random', 'session', 'statement', 'expect']);
+        $defaults = self::load('routing.json')['defaults'];
+        $options = array_merge($defaults['options'], $case['options'] ?? []);
+        self::assertSame([], array_values(array_diff(array_keys($options), ['ttl_ms', 'bounded', 'clock_skew_ms'])), 'options');
+        $nowMs = $case['now_ms'] ?? $defaults['now_ms'];
+        $fetchedMs = $case['fetched_at_ms'] ?? $nowMs;
+        if (isset($case['redis'])) {
+            self::assertSame('unreadable', $case['redis']);
+            self::assertSame([], array_intersect(array_keys($case), ['replicas', 'members', 'pointer', 'primary_key']));
+            $contract = Contract::unreadable($fetchedMs);
+        } else {
+            $contract = self::routingContract($case, $defaults, $fetchedMs, $options['ttl_ms']);
+        }
+        $session = self::routingSession($case['session'] ?? []);
+        $statement = self::routingStatement($case['statement']);
+        // Scripted: the i-th call answers the case's i-th "random" value (0 past the list).
+        $random = new class ($case['random'] ?? []) implements RandomSource {
+            /** @var list<int> */
+            public array $totals = [];
+
+            /** @param list<int> $script */
+            public function __construct(private readonly array $script)
+            {
+            }
+
+            public function below(int $n): int
+            {
+                $v = $this->script[count($this->totals)] ?? 0;
+                $this->totals[] = $n;
+                TestCase::assertLessThan($n, $v, "random value for n = $n");
+                return $v;
+            }
+        };
+        $decider = new Decider($options['bounded'], $options['clock_skew_ms'], $options['ttl_ms']);
+        $d = $decider->decide($statement, $session, $contract, $random, $nowMs);
+        self::assertGreaterThanOrEqual(count($case['random'] ?? []), count($random->totals), 'random values the decider did not ask for');
+
+        $expect = $case['expect'];
+        self::assertArrayHasKey('target', $expect);
+        self::assertArrayHasKey('reason', $expect);
+        $got = [];
+        foreach ($expect as $key => $want) {
+            $got[$key] = match ($key) {
+                'target' => $d->target->value,
+                'reason' => self::REASONS[$d->reason->value] ?? 'not a decider reason: ' . $d->reason->value,
+                'replica' => $d->replica?->id ?? '',
+                'tier' => $d->replica?->tier ?? '',
+                'primary' => $d->primary,
+                'fallback' => $expect['target'] === 'ask_replica' ? $d->fallback->value : 'fallback is an ask\'s (README)',
+                // The Router's deadline for the read on the decision's replica; an ask's read there
+                // is the decision Dispatcher makes of it when the replica answers "reached".
+                'fresh_until_ms' => Answers::deadlineMs(
+                    $d->target === Target::AskReplica ? $d->with(Target::Replica, Reason::CaughtUp) : $d,
+                    $options['bounded'],
+                    $options['clock_skew_ms'],
+                    $nowMs,
+                ),
+                'degraded' => $d->degraded,
+                'random_totals' => $random->totals,
+                'settled' => self::settled(clone $session, $contract, $options['ttl_ms'], $options['clock_skew_ms']),
+                default => 'an expect field this runner does not know: ' . $key,
+            };
+        }
+        self::assertSame($expect, $got);
+    }
+
+    /** Whether the session holds nothing after settle(): the token (or the untokened time) dropped. */
+    private static function settled(Session $session, Contract $contract, int $ttlMs, int $clockSkewMs): bool
+    {
+        $session->settle($contract, $ttlMs, $clockSkewMs);
+        return !$session->hasWrites();
     }
 }
