@@ -41,18 +41,18 @@ json Valid() {
 RunResult Check(const json& config, const std::string& name) {
   mkdir(kDir.c_str(), 0700);
   std::string path = WriteTempFile(kDir, name, config.dump(2));
-  return RunCommand({LAGWATCH_BINARY, "--check-config", path});
+  return RunCommand({LagwatchBinary(), "--check-config", path});
 }
 
 TEST_CASE("--version and --help exit 0; a bad command line exits 2") {
-  auto v = RunCommand({LAGWATCH_BINARY, "--version"});
+  auto v = RunCommand({LagwatchBinary(), "--version"});
   CHECK(v.exit_code == 0);
   CHECK(v.output.rfind("lagwatch ", 0) == 0);
-  auto h = RunCommand({LAGWATCH_BINARY, "--help"});
+  auto h = RunCommand({LagwatchBinary(), "--help"});
   CHECK(h.exit_code == 0);
   CHECK(h.output.find("--check-config") != std::string::npos);
-  CHECK(RunCommand({LAGWATCH_BINARY, "--bogus"}).exit_code == 2);
-  CHECK(RunCommand({LAGWATCH_BINARY}).exit_code == 2);
+  CHECK(RunCommand({LagwatchBinary(), "--bogus"}).exit_code == 2);
+  CHECK(RunCommand({LagwatchBinary()}).exit_code == 2);
 }
 
 TEST_CASE("--check-config accepts a valid config") {
@@ -140,10 +140,10 @@ TEST_CASE("--config with a bad config exits 2 before starting anything") {
   json j = Valid();
   j["slo"] = {{"delay_ms", "fast"}};
   std::string path = WriteTempFile(kDir, "bad-run.json", j.dump());
-  auto r = RunCommand({LAGWATCH_BINARY, "--config", path});
+  auto r = RunCommand({LagwatchBinary(), "--config", path});
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("slo.delay_ms:") != std::string::npos);
-  auto missing = RunCommand({LAGWATCH_BINARY, "--config", kDir + "/does-not-exist.json"});
+  auto missing = RunCommand({LagwatchBinary(), "--config", kDir + "/does-not-exist.json"});
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("does-not-exist.json") != std::string::npos);
 }

@@ -107,6 +107,14 @@ void CheckForSanitizerReport(const std::string& what, const std::string& output)
 
 // Doctest macros only through CheckForSanitizerReport, which checks that a test is running: this
 // also runs from destructors after the test run has ended.
+const char* LagwatchBinary() {
+  static const char* const binary = [] {
+    const char* env = std::getenv("LAGWATCH_BINARY");
+    return env != nullptr && *env != '\0' ? env : LAGWATCH_BUILT_BINARY;
+  }();
+  return binary;
+}
+
 RunResult RunCommand(const std::vector<std::string>& argv) {
   int fds[2];
   if (pipe(fds) != 0) return {-1, "pipe failed"};
@@ -373,7 +381,7 @@ Agent::Agent(const std::string& config_path, std::string log_path, std::vector<s
     int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
     dup2(fd, 1);
-    const std::vector<std::string> args = {LAGWATCH_BINARY, "--config", config_path};
+    const std::vector<std::string> args = {LagwatchBinary(), "--config", config_path};
     auto v = Argv(args);  // points into `args`, which must outlive it
     execv(v[0], v.data());
     _exit(127);

@@ -29,6 +29,10 @@ struct st_mysql;
 
 namespace lagwatch::test {
 
+// The lagwatch binary the tests run: $LAGWATCH_BINARY when set (a sanitizer build runs these
+// programs against its own instrumented daemon: scripts/sanitize), else the one built beside them.
+const char* LagwatchBinary();
+
 // Runs `argv` and waits; returns the exit code (or 128+signal) and captured stdout+stderr.
 struct RunResult {
   int exit_code = -1;

@@ -364,12 +364,12 @@ TEST_CASE("a bad web config stops the agent at start naming http.web_config_file
   const std::string bad_hash = WriteWebConfig("web-bad.yml", "basic_auth_users:\n  a: plain\n");
   for (const std::string flag : {"--check-config", "--config"}) {
     auto r = RunCommand(
-        {LAGWATCH_BINARY, flag, WriteConfig("bad.json", {{"web_config_file", bad_hash}})});
+        {LagwatchBinary(), flag, WriteConfig("bad.json", {{"web_config_file", bad_hash}})});
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("http.web_config_file: " + bad_hash +
                         ": basic_auth_users.a: not a bcrypt hash") != std::string::npos);
   }
-  auto missing = RunCommand({LAGWATCH_BINARY, "--check-config",
+  auto missing = RunCommand({LagwatchBinary(), "--check-config",
                              WriteConfig("missing.json", {{"web_config_file", kDir + "/no.yml"}})});
   CHECK(missing.exit_code == 2);
   CHECK(missing.output.find("http.web_config_file: " + kDir + "/no.yml: cannot open") !=
@@ -384,8 +384,8 @@ TEST_CASE("a bad web config stops the agent at start naming http.web_config_file
   const std::string mismatch = WriteWebConfig(
       "web-mismatch.yml", "tls_server_config:\n  cert_file: tls.crt\n  key_file: other.key\n");
   const std::string config = WriteConfig("mismatch.json", {{"web_config_file", mismatch}});
-  CHECK(RunCommand({LAGWATCH_BINARY, "--check-config", config}).exit_code == 0);
-  auto run = RunCommand({LAGWATCH_BINARY, "--config", config});
+  CHECK(RunCommand({LagwatchBinary(), "--check-config", config}).exit_code == 0);
+  auto run = RunCommand({LagwatchBinary(), "--config", config});
   CHECK(run.exit_code == 1);
   CHECK(run.output.find("http.web_config_file: TLS cannot start") != std::string::npos);
   CHECK(run.output.find("key values mismatch") != std::string::npos);
@@ -399,7 +399,7 @@ std::string SecretFile(const std::string& name, const std::string& text, mode_t 
 }
 
 RunResult Status(std::vector<std::string> args) {
-  args.insert(args.begin(), {LAGWATCH_BINARY, "status"});
+  args.insert(args.begin(), {LagwatchBinary(), "status"});
   return RunCommand(args);
 }
 

@@ -129,7 +129,7 @@ TEST_CASE("a multi-source replica is judged by the primary's connection, though 
   CHECK(WaitFor([&] { return Is(redis, "ok", "1") && DelayMs(redis) < 500; }, 10s));
 
   // lagwatch check says which channel it judged.
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().sandbox.config_path()});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", E().sandbox.config_path()});
   INFO(check.output);
   CHECK(check.exit_code == 0);
   CHECK(check.output.find("status:      SHOW ALL SLAVES STATUS") != std::string::npos);
@@ -169,7 +169,7 @@ TEST_CASE("a multi-source replica with no connection from the primary is unverif
   REQUIRE(gauge);
   CHECK(std::isnan(*gauge));
 
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().sandbox.config_path()});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", E().sandbox.config_path()});
   CHECK_MESSAGE(check.output.find("WARN: none of its 2 replication channels replicates from the "
                                   "primary: the agent reports it unverified") != std::string::npos,
                 check.output);

@@ -195,7 +195,8 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   CHECK(HttpGet(E().sandbox.http_port(), "/readyz").first == 200);
   CHECK(HttpGet(E().sandbox.http_port(), "/healthz").first == 200);
 
-  RunResult status = RunCommand({LAGWATCH_BINARY, "status", "--config", E().sandbox.config_path()});
+  RunResult status =
+      RunCommand({LagwatchBinary(), "status", "--config", E().sandbox.config_path()});
   INFO(status.output);
   CHECK(status.exit_code == 1);
   CHECK(std::regex_search(status.output,
@@ -205,7 +206,7 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
 
   AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
   REQUIRE(WaitFor([&] { return BothOk(redis); }, 5s));
-  status = RunCommand({LAGWATCH_BINARY, "status", "--url",
+  status = RunCommand({LagwatchBinary(), "status", "--url",
                        "http://127.0.0.1:" + std::to_string(E().sandbox.http_port())});
   CHECK(status.exit_code == 0);
   auto back = sub.Events();
@@ -314,9 +315,9 @@ TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWS
 }
 
 TEST_CASE("lagwatch status exits 3 when no agent answers") {
-  RunResult r = RunCommand({LAGWATCH_BINARY, "status", "--url", "http://127.0.0.1:1"});
+  RunResult r = RunCommand({LagwatchBinary(), "status", "--url", "http://127.0.0.1:1"});
   CHECK(r.exit_code == 3);
-  CHECK(RunCommand({LAGWATCH_BINARY, "status", "--url", "ftp://x"}).exit_code == 2);
+  CHECK(RunCommand({LagwatchBinary(), "status", "--url", "ftp://x"}).exit_code == 2);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST_CASE("positions none: heartbeat bounds only, the cost named, the kind shown
   CHECK(metrics.find("positions=\"none\",role=\"replica\",server=\"" + E().sandbox.replica_id(1)) !=
         std::string::npos);
   CHECK(metrics.find("positions=\"none\",role=\"primary\"") != std::string::npos);
-  RunResult status = RunCommand({LAGWATCH_BINARY, "status", "--config", ConfigWith("none")});
+  RunResult status = RunCommand({LagwatchBinary(), "status", "--config", ConfigWith("none")});
   INFO(status.output);
   CHECK(status.output.find("POSITIONS") != std::string::npos);
   CHECK(status.output.find(" none ") != std::string::npos);
@@ -103,7 +103,7 @@ TEST_CASE("positions auto on MariaDB: mariadb_gtid everywhere, no band warning")
 
 TEST_CASE("positions other than the five kinds are refused, naming the key") {
   for (const char* kind : {"gtid", "MARIADB_GTID", "file"}) {
-    RunResult check = RunCommand({LAGWATCH_BINARY, "--check-config", ConfigWith(kind)});
+    RunResult check = RunCommand({LagwatchBinary(), "--check-config", ConfigWith(kind)});
     CAPTURE(kind);
     CHECK(check.exit_code == 2);
     CHECK(check.output.find("positions: ") != std::string::npos);
@@ -183,7 +183,7 @@ TEST_CASE("positions binlog: coordinates bound the lag tightly, through a rotati
   CHECK(agent.Stop() == 0);
 
   // The preflight says the same: coordinates on the primary and on each replica.
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", ConfigWith("binlog")});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", ConfigWith("binlog")});
   INFO(check.output);
   CHECK(check.exit_code == 0);
   CHECK(check.output.find("positions:   binlog (set in the configuration): ") != std::string::npos);

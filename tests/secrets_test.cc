@@ -116,7 +116,7 @@ TEST_CASE("no password shows in the log, /metrics, the API, lagwatch status or p
                            "/readyz", "/healthz"}) {
     places.emplace_back(path, HttpGet(port, path).second);
   }
-  places.emplace_back("lagwatch status", RunCommand({LAGWATCH_BINARY, "status", "--url",
+  places.emplace_back("lagwatch status", RunCommand({LagwatchBinary(), "status", "--url",
                                                      "http://127.0.0.1:" + std::to_string(port)})
                                              .output);
   places.emplace_back("ps", RunCommand({"/usr/bin/ps", "-eww", "-o", "pid,args"}).output);
@@ -204,7 +204,7 @@ TEST_CASE("a missing grant is named, and the agent keeps measuring") {
 }
 
 TEST_CASE("lagwatch check: every server can be monitored, shown without a secret") {
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().config_path});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", E().config_path});
   INFO(check.output);
   CHECK(check.exit_code == 0);
   const std::string& out = check.output;
@@ -236,7 +236,7 @@ TEST_CASE("lagwatch check: every server can be monitored, shown without a secret
 TEST_CASE("lagwatch check names what stops a server being monitored and exits 1") {
   const std::string primary = E().sandbox.socket("primary");
   AdminQuery(primary, "REVOKE SLAVE MONITOR ON *.* FROM 'lagwatch_probe'@'127.0.0.1'");
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", E().config_path});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", E().config_path});
   AdminQuery(primary, "GRANT SLAVE MONITOR ON *.* TO 'lagwatch_probe'@'127.0.0.1'");
   INFO(check.output);
   CHECK(check.exit_code == 1);
@@ -249,7 +249,7 @@ TEST_CASE("lagwatch check names what stops a server being monitored and exits 1"
   json j = json::parse(in, nullptr, true, true);
   j["replicas"][1]["port"] = E().sandbox.primary_port() + 9;
   const std::string gone = WriteTempFile(kDir, "gone.json", j.dump());
-  check = RunCommand({LAGWATCH_BINARY, "check", "--config", gone});
+  check = RunCommand({LagwatchBinary(), "check", "--config", gone});
   INFO(check.output);
   CHECK(check.exit_code == 1);
   CHECK(check.output.find("PROBLEM: cannot connect or query") != std::string::npos);
@@ -258,10 +258,10 @@ TEST_CASE("lagwatch check names what stops a server being monitored and exits 1"
   // A bad configuration names the key and exits 2; no argument is a usage error.
   j["probe"] = {{"interval_ms", "fast"}};
   const std::string bad = WriteTempFile(kDir, "bad.json", j.dump());
-  check = RunCommand({LAGWATCH_BINARY, "check", "--config", bad});
+  check = RunCommand({LagwatchBinary(), "check", "--config", bad});
   CHECK(check.exit_code == 2);
   CHECK(check.output.find("probe.interval_ms") != std::string::npos);
-  CHECK(RunCommand({LAGWATCH_BINARY, "check"}).exit_code == 2);
+  CHECK(RunCommand({LagwatchBinary(), "check"}).exit_code == 2);
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ TEST_CASE(
     "failover") {
   REQUIRE_MESSAGE(WaitFor(SentinelsReady, 60s), "the sentinels never saw the whole set");
   const std::string config = Config();
-  RunResult check = RunCommand({LAGWATCH_BINARY, "check", "--config", config});
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", config});
   INFO(check.output);
   CHECK(check.output.find("redis master " + kName + " of 3 sentinels as lagwatch-agent") !=
         std::string::npos);

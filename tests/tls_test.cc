@@ -94,7 +94,7 @@ std::string ConfigWith(const std::string& name, const std::function<void(json&)>
 }
 
 RunResult Check(const std::string& config) {
-  return RunCommand({LAGWATCH_BINARY, "check", "--config", config});
+  return RunCommand({LagwatchBinary(), "check", "--config", config});
 }
 
 std::optional<double> Metric(int port, const std::string& series) {

@@ -387,7 +387,8 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   CHECK(metrics.find("lagwatch_primary_info{primary=\"" + Id(kPrimary) + "\"}") ==
         std::string::npos);
   CHECK(MetricValue(metrics, "lagwatch_topology_state{state=\"ok\"}") == 1);
-  RunResult status = RunCommand({LAGWATCH_BINARY, "status", "--config", E().sandbox.config_path()});
+  RunResult status =
+      RunCommand({LagwatchBinary(), "status", "--config", E().sandbox.config_path()});
   CHECK_MESSAGE(status.output.find("primary " + Id(kReplica1) +
                                    " (up; topology ok; moved 1 time") != std::string::npos,
                 status.output);
