@@ -68,13 +68,22 @@ Decision Primary(const Contract& c, Reason reason) {
   return d;
 }
 
+// FreshUntilMs of `r` as if measured at `measured_at_ms`.
+std::optional<int64_t> FreshUntilAt(const ReplicaRecord& r, int64_t measured_at_ms,
+                                    int64_t clock_skew_ms) {
+  if (!r.max_delay_ms) return std::nullopt;
+  // Every term is a published non-negative integer; clamp so that no record can overflow.
+  auto clamp = [](int64_t v) {
+    return std::clamp<int64_t>(v, -(int64_t{1} << 52), int64_t{1} << 52);
+  };
+  return clamp(measured_at_ms) + clamp(*r.max_delay_ms) - clamp(r.delay_ms) - clamp(clock_skew_ms);
+}
+
 // The deadline of a read on `r` decided at freshness.now_unix_ms. A record measured after that
 // (this clock behind the agent's by more than clock_skew_ms) counts as measured then.
 std::optional<int64_t> Deadline(const ReplicaRecord& r, const Freshness& freshness) {
-  if (r.measured_at_ms <= freshness.now_unix_ms) return FreshUntilMs(r, freshness.clock_skew_ms);
-  ReplicaRecord now = r;
-  now.measured_at_ms = freshness.now_unix_ms;
-  return FreshUntilMs(now, freshness.clock_skew_ms);
+  return FreshUntilAt(r, std::min(r.measured_at_ms, freshness.now_unix_ms),
+                      freshness.clock_skew_ms);
 }
 
 Decision OnReplica(const Contract& c, const ReplicaRecord& r, Target target, Reason reason,
@@ -132,13 +141,7 @@ void Session::Settle(const Contract& contract) {
 }
 
 std::optional<int64_t> FreshUntilMs(const ReplicaRecord& r, int64_t clock_skew_ms) {
-  if (!r.max_delay_ms) return std::nullopt;
-  // Every term is a published non-negative integer; clamp so that no record can overflow.
-  auto clamp = [](int64_t v) {
-    return std::clamp<int64_t>(v, -(int64_t{1} << 52), int64_t{1} << 52);
-  };
-  return clamp(r.measured_at_ms) + clamp(*r.max_delay_ms) - clamp(r.delay_ms) -
-         clamp(clock_skew_ms);
+  return FreshUntilAt(r, r.measured_at_ms, clock_skew_ms);
 }
 
 RandomBelow SeededRandom(uint64_t seed) {
