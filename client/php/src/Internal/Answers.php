@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Internal;
 
+use Lagwatch\Router\Routing\Decider;
 use Lagwatch\Router\Routing\Decision;
 use Lagwatch\Router\Routing\Target;
 
@@ -16,26 +17,18 @@ use Lagwatch\Router\Routing\Target;
  */
 final class Answers
 {
-    /** Every term of a deadline is clamped to ±2^52, so no record can overflow the sum. */
-    private const TERM_LIMIT = 1 << 52;
-
     /**
      * When a replica read of $d, decided at $decidedAtMs, must have its answer by (bounded
-     * staleness: measured_at_ms + max_delay_ms − delay_ms − clock_skew_ms), unix ms on the
-     * router's clock; null when it has no deadline (the primary, no limit, bounded_staleness
-     * off). A record measured after $decidedAtMs (this clock behind the agent's by more than
-     * clock_skew_ms) counts as measured at $decidedAtMs, as Decider::usable() took it. Saturates
-     * rather than overflowing on absurd records (client/cases/routing.json).
+     * staleness: Decider::freshUntilMs), unix ms on the router's clock; null when it has no
+     * deadline (the primary, no limit, bounded_staleness off).
      */
     public static function deadlineMs(Decision $d, bool $boundedStaleness, int $clockSkewMs, int $decidedAtMs): ?int
     {
         $r = $d->replica;
-        if ($d->target !== Target::Replica || $r === null || !$boundedStaleness || $r->maxDelayMs === null) {
+        if ($d->target !== Target::Replica || $r === null || !$boundedStaleness) {
             return null;
         }
-        $clamp = static fn (int $v): int => max(-self::TERM_LIMIT, min(self::TERM_LIMIT, $v));
-        return $clamp(min($r->measuredAtMs, $decidedAtMs)) + $clamp($r->maxDelayMs)
-            - $clamp($r->delayMs) - $clamp($clockSkewMs);
+        return Decider::freshUntilMs($r, $clockSkewMs, $decidedAtMs);
     }
 
     /**

@@ -48,11 +48,24 @@ final class Decider
         if (!$this->boundedStaleness || $r->maxDelayMs === null) {
             return true;
         }
-        $age = max(0, $nowMs - $r->measuredAtMs);
-        if ($r->delayMs > $r->maxDelayMs || $age > $r->maxDelayMs) {
-            return false;  // and no overflow below
+        return self::freshUntilMs($r, $this->clockSkewMs, $nowMs) - $nowMs >= self::STALENESS_MARGIN_MS;
+    }
+
+    /**
+     * Until when (unix ms, the router's clock) an answer from $r, read at $nowMs, is within its
+     * tier's limit: measured_at_ms + max_delay_ms − delay_ms − clock_skew_ms (docs/routing.md,
+     * "Bounded staleness"; client/route.h FreshUntilMs); null for a replica without a limit. A
+     * record measured after $nowMs (this clock behind the agent's by more than the skew) counts
+     * as measured at $nowMs. Every term is clamped to ±2^52, so no record can overflow the sum.
+     */
+    public static function freshUntilMs(ReplicaRecord $r, int $clockSkewMs, int $nowMs): ?int
+    {
+        if ($r->maxDelayMs === null) {
+            return null;
         }
-        return $r->delayMs + $age + $this->clockSkewMs + self::STALENESS_MARGIN_MS <= $r->maxDelayMs;
+        $clamp = static fn (int $v): int => max(-(1 << 52), min(1 << 52, $v));
+        return $clamp(min($r->measuredAtMs, $nowMs)) + $clamp($r->maxDelayMs)
+            - $clamp($r->delayMs) - $clamp($clockSkewMs);
     }
 
     /**
