@@ -156,12 +156,16 @@ final class Sandbox
         return $this->redis = $this->redisAs('default', $this->secret('REDIS_ADMIN_PASSWORD_FILE'));
     }
 
-    /** A new Redis connection to the sandbox's Redis (TLS with the client certificate under --tls) as $user. */
-    public function redisAs(string $user, string $password): \Redis
+    /**
+     * A new Redis connection to the sandbox's Redis, or to another on $port, as $user (TLS with
+     * the sandbox's client certificate under --tls).
+     */
+    public function redisAs(string $user, string $password, ?int $port = null): \Redis
     {
         $r = new \Redis();
+        $port ??= $this->port('redis');
         if ($this->env('TLS') === '1') {
-            $r->connect('tls://127.0.0.1', $this->port('redis'), 2.0, null, 0, 2.0, ['stream' => [
+            $r->connect('tls://127.0.0.1', $port, 2.0, null, 0, 2.0, ['stream' => [
                 'cafile' => $this->env('TLS_CA'),
                 'local_cert' => $this->env('TLS_CLIENT_CERT'),
                 'local_pk' => $this->env('TLS_CLIENT_KEY'),
@@ -170,7 +174,7 @@ final class Sandbox
                 'peer_name' => '127.0.0.1',
             ]]);
         } else {
-            $r->connect('127.0.0.1', $this->port('redis'), 2.0);
+            $r->connect('127.0.0.1', $port, 2.0);
         }
         $r->auth([$user, $password]);
         return $r;

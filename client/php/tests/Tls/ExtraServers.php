@@ -98,15 +98,12 @@ final class ExtraServers
         $tls = Sandbox::dir() . '/tls';
         $modeArgs = $mode === 'plain' ? ['--skip-ssl'] : ["--ssl-cert=$tls/server.pem", "--ssl-key=$tls/server.key",
             "--ssl-ca=$tls/ca.pem", '--tls-version=TLSv1.2'];
-        $proc = proc_open(array_merge([
+        self::start('mariadb', array_merge([
             '/usr/sbin/mariadbd', '--no-defaults', "--datadir=$d/data", "--socket=$d/s.sock", "--port=$port",
             '--bind-address=127.0.0.1', '--user=root', "--pid-file=$d/m.pid", "--log-error=$d/error.log",
             "--tmpdir=$d/tmp", '--skip-name-resolve', '--performance_schema=OFF', '--innodb_buffer_pool_size=16M',
             '--skip-log-bin',
-        ], $modeArgs), [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', "$d/launch.err", 'w']], $pipes);
-        Assert::assertIsResource($proc);
-        self::$procs['mariadb'] = $proc;
-        self::$started['mariadb'] = (int) proc_get_status($proc)['pid'];
+        ], $modeArgs), "$d/launch.err");
         self::$mariadbMode = $mode;
         Assert::assertTrue(Sandbox::waitFor(static function (): bool {
             try {
@@ -154,18 +151,20 @@ final class ExtraServers
     }
 
     /**
-     * Stops by stopOne(), stopAll() and at exit a process the caller started as $name ($proc:
-     * proc_open's handle, closed after it stopped); a pid file under dir() lets the next run stop
-     * it if this one dies.
+     * Starts $argv in the foreground as $name, a child of this process (stdin /dev/null, stdout
+     * and stderr appended to $log, in $cwd), stopped by stopOne(), stopAll() and at exit; a pid
+     * file under dir() lets the next run stop it if this one dies.
      *
-     * @param ?resource $proc
+     * @param list<string> $argv
      */
-    public static function adopt(string $name, int $pid, $proc = null): void
+    public static function start(string $name, array $argv, string $log, ?string $cwd = null): void
     {
+        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']], $pipes, $cwd);
+        Assert::assertIsResource($proc, "cannot start $argv[0]");
+        $pid = (int) proc_get_status($proc)['pid'];
+        file_put_contents(self::dir() . "/$name.pid", "$pid\n");
         self::$started[$name] = $pid;
-        if ($proc !== null) {
-            self::$procs[$name] = $proc;
-        }
+        self::$procs[$name] = $proc;
     }
 
     /** Stops the process started as $name (by its PID), if any. */

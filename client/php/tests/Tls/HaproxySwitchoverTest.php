@@ -93,7 +93,7 @@ final class HaproxySwitchoverTest extends TlsTestCase
             'user ' . self::CHECK_USER . " on >$checkPassword resetkeys resetchannels -@all +auth +ping +info",
         ], $more);
         file_put_contents("$d/$name.conf", implode("\n", $conf) . "\n");
-        self::start($name, ['redis-server', "$d/$name.conf"]);
+        ExtraServers::start($name, ['redis-server', "$d/$name.conf"], "$d/$name.log", $d);
         $port = ExtraServers::port($offset);
         Assert::assertTrue(
             Sandbox::waitFor(static fn (): bool => ExtraServers::listens($port), 5.0),
@@ -153,7 +153,7 @@ final class HaproxySwitchoverTest extends TlsTestCase
                 server r2 127.0.0.1:$r2
 
             CFG);
-        self::start('hx-haproxy', ['haproxy', '-db', '-f', "$d/haproxy.cfg"]);
+        ExtraServers::start('hx-haproxy', ['haproxy', '-db', '-f', "$d/haproxy.cfg"], "$d/hx-haproxy.log", $d);
         Assert::assertTrue(
             Sandbox::waitFor(static fn (): bool => ExtraServers::listens($proxy), 5.0),
             'HAProxy did not start: ' . @file_get_contents("$d/hx-haproxy.log"),
@@ -166,33 +166,10 @@ final class HaproxySwitchoverTest extends TlsTestCase
         ), 'HAProxy did not mark the replica down: ' . @file_get_contents("$d/hx-haproxy.log"));
     }
 
-    /** @param list<string> $argv started in dir(), output to dir()/<name>.log, its pid file beside */
-    private static function start(string $name, array $argv): void
-    {
-        $d = self::dir();
-        $log = "$d/$name.log";
-        $proc = proc_open($argv, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $log, 'a'], 2 => ['file', $log, 'a']], $pipes, $d);
-        Assert::assertIsResource($proc, "cannot start $argv[0]");
-        $pid = (int) proc_get_status($proc)['pid'];
-        file_put_contents(ExtraServers::dir() . "/$name.pid", "$pid\n");
-        ExtraServers::adopt($name, $pid, $proc);
-    }
-
     /** An admin connection to the Redis on base + $offset, directly (not through HAProxy). */
     private static function admin(int $offset): \Redis
     {
-        $s = Sandbox::get();
-        $r = new \Redis();
-        $r->connect('tls://127.0.0.1', ExtraServers::port($offset), 2.0, null, 0, 2.0, ['stream' => [
-            'cafile' => $s->env('TLS_CA'),
-            'local_cert' => $s->env('TLS_CLIENT_CERT'),
-            'local_pk' => $s->env('TLS_CLIENT_KEY'),
-            'verify_peer' => true,
-            'verify_peer_name' => true,
-            'peer_name' => '127.0.0.1',
-        ]]);
-        $r->auth(['default', self::$adminPassword]);
-        return $r;
+        return Sandbox::get()->redisAs('default', self::$adminPassword, ExtraServers::port($offset));
     }
 
     private static function info(int $offset): string
