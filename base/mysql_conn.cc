@@ -10,6 +10,15 @@
 
 #include <errmsg.h>
 #include <mysql.h>
+#include <openssl/ssl.h>
+
+// Connector/C's installed header for its I/O layer (its plugins' interface), for the connection's
+// SSL handle (EnableTlsReadAhead). It needs mysql.h's types, the `uchar` of Connector/C's own
+// ma_global.h (not installed), and HAVE_TLS to declare the TLS container, as for plugins built
+// outside Connector/C's tree.
+#define HAVE_TLS 1
+typedef unsigned char uchar;
+#include <ma_pvio.h>
 
 #include "base/mysql_errors.h"
 #include "base/strings.h"
@@ -121,6 +130,20 @@ void MysqlConn::KeepNonBlocking() {
   if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
+void MysqlConn::EnableTlsReadAhead() {
+  // Connector/C leaves OpenSSL's read-ahead off, so each TLS record the server sends costs a
+  // read(2) of its 5-byte header and another of its body, on top of the read that finds nothing
+  // and hands the wait back. With read-ahead one read takes what has arrived. Measured with
+  // bench/scale --quick --n 1000 --tls: lagwatch's reads 16.9k/s -> 11.6k/s, CPU 0.44 -> 0.35
+  // cores. Connector/C reads through SSL_read before it ever waits on the socket, so bytes
+  // OpenSSL holds are never waited for. The handle is Connector/C's own (it sets the MYSQL as
+  // the SSL's app data): anything else is left alone.
+  MARIADB_PVIO* pvio = mysql_->net.pvio;
+  if (!pvio || !pvio->ctls || !pvio->ctls->ssl) return;
+  SSL* ssl = static_cast<SSL*>(pvio->ctls->ssl);
+  if (SSL_get_app_data(ssl) == mysql_) SSL_set_read_ahead(ssl, 1);
+}
+
 void MysqlConn::SetTlsOptions() {
   const TlsOptions& tls = target_.tls;
   if (!tls.enabled) return;
@@ -224,6 +247,7 @@ std::optional<MysqlConn::Wait> MysqlConn::Advance(int wait_status) {
           return Finish(std::move(s));
         }
         KeepNonBlocking();
+        EnableTlsReadAhead();
         phase_ = Phase::kQuerying;
         wait_status = mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size());
         break;

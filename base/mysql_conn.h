@@ -139,6 +139,8 @@ class MysqlConn final : public SqlConnection {
   void SetTlsOptions();
   // After the connect: the socket non-blocking again (see the definition).
   void KeepNonBlocking();
+  // After the connect, over TLS: OpenSSL reads ahead (see the definition).
+  void EnableTlsReadAhead();
   // The Status for a failed connect, as the class comment says.
   Status ConnectError();
 
