@@ -17,6 +17,12 @@ Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
       metrics_(LAGWATCH_VERSION, clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
+      stream_(StreamHistoryOptions{4096,
+                                   // Heartbeats every heartbeat_ms prove it alive; a few missed, or
+                                   // a stall of the listener's thread, is silence.
+                                   Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
+                                   Millis(config.binlog_stream.max_lag_ms), Millis(10000),
+                                   Micros(1000 * config.binlog_stream.min_delivery_ms)}),
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),
@@ -40,6 +46,14 @@ Agent::Agent(Config config, const Clock& clock)
       discovered_(Millis(initial_.discovery.grace_ms),
                   static_cast<size_t>(initial_.discovery.max_replicas)) {
   reporter_.SetTopology(&topology_);
+  if (initial_.binlog_stream.enabled) {
+    sampler_.CheckStream(&stream_);
+    listener_ = std::make_unique<BinlogListener>(
+        ListenerOptions{PrimaryTarget(initial_.primary),
+                        initial_.binlog_stream.ServerId(initial_.agent_id),
+                        initial_.binlog_stream.heartbeat_ms},
+        &positions_, &stream_, &reporter_, clock_);
+  }
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
   shown_primary_ = initial_.primary.Id();
   for (int i = 0; i < initial_.probe.threads; ++i) {
@@ -75,9 +89,11 @@ void Agent::MovePrimary(const Endpoint& primary) {
   // Positions and heartbeats of the old primary prove nothing about the new one: forgotten before
   // any prober sees the new epoch. Then the writer and the sampler go there.
   positions_.Reset();
+  stream_.Reset();
   heartbeat_log_.Clear();
   writer_.SetPrimary(PrimaryTarget(primary));
   sampler_.SetPrimary(PrimaryTarget(primary));
+  if (listener_) listener_->SetPrimary(PrimaryTarget(primary));
   if (discovery_) discovery_->SetPrimary(PrimaryTarget(primary));
   reporter_.SetPrimary(primary.Id());
 }
@@ -216,7 +232,8 @@ std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
   return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
-                                         &topology_, &publisher_, &metrics_, clock_);
+                                         listener_ ? &stream_ : nullptr, &topology_, &publisher_,
+                                         &metrics_, clock_);
 }
 
 void Agent::StartProber(ReplicaProber& p) {
@@ -237,6 +254,7 @@ Status Agent::Start() {
   publisher_.Start(initial_.probe.realtime);
   router_feedback_.Start();
   sampler_.Start();
+  if (listener_) listener_->Start();
   writer_.Start();
   auto until = clock_.Now() + std::chrono::seconds(1);
   while (!heartbeat_log_.LastAck() && clock_.Now() < until) {
@@ -280,6 +298,7 @@ void Agent::Stop() {
   }
   tls_watch_.Stop();
   writer_.Stop();
+  if (listener_) listener_->Stop();
   sampler_.Stop();
   router_feedback_.Stop();
   publisher_.Stop();
@@ -400,6 +419,15 @@ Status Agent::ReloadFile(const std::string& path) {
 
 void Agent::Tick() {
   const MonoTime now = clock_.Now();
+  if (listener_) {
+    const StreamHistory::State s = stream_.StateAt(now);
+    metrics_.stream_up.Set(s.usable ? 1 : 0);
+    metrics_.stream_delivery_bound_seconds.Set(
+        std::chrono::duration<double>(s.delivery_bound).count());
+    for (const auto& [reason, n] : stream_.TakeFallbacks()) {
+      metrics_.stream_fallbacks.Add({{"reason", reason}}).Increment(static_cast<double>(n));
+    }
+  }
   std::lock_guard lock(router_mu_);
   for (const auto& [app, t] : router_feedback_.AppTotals()) {
     auto [it, fresh] = app_windows_.try_emplace(app);

@@ -26,8 +26,10 @@
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
 #include "exporters/router_feedback.h"
+#include "heartbeat/binlog_listener.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sampler.h"
+#include "heartbeat/stream_history.h"
 #include "heartbeat/writer.h"
 
 namespace lagwatch {
@@ -101,12 +103,14 @@ class Agent {
   Metrics metrics_;
   HeartbeatLog heartbeat_log_;
   PositionHistory positions_;
+  StreamHistory stream_;
   // Constant after construction: the parts that cannot be reloaded read these.
   const Config initial_;
   RedisPublisher publisher_;
   HeartbeatReporter reporter_;
   HeartbeatWriter writer_;
   PositionSampler sampler_;
+  std::unique_ptr<BinlogListener> listener_;  // when binlog_stream.enabled
   // Every configured server, as Reload last set them (for the replica set; not mu_: see above).
   std::mutex servers_mu_;
   std::vector<std::string> servers_;          // GUARDED_BY(servers_mu_)

@@ -39,6 +39,23 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     nlohmann::json j = PrimaryJson(
         topology_.primary(), writer_.view(), initial_.heartbeat.interval_ms,
         latest ? static_cast<int64_t>(latest->seq) : 0, sample_age, reporter_.primary_flavor());
+    if (listener_) {
+      const StreamHistory::State s = stream_.StateAt(clock_.Now());
+      j["binlog_stream"] = {
+          {"usable", s.usable},
+          {"why_not", s.why_not ? nlohmann::json(s.why_not) : nlohmann::json(nullptr)},
+          {"delivery_bound_ms",
+           std::chrono::duration<double, std::milli>(s.delivery_bound).count()},
+          {"last_alive_ms_ago", s.last_alive
+                                    ? nlohmann::json(ToMillis(clock_.Now() - *s.last_alive))
+                                    : nlohmann::json(nullptr)},
+          {"position",
+           s.position ? nlohmann::json(s.position->ToString()) : nlohmann::json(nullptr)},
+          {"server_id", initial_.binlog_stream.ServerId(initial_.agent_id)},
+      };
+    } else {
+      j["binlog_stream"] = nullptr;
+    }
     j["topology"] = {{"state", TopologyStateName(topology_.state())},
                      {"configured_primary", initial_.primary.Id()},
                      {"changes", topology_.epoch()}};

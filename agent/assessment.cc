@@ -123,7 +123,7 @@ const ReplicationStatus* ReadStatus(const ProbeInput& in, Assessment* a) {
 // the executed coordinates of `polled`), checked against the previous one, and the estimate.
 void Bound(const ProbeInput& in, const std::optional<std::string>& pos_text,
            const ReplicationStatus* polled, const HeartbeatLog& log, const PositionHistory& history,
-           Assessment* a) {
+           const StreamHistory* stream, Assessment* a) {
   a->measured = true;
   // Coordinates are the source's: they say nothing about the primary unless it is the source
   // (and of several channels, the one judged is from the primary).
@@ -148,7 +148,7 @@ void Bound(const ProbeInput& in, const std::optional<std::string>& pos_text,
       }
     }
   }
-  LagBounds est = Estimate(a->obs, log, history);
+  LagBounds est = Estimate(a->obs, log, history, stream);
   if (est.incomparable && !a->position_error) {
     a->position_error = Status::DataError("applied position " + a->applied->ToString() +
                                           " cannot be compared with the primary's positions");
@@ -184,7 +184,8 @@ void FillHealth(const ProbeInput& in, const HeartbeatLog& log, const PositionHis
 
 }  // namespace
 
-Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history) {
+Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history,
+                  const StreamHistory* stream) {
   Assessment a;
   a.obs = in.obs;
   a.bounds = in.bounds;
@@ -198,7 +199,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text, &a);
   if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
     // Whatever parsed is still usable; bounds from a partial observation stay sound.
-    Bound(in, pos_text, polled, log, history, &a);
+    Bound(in, pos_text, polled, log, history, stream, &a);
   }
   FillHealth(in, log, history, &a);
   return a;

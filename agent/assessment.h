@@ -112,8 +112,10 @@ Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
 bool ReplicatesFromPrimary(const ReplicationStatus& status,
                            std::optional<int64_t> primary_server_id);
 
-// Turns a probe's replies into the assessment. Reads `log` and `history` (in-memory records of
-// what the primary was sent and had), never the network or the clock.
-Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history);
+// Turns a probe's replies into the assessment. Reads `log`, `history` and `stream` (in-memory
+// records of what the primary was sent and had; `stream` may be null), never the network or the
+// clock.
+Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionHistory& history,
+                  const StreamHistory* stream = nullptr);
 
 }  // namespace lagwatch

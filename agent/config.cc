@@ -328,6 +328,19 @@ int ReadSingleInt(const json& j, const std::string& section, const std::string& 
   return v;
 }
 
+void ReadStream(const json& j, StreamConfig& s) {
+  Obj o(j, "binlog_stream");
+  if (const json* e = o.Get("enabled")) {
+    if (!e->is_boolean()) Fail("binlog_stream.enabled", "must be true or false");
+    s.enabled = e->get<bool>();
+  }
+  s.server_id = o.Int("server_id", 0, 0, 4294967295LL);
+  s.heartbeat_ms = static_cast<int>(o.Int("heartbeat_ms", s.heartbeat_ms, 1, 1000));
+  s.max_lag_ms = static_cast<int>(o.Int("max_lag_ms", s.max_lag_ms, 1, 10000));
+  s.min_delivery_ms = static_cast<int>(o.Int("min_delivery_ms", s.min_delivery_ms, 0, 1000));
+  o.RejectUnknownKeys();
+}
+
 void ReadDiscovery(const json& j, Config& c) {
   Obj o(j, "discovery");
   DiscoveryConfig& d = c.discovery;
@@ -379,6 +392,7 @@ Config Parse(const json& root) {
   if (const json* j = top.Get("sampler")) {
     c.sampler_interval_ms = ReadSingleInt(*j, "sampler", "interval_ms", 50, 5, 10000);
   }
+  if (const json* j = top.Get("binlog_stream")) ReadStream(*j, c.binlog_stream);
   if (const json* j = top.Get("probe")) ReadProbe(*j, c.probe);
   c.tiers = ReadTiers(top.Get("tiers"));
   if (c.primary_tier.empty()) {

@@ -62,6 +62,22 @@ struct HealthConfig {
   int recover_probes = 2;      // ... for this many probes in a row
 };
 
+// The primary's binary log stream (docs/measurement.md, "Stream bounds"; docs/configuration.md,
+// "binlog_stream").
+struct StreamConfig {
+  bool enabled = true;
+  // The replica server id the listener registers with; 0: 4294967295 − agent_id (clear of the
+  // small ids servers usually have; two agents never share one).
+  int64_t server_id = 0;
+  int heartbeat_ms = 10;    // MASTER_HEARTBEAT_PERIOD asked of the primary
+  int max_lag_ms = 50;      // the stream is not used while it is this far behind the samples
+  int min_delivery_ms = 1;  // the delivery bound is never less than this
+  // The server id in use.
+  uint32_t ServerId(int64_t agent_id) const {
+    return static_cast<uint32_t>(server_id != 0 ? server_id : 4294967295LL - agent_id);
+  }
+};
+
 struct Config {
   int64_t agent_id = 1;
   // Which positions give the tight bounds (docs/measurement.md, "Position bounds"): nullopt is
@@ -84,6 +100,7 @@ struct Config {
   std::string replica_defaults_file;
   HeartbeatConfig heartbeat;
   int sampler_interval_ms = 50;
+  StreamConfig binlog_stream;
   ProbeConfig probe;
   std::vector<TierConfig>
       tiers;  // the documented defaults (docs/configuration.md) when the key is absent

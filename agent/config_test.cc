@@ -187,6 +187,48 @@ TEST_CASE("discovery: off by default; its keys checked, its tier the last enable
   Rejects([](json& j) { j["discovery"] = {{"hosts", 1}}; }, "discovery.hosts");
 }
 
+TEST_CASE("binlog_stream: on by default, its server id derived from agent_id; keys checked") {
+  json j = Valid();
+  auto c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  CHECK(c->binlog_stream.enabled);
+  CHECK(c->binlog_stream.heartbeat_ms == 10);
+  CHECK(c->binlog_stream.max_lag_ms == 50);
+  CHECK(c->binlog_stream.min_delivery_ms == 1);
+  CHECK(c->binlog_stream.ServerId(1) == 4294967294u);
+  CHECK(c->binlog_stream.ServerId(7) == 4294967288u);
+  j["binlog_stream"] = {{"enabled", false},
+                        {"server_id", 9000},
+                        {"heartbeat_ms", 20},
+                        {"max_lag_ms", 80},
+                        {"min_delivery_ms", 0}};
+  c = ParseConfig(j.dump());
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->binlog_stream.enabled);
+  CHECK(c->binlog_stream.ServerId(1) == 9000u);
+  CHECK(c->binlog_stream.heartbeat_ms == 20);
+  CHECK(c->binlog_stream.max_lag_ms == 80);
+  CHECK(c->binlog_stream.min_delivery_ms == 0);
+  Rejects([](json& j) { j["binlog_stream"] = {{"enabled", 1}}; }, "binlog_stream.enabled");
+  Rejects(
+      [](json& j) {
+        j["binlog_stream"] = {{"server_id", 4294967296LL}};
+      },
+      "binlog_stream.server_id");
+  Rejects(
+      [](json& j) {
+        j["binlog_stream"] = {{"heartbeat_ms", 0}};
+      },
+      "binlog_stream.heartbeat_ms");
+  Rejects([](json& j) { j["binlog_stream"] = {{"max_lag_ms", 0}}; }, "binlog_stream.max_lag_ms");
+  Rejects(
+      [](json& j) {
+        j["binlog_stream"] = {{"min_delivery_ms", 1001}};
+      },
+      "binlog_stream.min_delivery_ms");
+  Rejects([](json& j) { j["binlog_stream"] = {{"period", 5}}; }, "binlog_stream.period");
+}
+
 TEST_CASE("missing required keys are named") {
   Rejects([](json& j) { j.erase("primary"); }, "primary");
   Rejects([](json& j) { j["primary"].erase("defaults_file"); }, "primary.defaults_file");

@@ -48,6 +48,18 @@ void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
 
 void HeartbeatReporter::PositionSampled() { metrics_->sampler_samples.Increment(); }
 
+void HeartbeatReporter::StreamStarted(const Position&) { metrics_->stream_starts.Increment(); }
+
+void HeartbeatReporter::StreamFailed(std::string_view reason, const Status& cause) {
+  metrics_->stream_errors.Add({{"reason", std::string(reason)}}).Increment();
+  metrics_->CountTlsError("mysql", cause);
+}
+
+void HeartbeatReporter::StreamRead(uint64_t events, uint64_t bytes) {
+  metrics_->stream_events.Increment(static_cast<double>(events));
+  metrics_->stream_bytes.Increment(static_cast<double>(bytes));
+}
+
 void HeartbeatReporter::SampleFailed(std::string_view reason, const Status& cause) {
   metrics_->sampler_errors.Add({{"reason", std::string(reason)}}).Increment();
   metrics_->CountTlsError("mysql", cause);

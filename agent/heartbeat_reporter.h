@@ -1,6 +1,6 @@
-// Connects the heartbeat writer's and the position sampler's reports (heartbeat/sink.h) to the
-// exporters: the primary's gauges and counters in the metrics, and its hash in Redis.
-// Thread-safe (the metrics and the publisher are).
+// Connects the heartbeat writer's, the position sampler's (heartbeat/sink.h) and the binary log
+// listener's (heartbeat/binlog_listener.h) reports to the exporters: the primary's gauges and
+// counters in the metrics, and its hash in Redis. Thread-safe (the metrics and the publisher are).
 #pragma once
 
 #include <mutex>
@@ -10,11 +10,12 @@
 #include "agent/topology_monitor.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
+#include "heartbeat/binlog_listener.h"
 #include "heartbeat/sink.h"
 
 namespace lagwatch {
 
-class HeartbeatReporter final : public WriterSink, public SamplerSink {
+class HeartbeatReporter final : public WriterSink, public SamplerSink, public ListenerSink {
  public:
   // Both must outlive the reporter.
   // `primary` ("host:port") labels the primary's lagwatch_server_info series (SetPrimary when
@@ -34,6 +35,10 @@ class HeartbeatReporter final : public WriterSink, public SamplerSink {
   void SampleFailed(std::string_view reason, const Status& cause) override;
   void PrimaryLoadRead(const PrimaryLoad& load) override;
   void PrimaryFlavorRead(const ServerFlavor& flavor, PositionsKind positions) override;
+
+  void StreamStarted(const Position& start) override;
+  void StreamFailed(std::string_view reason, const Status& cause) override;
+  void StreamRead(uint64_t events, uint64_t bytes) override;
 
   // The primary's flavor as last read; nullopt before the sampler asked.
   std::optional<ServerFlavor> primary_flavor() const;

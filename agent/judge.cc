@@ -13,7 +13,8 @@ ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
                            config.health.keep_caught_up_when_primary_unknown}) {}
 
 Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& context,
-                                 const HeartbeatLog& log, const PositionHistory& history) {
+                                 const HeartbeatLog& log, const PositionHistory& history,
+                                 const StreamHistory* stream) {
   if (replies.forget_applied) applied_.reset();
   ProbeInput in;
   // The replies and the last position move in and back out: a probe copies no result set.
@@ -30,7 +31,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.primary_known = context.primary_known;
   in.tier_enabled = tier_.enabled;
   in.max_delay_ms = tier_.max_delay_ms;
-  Assessment a = Assess(in, log, history);
+  Assessment a = Assess(in, log, history, stream);
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);

@@ -85,7 +85,7 @@ class ReplicaJudge {
   // Step 1: the replies of one probe. Keeps the bounds it proves, the position it read and the
   // latest status (a failed poll keeps the one before).
   Assessment Observe(ProbeReplies replies, const ProbeContext& context, const HeartbeatLog& log,
-                     const PositionHistory& history);
+                     const PositionHistory& history, const StreamHistory* stream = nullptr);
 
   // Step 2: the verdict on `a` (Observe's), judged against the current primary: `source_verified`
   // is false while the replica's source is in doubt or the topology is ambiguous. A replica with

@@ -39,8 +39,9 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
 
 ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                              EventLoop* loop, const HeartbeatLog* log,
-                             const PositionHistory* history, TopologyMonitor* topology,
-                             RedisPublisher* publisher, Metrics* metrics, const Clock& clock)
+                             const PositionHistory* history, const StreamHistory* stream,
+                             TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics,
+                             const Clock& clock)
     : settings_(std::move(settings)),
       config_(*settings_),
       replica_(replica),
@@ -48,6 +49,7 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
       tier_(config_.Tier(replica.tier)),
       log_(log),
       history_(history),
+      stream_(stream),
       topology_(topology),
       publisher_(publisher),
       metrics_(metrics),
@@ -208,10 +210,11 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
                    Millis(config_.sampler_interval_ms)),
       PrimarySource()};
-  Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_);
+  Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
   {
     std::lock_guard lock(mu_);
     view_.status = judge_.status();
+    if (a.bounds) view_.bound = BoundSourceName(a.bounds->upper_source);
   }
   const RoleReporter::Report report = roles_.Next(a, probe_started_, last_view_.confirm);
   if (report.poll_status_soon) {

@@ -46,8 +46,8 @@ class ReplicaProber {
  public:
   // `settings` is shared by every prober of one configuration (ProberSettings: the
   // configuration without its replica list, which a copy per prober would make memory grow with
-  // the square of the fleet). `loop`, `log`, `history`, `topology`, `publisher` and `metrics`
-  // must outlive the prober.
+  // the square of the fleet). `loop`, `log`, `history`, `stream` (null: no binary log stream),
+  // `topology`, `publisher` and `metrics` must outlive the prober.
   //
   // Every configured server has a prober, the primary's too: each reports what its server says
   // about itself to `topology`, which decides which one is the primary. While its server is the
@@ -56,8 +56,8 @@ class ReplicaProber {
   // `unverified` while its source is in doubt.
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
-                TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics,
-                const Clock& clock);
+                const StreamHistory* stream, TopologyMonitor* topology, RedisPublisher* publisher,
+                Metrics* metrics, const Clock& clock);
   ~ReplicaProber() { Stop(); }
 
   // Schedules the first probe `phase` from now (spreading replicas over the interval keeps a
@@ -136,6 +136,7 @@ class ReplicaProber {
   std::vector<int64_t> limits_ms_;
   const HeartbeatLog* const log_;
   const PositionHistory* const history_;
+  const StreamHistory* const stream_;
   TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;
   Metrics* const metrics_;

@@ -43,6 +43,7 @@ Result<BinaryLogStatus> ParseBinaryLogStatus(const QueryResult& result) {
   if (!coords.ok()) return coords.status();
   BinaryLogStatus st;
   st.coords = std::move(*coords);
+  st.file = CellText(result, "File");
   st.do_db = CellText(result, "Binlog_Do_DB");
   st.ignore_db = CellText(result, "Binlog_Ignore_DB");
   if (auto v = Cell(result, "Executed_Gtid_Set"); v && *v) st.executed_gtid_set = **v;

@@ -54,6 +54,7 @@ CoordsOrder Compare(const BinlogCoords& a, const BinlogCoords& b);
 // One row of SHOW BINARY LOG STATUS / SHOW MASTER STATUS / SHOW BINLOG STATUS.
 struct BinaryLogStatus {
   BinlogCoords coords;    // File, Position
+  std::string file;       // File as the server wrote it ("mysql-bin.000012": the dump names it)
   std::string do_db;      // Binlog_Do_DB ("" when absent)
   std::string ignore_db;  // Binlog_Ignore_DB ("" when absent)
   // Executed_Gtid_Set (MySQL); nullopt when the column is absent (MariaDB, whose GTID position is

@@ -72,6 +72,23 @@ bool GtidPos::Reaches(const GtidPos& other) const {
   return true;
 }
 
+std::optional<GtidPos::Gtid> GtidPos::Find(uint32_t domain) const {
+  auto it = std::lower_bound(gtids_.begin(), gtids_.end(), domain,
+                             [](const Gtid& g, uint32_t d) { return g.domain < d; });
+  if (it == gtids_.end() || it->domain != domain) return std::nullopt;
+  return *it;
+}
+
+void GtidPos::Set(const Gtid& g) {
+  auto it = std::lower_bound(gtids_.begin(), gtids_.end(), g.domain,
+                             [](const Gtid& e, uint32_t d) { return e.domain < d; });
+  if (it != gtids_.end() && it->domain == g.domain) {
+    *it = g;
+  } else {
+    gtids_.insert(it, g);
+  }
+}
+
 std::string GtidPos::ToString() const {
   std::string out;
   for (const Gtid& g : gtids_) {

@@ -269,3 +269,123 @@ std::string GtidSet::ToString() const {
 }
 
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+void PutLe64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+// Reads a little-endian 8-byte number at `*at`, moving past it; false when the bytes end first.
+bool GetLe64(std::string_view in, size_t* at, uint64_t* v) {
+  if (in.size() < *at || in.size() - *at < 8) return false;
+  *v = 0;
+  for (int i = 7; i >= 0; --i) *v = *v << 8 | static_cast<uint8_t>(in[*at + i]);
+  *at += 8;
+  return true;
+}
+
+}  // namespace
+
+Status GtidSet::Add(const std::array<uint8_t, 16>& uuid, uint64_t first, uint64_t last) {
+  if (first < 1 || last > kMaxGno || last < first) {
+    return Status::InvalidArgument("GTID interval " + std::to_string(first) + "-" +
+                                   std::to_string(last) + " is outside 1.." +
+                                   std::to_string(kMaxGno));
+  }
+  Source want;
+  want.uuid = uuid;
+  size_t s = 0;
+  while (s < sources_.size() && sources_[s].Before(want)) ++s;
+  const uint32_t begin = s == 0 ? 0 : sources_[s - 1].end;
+  if (s == sources_.size() || !sources_[s].SameAs(want)) {
+    want.end = begin + 1;
+    sources_.insert(sources_.begin() + static_cast<ptrdiff_t>(s), want);
+    intervals_.insert(intervals_.begin() + begin, Interval{first, last});
+    for (size_t k = s + 1; k < sources_.size(); ++k) ++sources_[k].end;
+    return Status::Ok();
+  }
+  // The source's intervals [begin, end): replace the ones the new interval overlaps or touches
+  // by their union.
+  const uint32_t end = sources_[s].end;
+  uint32_t lo = begin;
+  while (lo < end && intervals_[lo].last + 1 < first) ++lo;
+  uint32_t hi = lo;
+  Interval merged{first, last};
+  while (hi < end && intervals_[hi].first <= last + 1) {
+    merged.first = std::min(merged.first, intervals_[hi].first);
+    merged.last = std::max(merged.last, intervals_[hi].last);
+    ++hi;
+  }
+  const auto at = intervals_.begin() + lo;
+  intervals_.erase(at, intervals_.begin() + hi);
+  intervals_.insert(intervals_.begin() + lo, merged);
+  const int64_t delta = 1 - static_cast<int64_t>(hi - lo);
+  for (size_t k = s; k < sources_.size(); ++k) {
+    sources_[k].end = static_cast<uint32_t>(sources_[k].end + delta);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> GtidSet::EncodeBinary() const {
+  std::string out;
+  PutLe64(out, sources_.size());
+  uint32_t begin = 0;
+  for (const Source& source : sources_) {
+    if (source.tag_length > 0) {
+      return Status::InvalidArgument("a GTID set with tags has no untagged binary encoding");
+    }
+    out.append(reinterpret_cast<const char*>(source.uuid.data()), source.uuid.size());
+    PutLe64(out, source.end - begin);
+    for (uint32_t j = begin; j < source.end; ++j) {
+      PutLe64(out, intervals_[j].first);
+      PutLe64(out, intervals_[j].last + 1);
+    }
+    begin = source.end;
+  }
+  return out;
+}
+
+Result<GtidSet> GtidSet::DecodeBinary(std::string_view bytes) {
+  auto bad = [](const std::string& why) { return Status::DataError("binary GTID set: " + why); };
+  size_t at = 0;
+  uint64_t n_sids = 0;
+  if (!GetLe64(bytes, &at, &n_sids)) return bad("shorter than its count");
+  // MySQL 8.3+ marks the tagged format in the count's top byte.
+  if (n_sids >> 56 != 0) return bad("tagged encoding (not read)");
+  if (n_sids > bytes.size() / 24) return bad("more uuids than bytes");
+  GtidSet set;
+  size_t intervals = 0;
+  for (uint64_t i = 0; i < n_sids; ++i) {
+    if (bytes.size() - at < 16) return bad("a uuid cut short");
+    Source source;
+    std::copy_n(reinterpret_cast<const uint8_t*>(bytes.data() + at), 16, source.uuid.begin());
+    at += 16;
+    if (!set.sources_.empty() && !set.sources_.back().Before(source)) {
+      return bad("uuids out of order");
+    }
+    uint64_t n = 0;
+    if (!GetLe64(bytes, &at, &n)) return bad("an interval count cut short");
+    if (n == 0 || n > (bytes.size() - at) / 16) return bad("an interval count past the bytes");
+    intervals += n;
+    if (intervals > kMaxIntervals)
+      return bad("more than " + std::to_string(kMaxIntervals) + " intervals");
+    for (uint64_t j = 0; j < n; ++j) {
+      uint64_t first = 0, past = 0;
+      GetLe64(bytes, &at, &first);
+      GetLe64(bytes, &at, &past);
+      if (first < 1 || past <= first || past - 1 > kMaxGno) return bad("an interval out of range");
+      if (j > 0 && first <= set.intervals_.back().last + 1) {
+        return bad("intervals out of order or touching");
+      }
+      set.intervals_.push_back({first, past - 1});
+    }
+    source.end = static_cast<uint32_t>(set.intervals_.size());
+    set.sources_.push_back(source);
+  }
+  if (at != bytes.size()) return bad("bytes after the last uuid");
+  return set;
+}
+
+}  // namespace lagwatch

@@ -64,6 +64,21 @@ class GtidSet {
   uint64_t Count() const;
   bool operator==(const GtidSet& other) const = default;
 
+  // Adds the transactions first..last (inclusive) of the untagged source `uuid`, as a GTID event
+  // of the binary log stream does (base/binlog_event.h). InvalidArgument for numbers outside
+  // 1..kMaxGno or last < first; the set is then unchanged.
+  Status Add(const std::array<uint8_t, 16>& uuid, uint64_t first, uint64_t last);
+
+  // The set in MySQL's binary encoding (Gtid_set::encode in sql/rpl_gtid_set.cc of
+  // github.com/mysql/mysql-server): the number of uuids, then each uuid's 16 bytes, its number
+  // of intervals and each interval as its first and one-past-last number, every number 8 bytes
+  // little-endian. It is what COM_BINLOG_DUMP_GTID carries and PREVIOUS_GTIDS_LOG_EVENT holds.
+  // InvalidArgument for a set with tags (MySQL 8.4's tagged encoding is not written here).
+  Result<std::string> EncodeBinary() const;
+  // The reverse. DataError on anything malformed (short, counts past the bytes, an interval
+  // that is empty or out of 1..kMaxGno, uuids out of order) or in the tagged encoding.
+  static Result<GtidSet> DecodeBinary(std::string_view bytes);
+
   // MySQL's own text for the set (Gtid_set::to_string's default format): uuids ascending in lower
   // case, each once, separated by ",\n"; its untagged intervals first, then each tag in ascending
   // order (lower case) followed by its intervals; intervals ascending, "n" or "n-m". Empty set: "".

@@ -298,6 +298,29 @@ Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
   return TakeResult();
 }
 
+Status MysqlConn::SendCommand(uint8_t command, std::string_view arg, bool read_reply) {
+  if (!mysql_) return Status::Unavailable("not connected to " + target_.label);
+  last_errno_ = 0;
+  // Connector/C's own command path (mysql.h's methods table): it frames the packet, and reads
+  // and checks the reply unless told to skip it.
+  if (mysql_->methods->db_command(mysql_, static_cast<enum enum_server_command>(command),
+                                  arg.data(), arg.size(), read_reply ? 0 : 1, nullptr) != 0) {
+    return ClientError("command failed on");
+  }
+  return Status::Ok();
+}
+
+Result<std::string_view> MysqlConn::ReadPacket() {
+  if (!mysql_) return Status::Unavailable("not connected to " + target_.label);
+  const unsigned long n = mysql_net_read_packet(mysql_);
+  // packet_error (mariadb_com.h) is an unsigned int's -1, widened.
+  if (n == static_cast<unsigned long>(packet_error))
+    return ClientError("reading the stream failed on");
+  return std::string_view(reinterpret_cast<const char*>(mysql_->net.read_pos), n);
+}
+
+int MysqlConn::fd() const { return mysql_ ? static_cast<int>(mysql_get_socket(mysql_)) : -1; }
+
 std::optional<int64_t> ParseCertificateTime(std::string_view text) {
   // ASN1_TIME_print's form, which both servers use: "Jan  2 06:09:05 2027 GMT".
   std::tm tm{};

@@ -125,6 +125,23 @@ class MysqlConn final : public SqlConnection {
   Result<TlsPeer> InspectTls(MonoTime deadline);
   unsigned last_errno() const override { return last_errno_; }
 
+  // The binary log dump (heartbeat/binlog_listener.h), on a connection Query has opened. Both
+  // block the calling thread: the stream has one thread of its own, and a read ends when a
+  // packet arrives, the socket's receive timeout passes or the socket is shut down (from
+  // another thread, with ::shutdown on fd(): the one call that may come from elsewhere).
+  //
+  // Sends `command` (a COM_* code: COM_REGISTER_SLAVE, COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID)
+  // with `arg`; with `read_reply` also reads its OK. ServerError when the server refuses (the
+  // connection stays open), Unavailable when the connection is gone (closed) or was never made.
+  Status SendCommand(uint8_t command, std::string_view arg, bool read_reply);
+  // The next packet of the server's reply, its first byte included (0x00 before an event,
+  // 0xfe for the end of the stream); valid until the next call or Close. An error packet is
+  // ServerError with the server's message (the connection stays open: the caller closes it);
+  // a lost connection, a timeout or a shutdown is Unavailable (closed), as is no connection.
+  Result<std::string_view> ReadPacket();
+  // The connection's socket, -1 when not connected.
+  int fd() const;
+
  private:
   enum class Phase { kIdle, kConnecting, kQuerying, kStoring };
   // Moves through the phases while the library has nothing to wait for.

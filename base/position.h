@@ -54,6 +54,10 @@ class Position {
   Position(BinlogCoords coords) : v_(std::move(coords)) {}  // NOLINT
 
   PositionsKind kind() const;
+  // The value of its kind; null for another kind.
+  const GtidPos* gtid_pos() const { return std::get_if<GtidPos>(&v_); }
+  const GtidSet* gtid_set() const { return std::get_if<GtidSet>(&v_); }
+  const BinlogCoords* coords() const { return std::get_if<BinlogCoords>(&v_); }
 
   // Whether this position has everything `other` had. A MariaDB position compares per domain, a
   // MySQL set by inclusion, coordinates by file sequence then offset.

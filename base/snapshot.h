@@ -83,6 +83,9 @@ struct ReplicaView {
   std::string status_statement;
   // The positions kind the bounds use: "mariadb_gtid" or "none" (heartbeat bounds only).
   std::string positions;
+  // Which bounds gave the upper bound last ("stream", "positions", "heartbeat"); "" until
+  // measured.
+  std::string bound;
   std::string last_error;
   int64_t last_error_at_ms = 0;
   uint64_t probes = 0;

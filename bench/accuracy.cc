@@ -6,9 +6,15 @@
 // primary). Run it through bench/accuracy, which builds, brings the sandbox up and takes it down.
 // See bench/analysis.h for the ground truth and the measures.
 //
+// The usual agent ("lagwatch") takes its bounds from the primary's binary log stream where it can
+// (the sandbox's writer account has REPLICATION SLAVE); "lagwatch (sampling)" (agent_id 4,
+// binlog_stream.enabled false, its own Redis key prefix and HTTP port) runs beside it with the
+// position samples alone, so the two bounds are compared in one run.
+//
 // With --positions binlog the sandbox replicates by file and position, and a second lagwatch
 // agent ("lagwatch (binlog)": agent_id 2, "positions": "binlog", its own Redis key prefix and
-// HTTP port) runs next to the usual one and is measured as a system of its own.
+// HTTP port) runs next to the usual one and is measured as a system of its own; the sampling
+// agent then compares coordinates too.
 //
 // Its flags are kUsage below.
 
@@ -77,6 +83,13 @@ constexpr int kBinlogHttpOffset = 5;  // base port + 5: the sandbox uses P..P+4
 constexpr const char* kSecondAgent = "lagwatch (agent 3)";
 constexpr int kSecondAgentId = 3;
 constexpr int kSecondAgentHttpOffset = 6;
+// The sampling agent: lagwatch without the binary log stream (binlog_stream.enabled false), the
+// bound of the position samples alone, beside the usual agent, which follows the stream; with
+// --positions binlog it compares coordinates, like the binlog agent.
+constexpr const char* kSamplingSystem = "lagwatch (sampling)";
+constexpr const char* kSamplingKeyPrefix = "slave_delay_sampling";
+constexpr int kSamplingAgentId = 4;
+constexpr int kSamplingHttpOffset = 7;
 
 // What --scenarios can name: the heartbeat-cost windows, then the scenarios, in the order they run.
 constexpr const char* kPhases[] = {"cost",       "steady",         "stall",        "ftwrl",
@@ -337,10 +350,16 @@ struct CostReading {
   int64_t binlog_bytes = 0;
   int64_t transactions = 0;  // sum of seq_no over @@gtid_binlog_pos
   int64_t questions = 0;
+  int64_t bytes_sent = 0;  // the primary's Bytes_sent: to every client, a binary log dump included
+  double cpu_s = 0;        // the primary's mariadbd
 };
 
-CostReading ReadCost(Sql& primary) {
+CostReading ReadCost(const Paths& p, Sql& primary) {
   CostReading c;
+  const json usage = ProcUsage(SandboxServerPid(p.dir, "primary"));
+  if (usage.is_object()) c.cpu_s = usage["cpu_s"].get<double>();
+  auto sent = primary.Query("SHOW GLOBAL STATUS LIKE 'Bytes_sent'");
+  if (sent) c.bytes_sent = std::strtoll(sent->Get("Value").value_or("0").c_str(), nullptr, 10);
   auto q = primary.Query("SHOW GLOBAL STATUS LIKE 'Questions'");
   auto logs = primary.Query("SHOW BINARY LOGS");
   auto pos = primary.Query("SELECT @@gtid_binlog_pos");
@@ -369,14 +388,14 @@ CostReading ReadCost(Sql& primary) {
 json MeasureCost(const Paths& p, const std::string& who, int secs, const std::string& note) {
   Progress("heartbeat cost: " + who + " for " + std::to_string(secs) + " s");
   Sql primary(p.Primary());
-  CostReading a = ReadCost(primary);
+  CostReading a = ReadCost(p, primary);
   Pause(seconds(secs));
-  CostReading b = ReadCost(primary);
+  CostReading b = ReadCost(p, primary);
   const double dt = static_cast<double>(b.t_us - a.t_us) / 1e6;
   const int64_t bytes = b.binlog_bytes - a.binlog_bytes;
   const int64_t trx = b.transactions - a.transactions;
-  // The reading's own three statements are counted once in the difference.
-  const int64_t questions = std::max<int64_t>(0, b.questions - a.questions - 3);
+  // The reading's own four statements are counted once in the difference.
+  const int64_t questions = std::max<int64_t>(0, b.questions - a.questions - 4);
   json j = {{"system", who},
             {"seconds", dt},
             {"binlog_bytes", bytes},
@@ -385,6 +404,8 @@ json MeasureCost(const Paths& p, const std::string& who, int secs, const std::st
             {"binlog_bytes_per_s", static_cast<double>(bytes) / dt},
             {"binlog_bytes_per_day", static_cast<double>(bytes) / dt * 86400.0},
             {"statements_per_s", static_cast<double>(questions) / dt},
+            {"primary_cpu_share", (b.cpu_s - a.cpu_s) / dt},
+            {"bytes_sent_per_s", static_cast<double>(b.bytes_sent - a.bytes_sent) / dt},
             {"note", note}};
   j["bytes_per_transaction"] = trx > 0 ? json(static_cast<double>(bytes) / trx) : json(nullptr);
   return j;
@@ -458,6 +479,7 @@ struct Agent {
   std::string log;
   int id = 1;  // its agent_id, which its Redis records carry as `agent`
   std::unique_ptr<Child> child;
+  std::string config_key = "lagwatch_config";  // where the results keep its config
   std::vector<std::string> Args(const std::string& bin) const { return {bin, "--config", config}; }
 };
 
@@ -512,10 +534,15 @@ void StartAgent(const Paths& p, const std::string& bin, Agent& agent, const std:
 std::string CostNote(const json& c) {
   const auto hb = c.value(json::json_pointer("/heartbeat/interval_ms"), 500);
   const auto sampler = c.value(json::json_pointer("/sampler/interval_ms"), 50);
+  const bool stream = c.value(json::json_pointer("/binlog_stream/enabled"), true);
   const std::string note = "heartbeat " + std::to_string(hb) + " ms, ";
-  if (!c.contains("positions")) return note + "GTID sampler " + std::to_string(sampler) + " ms";
+  const std::string tail = stream ? ", binary log stream" : ", no binary log stream";
+  if (!c.contains("positions")) {
+    return note + "GTID sampler " + std::to_string(sampler) + " ms" + tail;
+  }
   return note + "positions " + c.value("positions", std::string("?")) + " sampler " +
-         std::to_string(sampler) + " ms (agent_id " + std::to_string(c.value("agent_id", 0)) + ")";
+         std::to_string(sampler) + " ms" + tail + " (agent_id " +
+         std::to_string(c.value("agent_id", 0)) + ")";
 }
 
 // Starts `agent` alone, lets it settle, and measures its heartbeat cost on the primary.
@@ -1517,18 +1544,18 @@ json MeasureCosts(const Paths& p, const Plan& plan, const std::string& bin,
                                "--update --interval 0.5 (UPDATE + SHOW MASTER/SLAVE STATUS)"));
     pt->Stop();
   }
-  // The binlog agent's cost is measured alone before the usual agent starts (it stops, and
-  // starts again for the side-by-side part); its row goes after lagwatch's.
-  json binlog_cost;
-  if (agents.size() > 1) {
-    binlog_cost =
-        MeasureAgentCost(p, bin, agents[1], results.at("lagwatch_binlog_config"), plan.cost_s);
-    agents[1].child->Stop();
+  // The other agents' costs are measured alone before the usual agent starts (each stops, and
+  // starts again for the side-by-side part); their rows go after lagwatch's.
+  std::vector<json> others;
+  for (size_t i = 1; i < agents.size(); ++i) {
+    others.push_back(
+        MeasureAgentCost(p, bin, agents[i], results.at(agents[i].config_key), plan.cost_s));
+    agents[i].child->Stop();
   }
   cost.push_back(MeasureAgentCost(p, bin, agents[0], results.at("lagwatch_config"), plan.cost_s));
-  if (agents.size() > 1) {
-    cost.push_back(binlog_cost);
-    StartAgent(p, bin, agents[1], "again, next to lagwatch");
+  for (size_t i = 1; i < agents.size(); ++i) {
+    cost.push_back(others[i - 1]);
+    StartAgent(p, bin, agents[i], "again, next to lagwatch");
   }
   return cost;
 }
@@ -1587,7 +1614,18 @@ int RunBenchmark(const Options& opt) {
                           {"redis", {{"key_prefix", kBinlogKeyPrefix}}}});
     results["lagwatch_binlog_config_file"] = config;
     agents.push_back({kBinlogSystem, config, kBinlogKeyPrefix, logs + "/lagwatch-binlog.log",
-                      kBinlogAgentId, nullptr});
+                      kBinlogAgentId, nullptr, "lagwatch_binlog_config"});
+  }
+  {
+    const std::string config = logs + "/lagwatch-sampling.json";
+    json changes = {{"agent_id", kSamplingAgentId},
+                    {"binlog_stream", {{"enabled", false}}},
+                    {"redis", {{"key_prefix", kSamplingKeyPrefix}}}};
+    if (binlog) changes["positions"] = kBinlogPositions;
+    results["lagwatch_sampling_config"] =
+        WriteAgentConfig(p, config, kSamplingSystem, kSamplingHttpOffset, changes);
+    agents.push_back({kSamplingSystem, config, kSamplingKeyPrefix, logs + "/lagwatch-sampling.log",
+                      kSamplingAgentId, nullptr, "lagwatch_sampling_config"});
   }
   results["sandbox"] = {{"primary", "127.0.0.1:" + std::to_string(p.base_port)},
                         {"replica1", "127.0.0.1:" + std::to_string(p.ReplicaPort(0))},

@@ -305,17 +305,21 @@ Table CostTable(const json& cost) {
   Table t;
   t.left_cols = 1;
   t.rows.push_back({"system", "window s", "binlog bytes", "transactions", "bytes/trx",
-                    "binlog bytes/s", "binlog MB/day", "primary stmts/s"});
+                    "binlog bytes/s", "binlog MB/day", "primary stmts/s", "primary CPU %",
+                    "primary sent bytes/s"});
   for (const auto& c : cost) {
-    t.rows.push_back({c["system"].get<std::string>(), Num(c["seconds"].get<double>(), 1),
-                      std::to_string(c["binlog_bytes"].get<int64_t>()),
-                      std::to_string(c["transactions"].get<int64_t>()),
-                      c["bytes_per_transaction"].is_number()
-                          ? Num(c["bytes_per_transaction"].get<double>())
-                          : "-",
-                      Num(c["binlog_bytes_per_s"].get<double>()),
-                      Num(c["binlog_bytes_per_day"].get<double>() / 1e6, 1),
-                      Num(c["statements_per_s"].get<double>(), 1)});
+    t.rows.push_back(
+        {c["system"].get<std::string>(), Num(c["seconds"].get<double>(), 1),
+         std::to_string(c["binlog_bytes"].get<int64_t>()),
+         std::to_string(c["transactions"].get<int64_t>()),
+         c["bytes_per_transaction"].is_number() ? Num(c["bytes_per_transaction"].get<double>())
+                                                : "-",
+         Num(c["binlog_bytes_per_s"].get<double>()),
+         Num(c["binlog_bytes_per_day"].get<double>() / 1e6, 1),
+         Num(c["statements_per_s"].get<double>(), 1),
+         c.contains("primary_cpu_share") ? Num(100.0 * c["primary_cpu_share"].get<double>(), 2)
+                                         : "-",
+         c.contains("bytes_sent_per_s") ? Num(c["bytes_sent_per_s"].get<double>()) : "-"});
   }
   return t;
 }

@@ -70,6 +70,7 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
   j["windows"] = windows;
   j["server"] = view.server ? ServerJson(*view.server) : nlohmann::json(nullptr);
   j["positions"] = view.positions;
+  j["bound"] = view.bound.empty() ? nlohmann::json(nullptr) : nlohmann::json(view.bound);
   const ReplicationStatus& st = view.status;
   j["replication"] = {
       {"known", st.known},

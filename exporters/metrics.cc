@@ -379,6 +379,29 @@ Metrics::Metrics(const std::string& version, const Clock& clock)
                           .Add({})),
       sampler_errors(Counters(*registry_, "lagwatch_sampler_errors_total",
                               "Primary GTID position samples that failed, by reason.")),
+      stream_up(Gauges(*registry_, "lagwatch_binlog_stream_up",
+                       "1 while the primary's binary log stream gives the bounds (usable), 0 while "
+                       "position sampling alone does.")
+                    .Add({})),
+      stream_delivery_bound_seconds(
+          Gauges(*registry_, "lagwatch_binlog_stream_delivery_bound_seconds",
+                 "The stream's delivery bound D: its largest measured lag behind the position "
+                 "samples over the last 10 s, at least binlog_stream.min_delivery_ms.")
+              .Add({})),
+      stream_starts(Counters(*registry_, "lagwatch_binlog_stream_starts_total",
+                             "Binary log streams started on the primary.")
+                        .Add({})),
+      stream_errors(Counters(*registry_, "lagwatch_binlog_stream_errors_total",
+                             "Binary log streams that failed or could not start, by reason.")),
+      stream_fallbacks(Counters(*registry_, "lagwatch_binlog_stream_fallbacks_total",
+                                "Times the stream stopped giving bounds (position sampling alone "
+                                "then), by reason.")),
+      stream_events(Counters(*registry_, "lagwatch_binlog_stream_events_total",
+                             "Packets read from the binary log stream.")
+                        .Add({})),
+      stream_bytes(Counters(*registry_, "lagwatch_binlog_stream_bytes_total",
+                            "Bytes read from the binary log stream.")
+                       .Add({})),
       redis_publishes(Counters(*registry_, "lagwatch_redis_publishes_total",
                                "Replica records written to Redis.")
                           .Add({})),
@@ -436,6 +459,8 @@ Metrics::Metrics(const std::string& version, const Clock& clock)
     sampler_errors.Add({{"reason", reason}});
   }
   for (const char* reason : kRedisErrorReasons) redis_errors.Add({{"reason", reason}});
+  for (const char* reason : kStreamErrorReasons) stream_errors.Add({{"reason", reason}});
+  for (const char* reason : kStreamFallbackReasons) stream_fallbacks.Add({{"reason", reason}});
   for (const char* target : kTlsTargets) {
     for (const char* reason : kTlsReasons) tls_errors.Add({{"target", target}, {"reason", reason}});
   }

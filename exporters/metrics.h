@@ -50,6 +50,12 @@ inline constexpr const char* kErrorReasons[] = {"timeout",  "unavailable", "serv
 // Redis publisher failure reasons ("tls": a connect that failed on TLS; the named reason is in
 // lagwatch_tls_errors_total).
 inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly", "tls"};
+// lagwatch_binlog_stream_errors_total's and _fallbacks_total's reasons (heartbeat/
+// binlog_listener.cc, heartbeat/stream_history.h).
+inline constexpr const char* kStreamErrorReasons[] = {"refused",   "no_binlog", "cut",
+                                                      "bad_event", "tls",       "server_error"};
+inline constexpr const char* kStreamFallbackReasons[] = {"down", "silent", "behind", "slow",
+                                                         "incomparable"};
 // What a TLS connection reached: the target label of the TLS series.
 inline constexpr const char* kTlsTargets[] = {"mysql", "redis"};
 
@@ -221,6 +227,17 @@ class Metrics {
   prometheus::Counter& primary_bp_reads;
   prometheus::Counter& sampler_samples;
   prometheus::Family<prometheus::Counter>& sampler_errors;  // label reason
+  // The primary's binary log stream (heartbeat/binlog_listener.h, heartbeat/stream_history.h):
+  // 1 while its bounds are used; its delivery bound; streams started; failures (label reason:
+  // refused, no_binlog, cut, bad_event, tls, server_error); times it stopped being used (label
+  // reason: down, silent, behind, slow, incomparable); events and bytes read.
+  prometheus::Gauge& stream_up;
+  prometheus::Gauge& stream_delivery_bound_seconds;
+  prometheus::Counter& stream_starts;
+  prometheus::Family<prometheus::Counter>& stream_errors;
+  prometheus::Family<prometheus::Counter>& stream_fallbacks;
+  prometheus::Counter& stream_events;
+  prometheus::Counter& stream_bytes;
   prometheus::Counter& redis_publishes;
   prometheus::Family<prometheus::Counter>& redis_errors;  // label reason
   prometheus::Histogram& redis_publish_duration_seconds;

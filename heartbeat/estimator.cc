@@ -11,6 +11,20 @@ Micros Since(MonoTime later, MonoTime earlier) {
 
 }  // namespace
 
+const char* BoundSourceName(BoundSource source) {
+  switch (source) {
+    case BoundSource::kHeartbeat:
+      return "heartbeat";
+    case BoundSource::kPosition:
+      return "positions";
+    case BoundSource::kStream:
+      return "stream";
+    case BoundSource::kNone:
+      break;
+  }
+  return "";
+}
+
 LagBounds HeartbeatBounds(const ProbeObservation& obs, const HeartbeatLog& log) {
   LagBounds b;
   if (!obs.seq) return b;
@@ -40,8 +54,22 @@ LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& his
   return b;
 }
 
+LagBounds StreamBounds(const ProbeObservation& obs, const StreamHistory& stream) {
+  LagBounds b;
+  if (!obs.applied_pos) return b;
+  StreamHistory::Bounds sb = stream.Locate(*obs.applied_pos, obs.received);
+  b.incomparable = sb.incomparable;
+  if (sb.fresh_at) {
+    b.fresh_at = sb.fresh_at;
+    b.upper_source = BoundSource::kStream;
+  }
+  if (sb.missing_since && *sb.missing_since <= obs.sent)
+    b.lower = Since(obs.sent, *sb.missing_since);
+  return b;
+}
+
 LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
-                   const PositionHistory& history) {
+                   const PositionHistory& history, const StreamHistory* stream) {
   LagBounds hb = HeartbeatBounds(obs, log);
   LagBounds pos = PositionBounds(obs, history);
   LagBounds out;
@@ -54,6 +82,14 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
   }
   out.lower = std::max(hb.lower, pos.lower);
   out.incomparable = pos.incomparable;
+  if (stream) {
+    LagBounds st = StreamBounds(obs, *stream);
+    if (st.fresh_at && (!out.fresh_at || *st.fresh_at > *out.fresh_at)) {
+      out.fresh_at = st.fresh_at;
+      out.upper_source = BoundSource::kStream;
+    }
+    out.lower = std::max(out.lower, st.lower);
+  }
   if (out.fresh_at && out.lower > out.UpperAt(obs.received)) {
     // Both bound families are sound on their own, so a contradiction means their premises broke
     // (e.g. positions compared across a primary change). Fall back to the heartbeat alone,

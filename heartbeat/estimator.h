@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "heartbeat/history.h"
+#include "heartbeat/stream_history.h"
 
 namespace lagwatch {
 
@@ -24,7 +25,9 @@ struct ProbeObservation {
   std::optional<Position> applied_pos;
 };
 
-enum class BoundSource { kNone, kHeartbeat, kPosition };
+enum class BoundSource { kNone, kHeartbeat, kPosition, kStream };
+// "heartbeat", "positions", "stream"; "" for kNone (the API's replicas[].bound).
+const char* BoundSourceName(BoundSource source);
 
 struct LagBounds {
   // The replica's data was complete up to this moment: staleness at time t is at most
@@ -53,8 +56,13 @@ LagBounds HeartbeatBounds(const ProbeObservation& obs, const HeartbeatLog& log);
 // Position bounds alone, from the primary's sampled positions.
 LagBounds PositionBounds(const ProbeObservation& obs, const PositionHistory& history);
 
-// The tightest consistent combination of both (the published estimate).
+// Stream bounds alone (StreamHistory::Locate at the probe's end): none while the stream is not
+// usable.
+LagBounds StreamBounds(const ProbeObservation& obs, const StreamHistory& stream);
+
+// The tightest consistent combination of all (the published estimate); `stream` may be null
+// (no binary log stream).
 LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
-                   const PositionHistory& history);
+                   const PositionHistory& history, const StreamHistory* stream = nullptr);
 
 }  // namespace lagwatch

@@ -132,3 +132,40 @@ TEST_CASE("the upper bound keeps growing from the last fresh moment") {
 
 }  // namespace
 }  // namespace lagwatch
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("the stream's bound is published where it is tighter, and not while it is unusable") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);  // seqs 1..4 sent at 500..2000
+  PositionHistory history;
+  history.SetSource(PositionsKind::kMariaDbGtid, 1);
+  // Samples every 50 ms read 0-1-7 until 2050, then 0-1-8 from 2100.
+  for (int t = 1900; t <= 2050; t += 50) history.Add(P("0-1-7"), T(t), T(t + 1));
+  history.Add(P("0-1-8"), T(2100), T(2101));
+  // The stream: 0-1-8 arrived at 2080, a heartbeat at 2108.
+  StreamHistory stream;
+  const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Transaction(token, P("0-1-8"), T(2080));
+  stream.Alive(token, T(2080));
+  stream.Alive(token, T(2108));
+  // A replica at 0-1-7: the samples prove it fresh as of 2050, the stream as of 2080 - D (1 ms).
+  LagBounds b = Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history, &stream);
+  CHECK(b.upper_source == BoundSource::kStream);
+  CHECK(Ms(b.UpperAt(T(2112))) == 33);
+  CHECK(Ms(b.lower) == 30);  // 2110 - 2080: the stream had 0-1-8 when it arrived
+  CHECK(Ms(Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history).UpperAt(T(2112))) == 62);
+  // Caught up: fresh as of the heartbeat event, less D.
+  b = Estimate(Probe(2110, 2112, 4, "0-1-8"), log, history, &stream);
+  CHECK(b.upper_source == BoundSource::kStream);
+  CHECK(Ms(b.UpperAt(T(2112))) == 5);
+  // Silent for more than 100 ms: the samples' bound alone.
+  history.Add(P("0-1-8"), T(2250), T(2251));
+  b = Estimate(Probe(2260, 2262, 4, "0-1-8"), log, history, &stream);
+  CHECK(b.upper_source == BoundSource::kPosition);
+  CHECK(Ms(b.UpperAt(T(2262))) == 12);
+}
+
+}  // namespace
+}  // namespace lagwatch

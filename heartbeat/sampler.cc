@@ -181,6 +181,9 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
                    " does not include the previous sample (went backwards: RESET MASTER, a "
                    "restored or replaced primary?); earlier samples dropped");
   }
+  if (stream_ && history_generation_ == history_->generation()) {
+    stream_->CheckSample(pos.value(), sent);
+  }
   sink_->PositionSampled();
   return Status::Ok();
 }

@@ -22,6 +22,7 @@
 #include "base/worker.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sink.h"
+#include "heartbeat/stream_history.h"
 
 namespace lagwatch {
 
@@ -64,6 +65,9 @@ class PositionSampler {
   // Samples `primary` from now on, into the history's current generation: the wait under way is
   // cut short and the next round connects there.
   void SetPrimary(MysqlTarget primary);
+  // Every sample from now on also measures the binary log stream's delivery (StreamHistory::
+  // CheckSample). `stream` must outlive the sampler. REQUIRES: before Start.
+  void CheckStream(StreamHistory* stream) { stream_ = stream; }
 
   // How long the sampler waits after a sample: one interval, doubled for each failure in a row
   // up to a second (a dead primary gets a connection a second, not one every 50 ms).
@@ -93,6 +97,7 @@ class PositionSampler {
   SamplerSink* const sink_;
   const Clock& clock_;
   const SqlConnector connect_;
+  StreamHistory* stream_ = nullptr;
 
   std::mutex mu_;
   MysqlTarget target_;              // GUARDED_BY(mu_): where to sample

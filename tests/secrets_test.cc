@@ -155,8 +155,9 @@ TEST_CASE("the sandbox grants exactly the documented privileges: no SUPER, no AL
     CHECK(g.find("SUPER") == std::string::npos);
   }
   CHECK(writer.find("GRANT SELECT, INSERT, UPDATE, CREATE ON `heartbeat`.*") != std::string::npos);
-  // BINLOG MONITOR: the primary's binary log coordinates, for positions "binlog".
-  CHECK(writer.find("GRANT BINLOG MONITOR ON *.*") != std::string::npos);
+  // BINLOG MONITOR: the primary's binary log coordinates, for positions "binlog"; REPLICATION
+  // SLAVE: the binary log stream (MariaDB lists both in one line).
+  CHECK(writer.find("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*") != std::string::npos);
   CHECK(probe.find("GRANT SLAVE MONITOR ON *.*") != std::string::npos);
   CHECK(probe.find("GRANT SELECT ON `heartbeat`.*") != std::string::npos);
 }

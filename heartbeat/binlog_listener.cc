@@ -1,0 +1,286 @@
+#include "heartbeat/binlog_listener.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "base/binlog_coords.h"
+#include "base/binlog_event.h"
+#include "base/log.h"
+#include "base/mysql_errors.h"
+#include "base/server_flavor.h"
+#include "heartbeat/sampler.h"
+
+namespace lagwatch {
+namespace {
+
+// The command codes (MySQL's and MariaDB's enum_server_command).
+constexpr uint8_t kComBinlogDump = 0x12;
+constexpr uint8_t kComRegisterSlave = 0x15;
+constexpr uint8_t kComBinlogDumpGtid = 0x1e;
+// COM_BINLOG_DUMP_GTID's flag: the set follows.
+constexpr uint16_t kBinlogThroughGtid = 0x04;
+// MARIA_SLAVE_CAPABILITY_GTID: the primary sends GTID events as they are.
+constexpr int kMariaSlaveCapabilityGtid = 4;
+
+constexpr Millis kSetupPatience(5000);
+// A read waits this long for a packet: with heartbeats every few ms, a stream this quiet is dead.
+constexpr int kReadTimeoutSeconds = 5;
+constexpr Millis kFirstBackoff(100);
+constexpr Millis kMaxBackoff(5000);
+constexpr Millis kRefusedBackoff(30000);
+constexpr Millis kReportEvery(1000);
+
+void Put(std::string& out, uint64_t v, int width) {
+  for (int i = 0; i < width; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+
+// Why a stream ended, for the sink and the log.
+const char* ReasonOf(const Status& st, unsigned server_errno) {
+  if (st.code() == Status::Code::kTls) return "tls";
+  if (server_errno == kErSpecificAccessDenied || server_errno == kErAccessDenied) return "refused";
+  if (st.message().find("binary logging is off") != std::string::npos) return "no_binlog";
+  if (st.code() == Status::Code::kDataError) return "bad_event";
+  if (st.code() == Status::Code::kServerError) return "server_error";
+  return "cut";
+}
+
+}  // namespace
+
+std::string RegisterReplicaPacket(uint32_t server_id) {
+  std::string p;
+  Put(p, server_id, 4);
+  const std::string host = "lagwatch";
+  p.push_back(static_cast<char>(host.size()));
+  p += host;
+  p.push_back(0);  // user
+  p.push_back(0);  // password
+  Put(p, 0, 2);    // port
+  Put(p, 0, 4);    // replication rank
+  Put(p, 0, 4);    // the primary's id (the server fills it in)
+  return p;
+}
+
+std::string BinlogDumpPacket(uint32_t server_id, const std::string& file, uint32_t position) {
+  std::string p;
+  Put(p, position, 4);
+  Put(p, 0, 2);  // flags: block at the end of the log and wait
+  Put(p, server_id, 4);
+  p += file;
+  return p;
+}
+
+std::string BinlogDumpGtidPacket(uint32_t server_id, const std::string& encoded_set) {
+  std::string p;
+  Put(p, kBinlogThroughGtid, 2);
+  Put(p, server_id, 4);
+  Put(p, 0, 4);  // no file name: the set says where
+  Put(p, 4, 8);  // the position in it (the first event)
+  Put(p, encoded_set.size(), 4);
+  p += encoded_set;
+  return p;
+}
+
+BinlogListener::BinlogListener(ListenerOptions options, const PositionHistory* history,
+                               StreamHistory* stream, ListenerSink* sink, const Clock& clock)
+    : options_(std::move(options)),
+      history_(history),
+      stream_(stream),
+      sink_(sink),
+      clock_(clock),
+      target_(options_.primary) {}
+
+void BinlogListener::Start() {
+  worker_.Start([this](std::stop_token st) { Run(st); });
+}
+
+void BinlogListener::Stop() { worker_.Stop(); }
+
+void BinlogListener::SetPrimary(MysqlTarget primary) {
+  std::lock_guard lock(mu_);
+  target_ = std::move(primary);
+  ++target_generation_;
+  wake_.request_stop();
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+void BinlogListener::Interrupt() {
+  std::lock_guard lock(mu_);
+  wake_.request_stop();
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+Status BinlogListener::Session(const MysqlTarget& target, PositionsKind kind, uint64_t generation,
+                               std::stop_token stop, unsigned* server_errno, bool* started) {
+  MysqlConn conn(target, stop, clock_);
+  Status st = Stream(conn, target, kind, generation, stop, started);
+  *server_errno = conn.last_errno();
+  return st;
+}
+
+Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, PositionsKind kind,
+                              uint64_t generation, std::stop_token stop, bool* started) {
+  const MonoTime deadline = clock_.Now() + kSetupPatience;
+  auto flavor_reply = conn.Query(kServerFlavorQuery, deadline);
+  if (!flavor_reply.ok()) return flavor_reply.status();
+  ServerFlavor flavor;
+  if (auto parsed = ParseServerFlavor(*flavor_reply); parsed.ok()) flavor = parsed.value();
+  auto cks = conn.Query("SELECT @@global.binlog_checksum", deadline);
+  if (!cks.ok()) return cks.status();
+  const bool checksum = cks->rows.size() == 1 && cks->rows[0].size() == 1 && cks->rows[0][0] &&
+                        *cks->rows[0][0] != "NONE";
+
+  // Where to start: the primary's position now, as the sampler reads it.
+  std::optional<Position> start;
+  std::string file;
+  uint32_t file_pos = 4;
+  if (kind == PositionsKind::kBinlog) {
+    auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
+    if (!r.ok()) return r.status();
+    auto st = ParseBinaryLogStatus(*r);
+    if (!st.ok()) return st.status();
+    if (st->coords.pos > UINT32_MAX) return Status::DataError("a start position past 4 GiB");
+    file = st->file;
+    file_pos = static_cast<uint32_t>(st->coords.pos);
+    start = Position(st->coords);
+  } else {
+    bool binlog_off = false;
+    auto pos = ReadPrimaryPosition(conn, kind, flavor, deadline, &binlog_off);
+    if (!pos.ok()) return pos.status();
+    start = std::move(pos).value();
+  }
+  std::string set =
+      "SET @master_heartbeat_period = " + std::to_string(int64_t{options_.heartbeat_ms} * 1000000) +
+      ", @master_binlog_checksum = @@global.binlog_checksum"
+      ", @source_binlog_checksum = @@global.binlog_checksum"
+      ", @mariadb_slave_capability = " +
+      std::to_string(kMariaSlaveCapabilityGtid);
+  if (kind == PositionsKind::kMariaDbGtid) {
+    // The state is digits, dashes and commas only (GtidPos::ToString).
+    set += ", @slave_connect_state = '" + start->ToString() +
+           "', @slave_gtid_strict_mode = 0, @slave_gtid_ignore_duplicates = 0";
+  }
+  if (auto r = conn.Query(set, deadline); !r.ok()) return r.status();
+  if (Status s = conn.SendCommand(kComRegisterSlave, RegisterReplicaPacket(options_.server_id),
+                                  /*read_reply=*/true);
+      !s.ok()) {
+    return s;
+  }
+  std::string dump;
+  uint8_t command = kComBinlogDump;
+  if (kind == PositionsKind::kMysqlGtid) {
+    auto encoded = start->gtid_set()->EncodeBinary();
+    if (!encoded.ok()) return encoded.status();
+    command = kComBinlogDumpGtid;
+    dump = BinlogDumpGtidPacket(options_.server_id, *encoded);
+  } else {
+    dump = BinlogDumpPacket(options_.server_id, file, file_pos);
+  }
+  if (Status s = conn.SendCommand(command, dump, /*read_reply=*/false); !s.ok()) return s;
+  {
+    std::lock_guard lock(mu_);
+    if (generation != target_generation_ || stop.stop_requested()) {
+      return Status::Cancelled("the primary moved");
+    }
+    fd_ = conn.fd();
+    timeval tv{kReadTimeoutSeconds, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  const uint64_t token = stream_->Begin(*start, clock_.Now());
+  *started = true;
+  sink_->StreamStarted(*start);
+  Log(LogLevel::kInfo, "binary log stream from " + target.endpoint.Id() + " (" +
+                           PositionsKindName(kind) + ", server id " +
+                           std::to_string(options_.server_id) + ") from " + start->ToString());
+  BinlogDecoder decoder(kind, *start, checksum);
+  uint64_t events = 0, bytes = 0;
+  MonoTime next_report = clock_.Now() + kReportEvery;
+  Status ended = Status::Ok();
+  for (;;) {
+    auto packet = conn.ReadPacket();
+    const MonoTime now = clock_.Now();
+    if (stop.stop_requested()) {
+      ended = Status::Cancelled("stopping");
+      break;
+    }
+    if (!packet.ok()) {
+      ended = packet.status();
+      break;
+    }
+    ++events;
+    bytes += packet->size();
+    if (!packet->empty() && static_cast<uint8_t>((*packet)[0]) == 0xfe && packet->size() < 8) {
+      ended = Status::Unavailable("the primary ended the stream");
+      break;
+    }
+    if (packet->empty() || (*packet)[0] != 0) {
+      ended = Status::DataError("a stream packet that is not an event");
+      break;
+    }
+    auto step = decoder.Feed(packet->substr(1), now);
+    if (!step.ok()) {
+      ended = step.status();
+      break;
+    }
+    if (step->alive) stream_->Alive(token, now);
+    if (step->position) stream_->Transaction(token, *step->position, step->first_arrival);
+    if (now >= next_report) {
+      sink_->StreamRead(events, bytes);
+      events = bytes = 0;
+      next_report = now + kReportEvery;
+    }
+  }
+  sink_->StreamRead(events, bytes);
+  stream_->Stop(token);
+  {
+    std::lock_guard lock(mu_);
+    fd_ = -1;
+  }
+  return ended;
+}
+
+void BinlogListener::Run(std::stop_token stop) {
+  std::stop_callback on_stop(stop, [this] { Interrupt(); });
+  Millis backoff = kFirstBackoff;
+  while (!stop.stop_requested()) {
+    MysqlTarget target;
+    uint64_t generation = 0;
+    std::stop_source wake;
+    {
+      std::lock_guard lock(mu_);
+      target = target_;
+      generation = target_generation_;
+      wake_ = wake;
+    }
+    // Until the sampler has chosen what to compare, there is nothing to follow.
+    const std::optional<PositionsKind> kind = history_->kind();
+    Status st = Status::Ok();
+    unsigned server_errno = 0;
+    bool started = false;
+    if (kind && *kind != PositionsKind::kNone) {
+      st = Session(target, *kind, generation, stop, &server_errno, &started);
+      if (st.ok()) st = Status::Unavailable("the stream ended");
+    }
+    if (started) backoff = kFirstBackoff;
+    Millis wait = Millis(100);
+    if (kind && *kind != PositionsKind::kNone && st.code() != Status::Code::kCancelled) {
+      const char* reason = ReasonOf(st, server_errno);
+      sink_->StreamFailed(reason, st);
+      const bool refused =
+          std::string_view(reason) == "refused" || std::string_view(reason) == "no_binlog";
+      LogLimited(LogLevel::kWarn, "binlog-stream",
+                 "binary log stream from " + target.endpoint.Id() + ": " + st.ToString() +
+                     (refused ? " (the account needs REPLICATION SLAVE on the primary: GRANT "
+                                "REPLICATION SLAVE ON *.* TO ...); position sampling only"
+                              : "; position sampling until it is back"));
+      wait = refused ? kRefusedBackoff : backoff;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    } else if (st.code() == Status::Code::kCancelled) {
+      backoff = kFirstBackoff;
+      wait = Millis(0);
+    }
+    std::stop_callback forward(stop, [&wake] { wake.request_stop(); });
+    clock_.SleepUntil(wake.get_token(), clock_.Now() + wait);
+  }
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,191 @@
+#include "heartbeat/stream_history.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace lagwatch {
+
+uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
+  std::lock_guard lock(mu_);
+  ++token_;
+  running_ = true;
+  incomparable_ = false;
+  began_ = at;
+  last_alive_ = at;
+  runs_.clear();
+  pending_.clear();
+  lags_.clear();
+  runs_.push_back({start, at});
+  return token_;
+}
+
+void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
+  const Micros lag = std::max(Micros(0), std::chrono::duration_cast<Micros>(delivered - sent));
+  lags_.push_back({sent, lag});
+  while (!lags_.empty() && lags_.front().sent < sent - options_.lag_window) lags_.pop_front();
+}
+
+void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime first_arrival) {
+  std::lock_guard lock(mu_);
+  if (token != token_ || !running_) return;
+  if (!runs_.empty() && runs_.back().pos == after) return;
+  runs_.push_back({after, first_arrival});
+  while (runs_.size() > options_.capacity) runs_.pop_front();
+  // Samples waiting for this position: delivered when this transaction's first event arrived.
+  while (!pending_.empty()) {
+    const Inclusion inc = after.Compare(pending_.front().pos);
+    if (inc == Inclusion::kIncomparable) {
+      incomparable_ = true;
+      pending_.clear();
+      break;
+    }
+    if (inc == Inclusion::kLacks) break;
+    AddLag(pending_.front().sent, first_arrival);
+    pending_.pop_front();
+  }
+}
+
+void StreamHistory::Alive(uint64_t token, MonoTime at) {
+  std::lock_guard lock(mu_);
+  if (token != token_ || !running_) return;
+  if (!last_alive_ || at > *last_alive_) last_alive_ = at;
+}
+
+void StreamHistory::Stop(uint64_t token) {
+  std::lock_guard lock(mu_);
+  if (token == token_) running_ = false;
+}
+
+void StreamHistory::Reset() {
+  std::lock_guard lock(mu_);
+  ++token_;
+  running_ = false;
+  incomparable_ = false;
+  last_alive_.reset();
+  runs_.clear();
+  pending_.clear();
+  lags_.clear();
+}
+
+void StreamHistory::CheckSample(const Position& pos, MonoTime sent) {
+  std::lock_guard lock(mu_);
+  // A sample sent before the stream began says nothing about its delivery.
+  if (!running_ || runs_.empty() || sent < began_) return;
+  // The earliest run that holds the sample: everything written before `sent` had arrived then.
+  for (const Run& run : runs_) {
+    const Inclusion inc = run.pos.Compare(pos);
+    if (inc == Inclusion::kIncomparable) {
+      incomparable_ = true;
+      return;
+    }
+    if (inc == Inclusion::kIncludes) {
+      AddLag(sent, run.first_arrival);
+      return;
+    }
+  }
+  if (pending_.size() < options_.capacity) pending_.push_back({pos, sent});
+}
+
+StreamHistory::State StreamHistory::StateLocked(MonoTime now) const {
+  State s;
+  s.last_alive = last_alive_;
+  if (!runs_.empty()) s.position = runs_.back().pos;
+  Micros d = options_.min_delivery;
+  for (const Lag& l : lags_) {
+    if (l.sent >= now - options_.lag_window) d = std::max(d, l.lag);
+  }
+  s.delivery_bound = d;
+  if (!running_ || runs_.empty() || !last_alive_) {
+    s.why_not = stream_reason::kDown;
+  } else if (incomparable_) {
+    s.why_not = stream_reason::kIncomparable;
+  } else if (!pending_.empty() && now - pending_.front().sent > options_.max_lag) {
+    s.why_not = stream_reason::kBehind;
+  } else if (d > options_.max_lag) {
+    s.why_not = stream_reason::kSlow;
+  } else if (now - *last_alive_ > options_.alive_within) {
+    s.why_not = stream_reason::kSilent;
+  } else {
+    s.usable = true;
+    s.why_not = nullptr;
+  }
+  return s;
+}
+
+const char* StreamHistory::Observe(const State& s) const {
+  const bool fell = was_usable_ && !s.usable;
+  was_usable_ = s.usable;
+  if (!fell) return nullptr;
+  ++fallbacks_[s.why_not];
+  return s.why_not;
+}
+
+void StreamHistory::LogFallback(const char* reason) {
+  LogLimited(LogLevel::kWarn, "binlog-stream-fallback",
+             std::string("binary log stream not used (") + reason +
+                 "): bounds from position sampling until it is back");
+}
+
+StreamHistory::State StreamHistory::StateAt(MonoTime now) const {
+  State s;
+  const char* fell = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    s = StateLocked(now);
+    fell = Observe(s);
+  }
+  if (fell) LogFallback(fell);
+  return s;
+}
+
+std::vector<std::pair<const char*, uint64_t>> StreamHistory::TakeFallbacks() {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<const char*, uint64_t>> out;
+  for (const char* reason : {stream_reason::kDown, stream_reason::kSilent, stream_reason::kBehind,
+                             stream_reason::kSlow, stream_reason::kIncomparable}) {
+    auto it = fallbacks_.find(reason);
+    if (it != fallbacks_.end() && it->second > 0) out.emplace_back(reason, it->second);
+  }
+  fallbacks_.clear();
+  return out;
+}
+
+StreamHistory::Bounds StreamHistory::Locate(const Position& replica_pos, MonoTime now) const {
+  const char* fell = nullptr;
+  Bounds b = LocateLocked(replica_pos, now, &fell);
+  if (fell) LogFallback(fell);
+  return b;
+}
+
+StreamHistory::Bounds StreamHistory::LocateLocked(const Position& replica_pos, MonoTime now,
+                                                  const char** fell) const {
+  std::lock_guard lock(mu_);
+  Bounds b;
+  const State s = StateLocked(now);
+  *fell = Observe(s);
+  if (!s.usable) return b;
+  // A transaction may be on its way for up to D: the replica lacks nothing written before
+  // (arrival of the next run, or the last sign of life) − D.
+  const auto d = std::chrono::duration_cast<MonoTime::duration>(s.delivery_bound);
+  std::optional<MonoTime> next_arrival;
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    switch (replica_pos.Compare(it->pos)) {
+      case Inclusion::kIncludes: {
+        const MonoTime edge =
+            next_arrival ? *next_arrival : std::max(*last_alive_, it->first_arrival);
+        b.fresh_at = edge - d;
+        return b;
+      }
+      case Inclusion::kLacks:
+        if (replica_pos.BehindProvesMissing(it->pos)) b.missing_since = it->first_arrival;
+        break;
+      case Inclusion::kIncomparable:
+        return Bounds{std::nullopt, std::nullopt, true};
+    }
+    next_arrival = it->first_arrival;
+  }
+  return b;
+}
+
+}  // namespace lagwatch

@@ -1,0 +1,136 @@
+// What the primary's binary log stream says (docs/measurement.md, "Stream bounds"), on the
+// agent's monotonic clock: when the first event of each transaction arrived and the primary's
+// position after it (runs, oldest first), when the stream last proved itself alive, and how late
+// it delivers, measured against the position sampler's samples. Written by the listener
+// (heartbeat/binlog_listener.h) and the sampler, read by every prober. Thread-safe.
+//
+// The bound. A transaction's events leave the primary after it is written to the binary log and
+// before its commit is visible (the binary log is written first), so a transaction whose first
+// event arrived at `a` was written no earlier than a − D, where D bounds the delivery delay. A
+// replica that has run j but not run j+1 lacks nothing written before a(j+1) − D: its staleness
+// at r is at most r − (a(j+1) − D). With nothing after run j, the stream's last sign of life at
+// `alive` (a heartbeat, sent by the dump thread only once it has sent all there is, or the start
+// of a transaction) gives r − (alive − D). The lower bound is r − a(j+1): run j+1 was on the
+// primary when it arrived.
+//
+// D is measured, not assumed: a sample sent at `t` read a position P that holds everything
+// written before t; the stream delivered P at A(P), so everything written before t arrived by
+// A(P), a lag of A(P) − t. D is the largest lag in a sliding window, never less than a floor.
+// The stream is usable only while it keeps that promise: alive recently, no sample waiting
+// longer than the largest lag it may have, D itself under that limit, started on this primary
+// and not broken. When it is not, it gives no bounds (the sampler's stand, at once), says why,
+// and comes back only when all of that holds again, which after a lag spike means once the
+// spike has left the window.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/position.h"
+
+namespace lagwatch {
+
+struct StreamHistoryOptions {
+  size_t capacity = 4096;              // runs kept
+  Millis alive_within = Millis(100);   // the stream is silent after this long without a sign
+  Millis max_lag = Millis(50);         // a sample undelivered this long, or D over it: behind
+  Millis lag_window = Millis(10000);   // D is the largest lag over this window
+  Micros min_delivery = Micros(1000);  // D is never less than this
+};
+
+// Why the stream gives no bounds (a metric label and a log word).
+namespace stream_reason {
+inline constexpr const char* kDown = "down";      // not started on this primary, or stopped
+inline constexpr const char* kSilent = "silent";  // no sign of life within alive_within
+inline constexpr const char* kBehind = "behind";  // a sample waits longer than max_lag
+inline constexpr const char* kSlow = "slow";      // D over max_lag (a lag spike in window)
+inline constexpr const char* kIncomparable = "incomparable";  // a sample it cannot compare
+}  // namespace stream_reason
+
+class StreamHistory {
+ public:
+  explicit StreamHistory(StreamHistoryOptions options = {}) : options_(options) {}
+
+  // The listener started a stream on the current primary at `at`, from `start` (the position
+  // it asked for: the primary had it before `at`). Forgets the previous stream's runs, checks
+  // and lags. Returns the stream's token: what the listener records with it is ignored once
+  // another stream began or Reset ran.
+  uint64_t Begin(const Position& start, MonoTime at);
+  // A transaction ended in stream `token`: `after`, whose first event arrived at
+  // `first_arrival`. Resolves the samples it delivers.
+  void Transaction(uint64_t token, const Position& after, MonoTime first_arrival);
+  // A heartbeat, or a transaction's first event, arrived at `at`.
+  void Alive(uint64_t token, MonoTime at);
+  // Stream `token` stopped (cut, refused, bad input); Begin starts the next.
+  void Stop(uint64_t token);
+  // The primary changed: forgets everything; Begin on the new one starts again.
+  void Reset();
+
+  // A position sample of the primary: `pos` was read after `sent`.
+  void CheckSample(const Position& pos, MonoTime sent);
+
+  struct State {
+    bool usable = false;
+    const char* why_not = stream_reason::kDown;  // when not usable
+    Micros delivery_bound{0};                    // D
+    std::optional<MonoTime> last_alive;
+    std::optional<Position> position;  // the newest run's
+  };
+  State StateAt(MonoTime now) const;
+
+  // How often the stream stopped being usable since the previous call, by reason (a transition
+  // from usable, as StateAt and Locate saw it; each is also logged, rate-limited).
+  std::vector<std::pair<const char*, uint64_t>> TakeFallbacks();
+
+  struct Bounds {
+    std::optional<MonoTime> fresh_at;       // staleness at r is at most r − fresh_at
+    std::optional<MonoTime> missing_since;  // staleness at r is at least r − missing_since
+    bool incomparable = false;
+  };
+  // Bounds for a replica at `replica_pos`, probed at `now`; none when the stream is not usable
+  // at `now` (StateAt) or the replica is behind every run kept.
+  Bounds Locate(const Position& replica_pos, MonoTime now) const;
+
+ private:
+  struct Run {
+    Position pos;
+    MonoTime first_arrival;
+  };
+  struct Pending {
+    Position pos;
+    MonoTime sent;
+  };
+  struct Lag {
+    MonoTime sent;
+    Micros lag;
+  };
+  State StateLocked(MonoTime now) const;  // REQUIRES: mu_ held
+  // Counts a transition from usable to `s`; the reason to log, or null. REQUIRES: mu_ held.
+  const char* Observe(const State& s) const;
+  static void LogFallback(const char* reason);
+  // Locate's work under mu_ (takes it).
+  Bounds LocateLocked(const Position& replica_pos, MonoTime now, const char** fell) const;
+  void AddLag(MonoTime sent, MonoTime delivered);  // REQUIRES: mu_ held
+
+  const StreamHistoryOptions options_;
+  mutable std::mutex mu_;
+  uint64_t token_ = 0;                                 // GUARDED_BY(mu_)
+  bool running_ = false;                               // GUARDED_BY(mu_)
+  bool incomparable_ = false;                          // GUARDED_BY(mu_)
+  MonoTime began_;                                     // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_alive_;                 // GUARDED_BY(mu_)
+  std::deque<Run> runs_;                               // GUARDED_BY(mu_), oldest first
+  std::deque<Pending> pending_;                        // GUARDED_BY(mu_), oldest first
+  std::deque<Lag> lags_;                               // GUARDED_BY(mu_), oldest first
+  mutable bool was_usable_ = false;                    // GUARDED_BY(mu_)
+  mutable std::map<std::string, uint64_t> fallbacks_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace lagwatch

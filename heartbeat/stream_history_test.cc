@@ -1,0 +1,131 @@
+#include "heartbeat/stream_history.h"
+
+#include <doctest/doctest.h>
+
+#include "base/gtid.h"
+
+namespace lagwatch {
+namespace {
+
+MonoTime At(int ms) { return MonoTime(Millis(ms)); }
+Position Gtid(const char* text) { return Position(GtidPos::Parse(text).value()); }
+Position Seq(int n) { return Gtid(("0-1-" + std::to_string(n)).c_str()); }
+
+// A stream begun at 1,000 ms from 0-1-10, with transactions 11 and 12 arriving at 1,100 and
+// 1,150 ms and a heartbeat at 1,190 ms; one sample sent at 1,140 ms read 0-1-11 (delivered
+// before it was sent: lag 0).
+struct Stream {
+  StreamHistory h;
+  uint64_t token = 0;
+  Stream() {
+    token = h.Begin(Seq(10), At(1000));
+    h.Transaction(token, Seq(11), At(1100));
+    h.Alive(token, At(1100));
+    h.CheckSample(Seq(11), At(1140));
+    h.Transaction(token, Seq(12), At(1150));
+    h.Alive(token, At(1190));
+  }
+};
+
+TEST_CASE("a replica with every transaction is fresh as of the last sign of life, less D") {
+  Stream s;
+  auto b = s.h.Locate(Seq(12), At(1195));
+  REQUIRE(b.fresh_at);
+  // D is the 1 ms floor: no sample measured more.
+  CHECK(*b.fresh_at == At(1189));
+  CHECK(!b.missing_since);
+  CHECK(s.h.StateAt(At(1195)).delivery_bound == Micros(1000));
+}
+
+TEST_CASE("a replica lacking a transaction is fresh until its first event's arrival, less D") {
+  Stream s;
+  auto b = s.h.Locate(Seq(11), At(1195));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(1149));
+  REQUIRE(b.missing_since);
+  CHECK(*b.missing_since == At(1150));
+  // Behind every transaction since the start: fresh until the first one arrived.
+  b = s.h.Locate(Seq(10), At(1195));
+  CHECK(*b.fresh_at == At(1099));
+  CHECK(*b.missing_since == At(1100));
+  // Before the stream's start: nothing to say.
+  b = s.h.Locate(Seq(9), At(1195));
+  CHECK(!b.fresh_at);
+}
+
+TEST_CASE("a sample the stream delivered late makes D that lag, for the window") {
+  Stream s;
+  // Sent at 1,195: 0-1-13 arrives at 1,210 (15 ms later).
+  s.h.CheckSample(Seq(13), At(1195));
+  CHECK(s.h.StateAt(At(1200)).usable);
+  s.h.Transaction(s.token, Seq(13), At(1210));
+  s.h.Alive(s.token, At(1210));
+  auto st = s.h.StateAt(At(1215));
+  CHECK(st.usable);
+  CHECK(st.delivery_bound == Micros(15000));
+  auto b = s.h.Locate(Seq(13), At(1215));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(1195));
+  // Out of the 10 s window, the floor again.
+  s.h.Alive(s.token, At(11200));
+  CHECK(s.h.StateAt(At(11200)).delivery_bound == Micros(1000));
+}
+
+TEST_CASE("the stream is not used while a sample waits too long, nor after, while D is too big") {
+  Stream s;
+  s.h.CheckSample(Seq(13), At(1195));
+  s.h.Alive(s.token, At(1200));
+  s.h.Alive(s.token, At(1244));
+  auto st = s.h.StateAt(At(1246));
+  CHECK(!st.usable);
+  CHECK(std::string(st.why_not) == stream_reason::kBehind);
+  CHECK(!s.h.Locate(Seq(12), At(1246)).fresh_at);
+  // It catches up 80 ms late: D is 80 ms, over the 50 ms limit, until that leaves the window.
+  s.h.Transaction(s.token, Seq(13), At(1275));
+  s.h.Alive(s.token, At(1275));
+  st = s.h.StateAt(At(1276));
+  CHECK(std::string(st.why_not) == stream_reason::kSlow);
+  s.h.Alive(s.token, At(11300));
+  CHECK(s.h.StateAt(At(11301)).usable);
+}
+
+TEST_CASE("a stream silent for longer than alive_within, stopped or reset gives no bounds") {
+  Stream s;
+  CHECK(s.h.StateAt(At(1290)).usable);
+  auto st = s.h.StateAt(At(1291));
+  CHECK(std::string(st.why_not) == stream_reason::kSilent);
+  s.h.Alive(s.token, At(1290));
+  s.h.Stop(s.token);
+  CHECK(std::string(s.h.StateAt(At(1291)).why_not) == stream_reason::kDown);
+  // What the stopped stream's listener still sends is ignored once another began.
+  const uint64_t next = s.h.Begin(Seq(20), At(2000));
+  s.h.Transaction(s.token, Seq(21), At(2001));
+  CHECK(s.h.StateAt(At(2002)).position == Seq(20));
+  s.h.Transaction(next, Seq(21), At(2003));
+  CHECK(s.h.StateAt(At(2004)).position == Seq(21));
+  s.h.Reset();
+  CHECK(!s.h.StateAt(At(2004)).usable);
+  CHECK(!s.h.Locate(Seq(21), At(2004)).fresh_at);
+}
+
+TEST_CASE("a sample of another kind makes the stream incomparable until it begins again") {
+  Stream s;
+  s.h.CheckSample(Position(BinlogCoords{"mysql-bin", 1, 400}), At(1160));
+  CHECK(std::string(s.h.StateAt(At(1165)).why_not) == stream_reason::kIncomparable);
+  s.h.Begin(Seq(20), At(2000));
+  CHECK(s.h.StateAt(At(2001)).usable);
+  CHECK(s.h.Locate(Position(BinlogCoords{"mysql-bin", 1, 400}), At(2001)).incomparable);
+}
+
+TEST_CASE("a sample sent before the stream began is not a measure of it") {
+  StreamHistory h;
+  const uint64_t t = h.Begin(Seq(10), At(1000));
+  h.CheckSample(Seq(11), At(990));
+  h.Transaction(t, Seq(11), At(1200));
+  h.Alive(t, At(1200));
+  CHECK(h.StateAt(At(1201)).usable);
+  CHECK(h.StateAt(At(1201)).delivery_bound == Micros(1000));
+}
+
+}  // namespace
+}  // namespace lagwatch

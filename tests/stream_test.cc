@@ -1,0 +1,306 @@
+// The primary's binary log stream against a real sandbox (MariaDB 10.11): the agent registers as
+// a replica with its own server id, takes its bounds from the stream (replicas[].bound "stream"),
+// stays on it through an idle primary (heartbeat events), falls back to position sampling at
+// once when the dump is killed or refused and comes back when it is up again; the same with
+// binary log coordinates; binlog_stream.enabled false leaves no dump thread; bad keys are named.
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kDir = "/tmp/lw-bs";
+constexpr int kBasePort = 30506;  // the sandbox: 30506..30509, the agent's HTTP on 30510
+// binlog_stream.server_id's default for agent_id 1: 4294967295 - 1.
+const std::string kStreamServerId = "4294967294";
+
+struct Env {
+  Sandbox sandbox{kDir, kBasePort};
+  // The table the tests' own transactions go to.
+  Env() {
+    AdminQuery(
+        sandbox.socket("primary"),
+        "CREATE TABLE IF NOT EXISTS lwtest.stream_probe (id INT AUTO_INCREMENT PRIMARY KEY)");
+  }
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+// The sandbox's config with `edit` applied.
+std::string ConfigWith(const std::string& name, const std::function<void(json&)>& edit) {
+  std::ifstream in(E().sandbox.config_path());
+  json j = json::parse(in, nullptr, true, true);
+  edit(j);
+  return WriteTempFile(kDir, name + ".json", j.dump(2));
+}
+
+std::optional<json> Api(const std::string& path) {
+  auto [code, body] = HttpGet(E().sandbox.http_port(), path);
+  if (code != 200) return std::nullopt;
+  return json::parse(body);
+}
+
+// Whether the API answers and every replica's upper bound comes from `bound`.
+bool AllBoundBy(const std::string& bound) {
+  auto j = Api("/api/v1/replicas");
+  if (!j || (*j)["replicas"].size() != 2) return false;
+  for (const auto& r : (*j)["replicas"]) {
+    if (r["bound"] != bound) return false;
+  }
+  return true;
+}
+
+// Whether the API answers and some replica's upper bound comes from `bound`.
+bool AnyBoundBy(const std::string& bound) {
+  auto j = Api("/api/v1/replicas");
+  if (!j) return false;
+  for (const auto& r : (*j)["replicas"]) {
+    if (r["bound"] == bound) return true;
+  }
+  return false;
+}
+
+bool StreamUsable() {
+  auto j = Api("/api/v1/primary");
+  return j && (*j)["binlog_stream"].is_object() && (*j)["binlog_stream"]["usable"] == true;
+}
+
+std::string Primary(const std::string& sql) {
+  return AdminQuery(E().sandbox.socket("primary"), sql).value_or("");
+}
+
+// The processlist id of the agent's dump thread on the primary, "" when there is none.
+std::string DumpThread() {
+  return Primary(
+      "SELECT COALESCE(MAX(ID), '') FROM information_schema.PROCESSLIST "
+      "WHERE COMMAND LIKE 'Binlog Dump%' AND USER = 'lagwatch_writer'");
+}
+
+std::optional<double> Metric(const std::string& series) {
+  return MetricValue(HttpGet(E().sandbox.http_port(), "/metrics").second, series);
+}
+
+// The widest delay_ms of both replicas over `span`.
+int64_t WidestDelay(Redis& redis, std::chrono::milliseconds span) {
+  int64_t widest = 0;
+  const auto until = std::chrono::steady_clock::now() + span;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int r : {1, 2}) {
+      auto h = redis.HGetAll(E().sandbox.replica_key(r));
+      if (h.count("delay_ms")) widest = std::max<int64_t>(widest, std::stoll(h["delay_ms"]));
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return widest;
+}
+
+TEST_CASE("the stream gives the bounds: registered on the primary, usable, tight, a stop seen") {
+  Agent agent(E().sandbox.config_path(), kDir + "/stream.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  // Both bounds are sound and the tighter is published: at no lag the position samples (the
+  // probes follow their cadence) and the stream take turns.
+  REQUIRE_MESSAGE(WaitFor([] { return AnyBoundBy("stream"); }, 10s), agent.Log());
+  CHECK(StreamUsable());
+  auto primary = Api("/api/v1/primary");
+  REQUIRE(primary);
+  CAPTURE(primary->dump());
+  CHECK((*primary)["binlog_stream"]["delivery_bound_ms"].get<double>() < 50);
+  CHECK((*primary)["binlog_stream"]["server_id"].get<int64_t>() == std::stoll(kStreamServerId));
+  // A replica of the primary as far as the primary can tell: in SHOW SLAVE HOSTS, by its id.
+  RunResult hosts = RunCommand({"/usr/bin/mariadb", "-S", E().sandbox.socket("primary"), "-uroot",
+                                "-N", "-e", "SHOW SLAVE HOSTS"});
+  CHECK(hosts.output.find(kStreamServerId) != std::string::npos);
+  CHECK(agent.Log().find("binary log stream from " + E().sandbox.primary_id()) !=
+        std::string::npos);
+  CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_up").value_or(0) == 1; }, 5s));
+  CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_events_total").value_or(0) > 0; }, 5s));
+  // At no lag the bound stays near the delivery bound and a probe's length.
+  CHECK(WidestDelay(redis, 3s) < 100);
+
+  // A stopped SQL thread: the replica falls behind the writes the stream delivers.
+  AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
+  CHECK_MESSAGE(
+      WaitFor([&] { return redis.HGetAll(E().sandbox.replica_key(1))["healthy"] == "0"; }, 5s),
+      agent.Log());
+  AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
+  CHECK_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  CHECK(agent.Stop() == 0);
+  // The agent's dump thread went with it.
+  CHECK(WaitFor([] { return DumpThread().empty(); }, 5s));
+}
+
+TEST_CASE("an idle primary: the stream's heartbeat events keep it usable without writes") {
+  // One heartbeat row a minute: nothing is written while this runs.
+  Agent agent(ConfigWith("idle", [](json& j) { j["heartbeat"]["interval_ms"] = 60000; }),
+              kDir + "/idle.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(
+      WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); }, 15s),
+      agent.Log());
+  int usable = 0, asked = 0;
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (std::chrono::steady_clock::now() < until) {
+    ++asked;
+    if (StreamUsable()) ++usable;
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(usable == asked);
+  CHECK(Metric("lagwatch_binlog_stream_fallbacks_total{reason=\"silent\"}").value_or(-1) == 0);
+  CHECK(WidestDelay(redis, 1s) < 100);
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("a replica lacking one transaction is bounded from its arrival: within ms of the truth") {
+  // No heartbeat rows after the first: the transactions a stopped replica lacks are the test's.
+  Agent agent(ConfigWith("exact", [](json& j) { j["heartbeat"]["interval_ms"] = 60000; }),
+              kDir + "/exact.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(
+      WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); }, 15s),
+      agent.Log());
+  auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
+    std::this_thread::sleep_for(100ms + std::chrono::milliseconds(37 * round));
+    const int64_t sent = wall_ms();
+    Primary("INSERT INTO lwtest.stream_probe VALUES (NULL)");
+    const int64_t acked = wall_ms();
+    // The records measured from 50 ms after the write on: the truth is between measured_at -
+    // acked and measured_at - sent.
+    int checked = 0;
+    const auto until = std::chrono::steady_clock::now() + 600ms;
+    int64_t last_at = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      auto h = redis.HGetAll(E().sandbox.replica_key(1));
+      if (h.count("measured_at_ms") && h.count("delay_ms")) {
+        const int64_t at = std::stoll(h["measured_at_ms"]);
+        const int64_t delay = std::stoll(h["delay_ms"]);
+        if (at > acked + 50 && at != last_at) {
+          last_at = at;
+          ++checked;
+          CAPTURE(at - sent);
+          CAPTURE(delay);
+          CHECK(delay >= at - acked - 2);  // never below the truth
+          CHECK(delay <= at - sent + 15);  // the samples alone: up to 50 ms over
+        }
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    CHECK(checked >= 2);
+    AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
+    REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
+  }
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("a killed dump thread: sampling at once, the stream back after a reconnect") {
+  Agent agent(E().sandbox.config_path(), kDir + "/kill.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([] { return AllBoundBy("stream") && StreamUsable(); }, 10s), agent.Log());
+  const std::string before = DumpThread();
+  REQUIRE(!before.empty());
+  Primary("KILL " + before);
+  // Reconnected: another thread, the stream's bounds again, the replicas healthy throughout.
+  CHECK_MESSAGE(WaitFor(
+                    [&] {
+                      const std::string now = DumpThread();
+                      return !now.empty() && now != before && StreamUsable() &&
+                             AllBoundBy("stream");
+                    },
+                    10s),
+                agent.Log());
+  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_starts_total").value_or(0) >= 2; }, 5s));
+  CHECK(Metric("lagwatch_binlog_stream_errors_total{reason=\"cut\"}").value_or(0) +
+            Metric("lagwatch_binlog_stream_errors_total{reason=\"server_error\"}").value_or(0) >=
+        1);
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("without REPLICATION SLAVE the dump is refused, named, and sampling gives the bounds") {
+  Primary("REVOKE REPLICATION SLAVE ON *.* FROM 'lagwatch_writer'@'127.0.0.1'");
+  Agent agent(E().sandbox.config_path(), kDir + "/refused.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s), agent.Log());
+  CHECK_MESSAGE(
+      WaitFor([&] { return agent.Log().find("REPLICATION SLAVE") != std::string::npos; }, 5s),
+      agent.Log());
+  CHECK(WaitFor(
+      [] {
+        return Metric("lagwatch_binlog_stream_errors_total{reason=\"refused\"}").value_or(0) >= 1;
+      },
+      5s));
+  CHECK(WaitFor([] { return AllBoundBy("positions"); }, 5s));
+  CHECK(!StreamUsable());
+  CHECK(Metric("lagwatch_binlog_stream_up").value_or(-1) == 0);
+  CHECK(agent.Stop() == 0);
+  Primary("GRANT REPLICATION SLAVE ON *.* TO 'lagwatch_writer'@'127.0.0.1'");
+}
+
+TEST_CASE("binary log coordinates: the stream follows file and position, through a rotation") {
+  Agent agent(ConfigWith("binlog", [](json& j) { j["positions"] = "binlog"; }),
+              kDir + "/binlog.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([] { return AllBoundBy("stream") && StreamUsable(); }, 10s), agent.Log());
+  auto primary = Api("/api/v1/primary");
+  REQUIRE(primary);
+  const std::string pos = (*primary)["binlog_stream"]["position"].get<std::string>();
+  CAPTURE(pos);
+  CHECK(pos.find(":") != std::string::npos);  // "mysql-bin.000001:1234"
+  Primary("FLUSH BINARY LOGS");
+  CHECK(WidestDelay(redis, 2s) < 200);
+  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK(StreamUsable());
+  primary = Api("/api/v1/primary");
+  CHECK((*primary)["binlog_stream"]["position"].get<std::string>() != pos);
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("binlog_stream.enabled false: position sampling only, no dump thread") {
+  Agent agent(ConfigWith("off", [](json& j) { j["binlog_stream"]["enabled"] = false; }),
+              kDir + "/off.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([] { return AllBoundBy("positions"); }, 10s), agent.Log());
+  auto primary = Api("/api/v1/primary");
+  REQUIRE(primary);
+  CHECK((*primary)["binlog_stream"].is_null());
+  CHECK(DumpThread().empty());
+  CHECK(agent.Stop() == 0);
+}
+
+TEST_CASE("bad binlog_stream keys are named and refused") {
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{{"heartbeat_ms", 0},
+                                                                     {"max_lag_ms", "50"},
+                                                                     {"server_id", -1},
+                                                                     {"enabled", 1},
+                                                                     {"heartbeats", 10}}) {
+    CAPTURE(key);
+    RunResult check =
+        RunCommand({LagwatchBinary(), "--check-config",
+                    ConfigWith("bad-" + key, [&](json& j) { j["binlog_stream"][key] = value; })});
+    CHECK(check.exit_code == 2);
+    CHECK(check.output.find("binlog_stream") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace lagwatch::test
