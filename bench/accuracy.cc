@@ -51,6 +51,7 @@
 #include "bench/collectors.h"
 #include "bench/flags.h"
 #include "bench/report.h"
+#include "bench/table.h"
 
 namespace lagwatch::bench {
 namespace {
@@ -566,6 +567,12 @@ json WriteAgentConfig(const Paths& p, const std::string& path, const std::string
   }
   c.merge_patch(changes);
   c["http"]["listen"] = "127.0.0.1:" + std::to_string(http);
+  // An agent with a key prefix of its own logs in to Redis as the sandbox's admin: the agent's
+  // ACL user may write the default prefix's keys and channel only.
+  if (c["redis"].value("key_prefix", std::string(kKeyPrefix)) != kKeyPrefix) {
+    c["redis"].erase("username");
+    c["redis"]["password_file"] = p.redis.password_file;
+  }
   std::ofstream out(path, std::ios::trunc);
   out << c.dump(2) << "\n";
   if (!out.flush()) throw std::runtime_error("cannot write " + path);
@@ -1153,9 +1160,21 @@ Scenario RunSysbench(const Paths& p, const Plan& plan, int rate, const std::stri
            " s at --rate=" + std::to_string(rate));
   s.Event(Join(args));
   const size_t log_before = ReadFile(log_path).size();
+  Sql primary(p.Primary());
+  const CostReading before = ReadCost(p, primary);
   auto run = Child::Spawn(args, log_path);
   const int rc = WaitChild(*run, milliseconds((plan.sysbench_s + 120) * 1000));
+  const CostReading after = ReadCost(p, primary);
   s.End();
+  // What the primary paid under load with everything running (every agent, every system): its
+  // binary log is what each binary log stream (and each replica) carries.
+  const double dt = static_cast<double>(after.t_us - before.t_us) / 1e6;
+  s.notes.push_back(
+      "primary under sysbench, everything running: CPU " +
+      Num(100.0 * (after.cpu_s - before.cpu_s) / dt, 1) + " % of a core, binary log written " +
+      Num(static_cast<double>(after.binlog_bytes - before.binlog_bytes) / dt / 1024.0, 1) +
+      " KiB/s (each binary log stream carries this), sent to all clients " +
+      Num(static_cast<double>(after.bytes_sent - before.bytes_sent) / dt / 1024.0, 1) + " KiB/s");
   s.Event("sysbench exited " + std::to_string(rc));
   if (rc != 0) s.notes.push_back("sysbench exited with code " + std::to_string(rc));
   // "    transactions:                        8864   (590.79 per sec.)"
