@@ -52,6 +52,11 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
           {"position",
            s.position ? nlohmann::json(s.position->ToString()) : nlohmann::json(nullptr)},
           {"server_id", initial_.binlog_stream.ServerId(initial_.agent_id)},
+          // MySQL's own commit timestamps of the last transaction (its servers' clocks: shown,
+          // never compared with lagwatch's).
+          {"last_commit_us", s.commit_us ? nlohmann::json{{"original", s.commit_us->first},
+                                                          {"immediate", s.commit_us->second}}
+                                         : nlohmann::json(nullptr)},
       };
     } else {
       j["binlog_stream"] = nullptr;

@@ -222,7 +222,14 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       break;
     }
     if (step->alive) stream_->Alive(token, now);
-    if (step->position) stream_->Transaction(token, *step->position, step->first_arrival);
+    if (step->position) {
+      std::optional<std::pair<uint64_t, uint64_t>> commit_us;
+      if (step->mysql_gtid && step->mysql_gtid->original_commit_us) {
+        commit_us = {*step->mysql_gtid->original_commit_us,
+                     step->mysql_gtid->immediate_commit_us.value_or(0)};
+      }
+      stream_->Transaction(token, *step->position, step->first_arrival, commit_us);
+    }
     if (now >= next_report) {
       sink_->StreamRead(events, bytes);
       events = bytes = 0;

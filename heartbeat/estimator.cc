@@ -63,8 +63,6 @@ LagBounds StreamBounds(const ProbeObservation& obs, const StreamHistory& stream)
     b.fresh_at = sb.fresh_at;
     b.upper_source = BoundSource::kStream;
   }
-  if (sb.missing_since && *sb.missing_since <= obs.sent)
-    b.lower = Since(obs.sent, *sb.missing_since);
   return b;
 }
 
@@ -82,13 +80,15 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
   }
   out.lower = std::max(hb.lower, pos.lower);
   out.incomparable = pos.incomparable;
+  // The stream's bound rests on a measured delivery bound: if it contradicts the samples' or the
+  // heartbeat's lower bound (the delivery was slower than measured), it is left out, not they.
   if (stream) {
     LagBounds st = StreamBounds(obs, *stream);
-    if (st.fresh_at && (!out.fresh_at || *st.fresh_at > *out.fresh_at)) {
+    if (st.fresh_at && (!out.fresh_at || *st.fresh_at > *out.fresh_at) &&
+        out.lower <= st.UpperAt(obs.received)) {
       out.fresh_at = st.fresh_at;
       out.upper_source = BoundSource::kStream;
     }
-    out.lower = std::max(out.lower, st.lower);
   }
   if (out.fresh_at && out.lower > out.UpperAt(obs.received)) {
     // Both bound families are sound on their own, so a contradiction means their premises broke

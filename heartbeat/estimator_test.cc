@@ -136,6 +136,26 @@ TEST_CASE("the upper bound keeps growing from the last fresh moment") {
 namespace lagwatch {
 namespace {
 
+TEST_CASE("the stream's bound is left out where it contradicts the samples' lower bound") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  PositionHistory history;
+  history.SetSource(PositionsKind::kMariaDbGtid, 1);
+  history.Add(P("0-1-7"), T(2010), T(2011));
+  history.Add(P("0-1-8"), T(2050), T(2051));  // 0-1-8 was on the primary by 2051
+  // The stream delivered 0-1-8 only at 2100 (later than measured): a replica at 0-1-7 would be
+  // fresh as of 2099 by it, yet the samples prove it lacked 0-1-8 since 2051.
+  StreamHistory stream;
+  const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Transaction(token, P("0-1-8"), T(2100));
+  stream.Alive(token, T(2100));
+  LagBounds b = Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history, &stream);
+  CHECK(b.upper_source == BoundSource::kPosition);
+  CHECK_FALSE(b.inconsistent);
+  CHECK(Ms(b.UpperAt(T(2112))) == 102);  // fresh as of the 2010 sample
+  CHECK(Ms(b.lower) == 59);              // 2110 - 2051
+}
+
 TEST_CASE("the stream's bound is published where it is tighter, and not while it is unusable") {
   HeartbeatLog log;
   Heartbeats(log, 4);  // seqs 1..4 sent at 500..2000
@@ -154,7 +174,9 @@ TEST_CASE("the stream's bound is published where it is tighter, and not while it
   LagBounds b = Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history, &stream);
   CHECK(b.upper_source == BoundSource::kStream);
   CHECK(Ms(b.UpperAt(T(2112))) == 33);
-  CHECK(Ms(b.lower) == 30);  // 2110 - 2080: the stream had 0-1-8 when it arrived
+  // No lower bound from the stream (an event can leave before its commit is visible): the
+  // samples' 2110 - 2101.
+  CHECK(Ms(b.lower) == 9);
   CHECK(Ms(Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history).UpperAt(T(2112))) == 62);
   // Caught up: fresh as of the heartbeat event, less D.
   b = Estimate(Probe(2110, 2112, 4, "0-1-8"), log, history, &stream);

@@ -16,6 +16,7 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
   runs_.clear();
   pending_.clear();
   lags_.clear();
+  commit_us_.reset();
   runs_.push_back({start, at});
   return token_;
 }
@@ -26,9 +27,11 @@ void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
   while (!lags_.empty() && lags_.front().sent < sent - options_.lag_window) lags_.pop_front();
 }
 
-void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime first_arrival) {
+void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime first_arrival,
+                                std::optional<std::pair<uint64_t, uint64_t>> commit_us) {
   std::lock_guard lock(mu_);
   if (token != token_ || !running_) return;
+  if (commit_us) commit_us_ = commit_us;
   if (!runs_.empty() && runs_.back().pos == after) return;
   runs_.push_back({after, first_arrival});
   while (runs_.size() > options_.capacity) runs_.pop_front();
@@ -90,6 +93,7 @@ void StreamHistory::CheckSample(const Position& pos, MonoTime sent) {
 StreamHistory::State StreamHistory::StateLocked(MonoTime now) const {
   State s;
   s.last_alive = last_alive_;
+  s.commit_us = commit_us_;
   if (!runs_.empty()) s.position = runs_.back().pos;
   Micros d = options_.min_delivery;
   for (const Lag& l : lags_) {
@@ -178,10 +182,9 @@ StreamHistory::Bounds StreamHistory::LocateLocked(const Position& replica_pos, M
         return b;
       }
       case Inclusion::kLacks:
-        if (replica_pos.BehindProvesMissing(it->pos)) b.missing_since = it->first_arrival;
         break;
       case Inclusion::kIncomparable:
-        return Bounds{std::nullopt, std::nullopt, true};
+        return Bounds{std::nullopt, true};
     }
     next_arrival = it->first_arrival;
   }

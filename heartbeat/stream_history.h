@@ -10,8 +10,8 @@
 // replica that has run j but not run j+1 lacks nothing written before a(j+1) − D: its staleness
 // at r is at most r − (a(j+1) − D). With nothing after run j, the stream's last sign of life at
 // `alive` (a heartbeat, sent by the dump thread only once it has sent all there is, or the start
-// of a transaction) gives r − (alive − D). The lower bound is r − a(j+1): run j+1 was on the
-// primary when it arrived.
+// of a transaction) gives r − (alive − D). The stream gives no lower bound: a transaction's
+// events can leave before its commit is visible, so its arrival does not prove it committed.
 //
 // D is measured, not assumed: a sample sent at `t` read a position P that holds everything
 // written before t; the stream delivered P at A(P), so everything written before t arrived by
@@ -64,8 +64,11 @@ class StreamHistory {
   // another stream began or Reset ran.
   uint64_t Begin(const Position& start, MonoTime at);
   // A transaction ended in stream `token`: `after`, whose first event arrived at
-  // `first_arrival`. Resolves the samples it delivers.
-  void Transaction(uint64_t token, const Position& after, MonoTime first_arrival);
+  // `first_arrival`. Resolves the samples it delivers. `commit_us`: MySQL's original and
+  // immediate commit timestamps of it (GTID_LOG_EVENT; microseconds on those servers' clocks),
+  // kept for the API and never compared with the agent's clock.
+  void Transaction(uint64_t token, const Position& after, MonoTime first_arrival,
+                   std::optional<std::pair<uint64_t, uint64_t>> commit_us = std::nullopt);
   // A heartbeat, or a transaction's first event, arrived at `at`.
   void Alive(uint64_t token, MonoTime at);
   // Stream `token` stopped (cut, refused, bad input); Begin starts the next.
@@ -82,6 +85,8 @@ class StreamHistory {
     Micros delivery_bound{0};                    // D
     std::optional<MonoTime> last_alive;
     std::optional<Position> position;  // the newest run's
+    // The last transaction's original and immediate commit timestamps, when MySQL said.
+    std::optional<std::pair<uint64_t, uint64_t>> commit_us;
   };
   State StateAt(MonoTime now) const;
 
@@ -90,8 +95,7 @@ class StreamHistory {
   std::vector<std::pair<const char*, uint64_t>> TakeFallbacks();
 
   struct Bounds {
-    std::optional<MonoTime> fresh_at;       // staleness at r is at most r − fresh_at
-    std::optional<MonoTime> missing_since;  // staleness at r is at least r − missing_since
+    std::optional<MonoTime> fresh_at;  // staleness at r is at most r − fresh_at
     bool incomparable = false;
   };
   // Bounds for a replica at `replica_pos`, probed at `now`; none when the stream is not usable
@@ -121,16 +125,17 @@ class StreamHistory {
 
   const StreamHistoryOptions options_;
   mutable std::mutex mu_;
-  uint64_t token_ = 0;                                 // GUARDED_BY(mu_)
-  bool running_ = false;                               // GUARDED_BY(mu_)
-  bool incomparable_ = false;                          // GUARDED_BY(mu_)
-  MonoTime began_;                                     // GUARDED_BY(mu_)
-  std::optional<MonoTime> last_alive_;                 // GUARDED_BY(mu_)
-  std::deque<Run> runs_;                               // GUARDED_BY(mu_), oldest first
-  std::deque<Pending> pending_;                        // GUARDED_BY(mu_), oldest first
-  std::deque<Lag> lags_;                               // GUARDED_BY(mu_), oldest first
-  mutable bool was_usable_ = false;                    // GUARDED_BY(mu_)
-  mutable std::map<std::string, uint64_t> fallbacks_;  // GUARDED_BY(mu_)
+  uint64_t token_ = 0;                                      // GUARDED_BY(mu_)
+  bool running_ = false;                                    // GUARDED_BY(mu_)
+  bool incomparable_ = false;                               // GUARDED_BY(mu_)
+  MonoTime began_;                                          // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_alive_;                      // GUARDED_BY(mu_)
+  std::deque<Run> runs_;                                    // GUARDED_BY(mu_), oldest first
+  std::deque<Pending> pending_;                             // GUARDED_BY(mu_), oldest first
+  std::deque<Lag> lags_;                                    // GUARDED_BY(mu_), oldest first
+  std::optional<std::pair<uint64_t, uint64_t>> commit_us_;  // GUARDED_BY(mu_)
+  mutable bool was_usable_ = false;                         // GUARDED_BY(mu_)
+  mutable std::map<std::string, uint64_t> fallbacks_;       // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

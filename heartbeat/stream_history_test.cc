@@ -33,7 +33,6 @@ TEST_CASE("a replica with every transaction is fresh as of the last sign of life
   REQUIRE(b.fresh_at);
   // D is the 1 ms floor: no sample measured more.
   CHECK(*b.fresh_at == At(1189));
-  CHECK(!b.missing_since);
   CHECK(s.h.StateAt(At(1195)).delivery_bound == Micros(1000));
 }
 
@@ -42,12 +41,9 @@ TEST_CASE("a replica lacking a transaction is fresh until its first event's arri
   auto b = s.h.Locate(Seq(11), At(1195));
   REQUIRE(b.fresh_at);
   CHECK(*b.fresh_at == At(1149));
-  REQUIRE(b.missing_since);
-  CHECK(*b.missing_since == At(1150));
   // Behind every transaction since the start: fresh until the first one arrived.
   b = s.h.Locate(Seq(10), At(1195));
   CHECK(*b.fresh_at == At(1099));
-  CHECK(*b.missing_since == At(1100));
   // Before the stream's start: nothing to say.
   b = s.h.Locate(Seq(9), At(1195));
   CHECK(!b.fresh_at);
@@ -125,6 +121,20 @@ TEST_CASE("a sample sent before the stream began is not a measure of it") {
   h.Alive(t, At(1200));
   CHECK(h.StateAt(At(1201)).usable);
   CHECK(h.StateAt(At(1201)).delivery_bound == Micros(1000));
+}
+
+TEST_CASE("MySQL's commit timestamps of the last transaction are kept as they came, per stream") {
+  StreamHistory h;
+  uint64_t t = h.Begin(Seq(10), At(1000));
+  h.Transaction(t, Seq(11), At(1100),
+                std::pair<uint64_t, uint64_t>{1764806400100000, 1764806400123456});
+  h.Transaction(t, Seq(12), At(1150));  // MariaDB's say nothing: the last ones stay
+  auto st = h.StateAt(At(1160));
+  REQUIRE(st.commit_us);
+  CHECK(st.commit_us->first == 1764806400100000u);
+  CHECK(st.commit_us->second == 1764806400123456u);
+  t = h.Begin(Seq(20), At(2000));
+  CHECK(!h.StateAt(At(2001)).commit_us);
 }
 
 }  // namespace
