@@ -361,13 +361,8 @@ Result<StreamStep> BinlogDecoder::Apply(const BinlogEvent& ev, MonoTime arrival)
       if (kind_ == PositionsKind::kBinlog) {
         auto c = ParseBinlogCoords(file_, ev.position);
         if (!c.ok()) return c.status();
-        Position next(std::move(c).value());
         // The dump's first Rotate names where it starts; one that is not forward is that.
-        if (next.Includes(position_) && !(next == position_)) {
-          position_ = std::move(next);
-          step.position = position_;
-          step.first_arrival = arrival;
-        }
+        MoveForward(Position(std::move(c).value()), arrival, &step);
       }
       return step;
     case kMariaGtidListEvent:
@@ -404,16 +399,16 @@ Result<StreamStep> BinlogDecoder::Apply(const BinlogEvent& ev, MonoTime arrival)
   // sends again at its start, such as the format description, say 0 or an earlier place).
   if (kind_ == PositionsKind::kBinlog && h.log_pos != 0 && !(h.flags & kBinlogArtificialFlag)) {
     auto c = ParseBinlogCoords(file_, h.log_pos);
-    if (c.ok()) {
-      Position next(std::move(c).value());
-      if (next.Includes(position_) && !(next == position_)) {
-        position_ = std::move(next);
-        step.position = position_;
-        step.first_arrival = arrival;
-      }
-    }
+    if (c.ok()) MoveForward(Position(std::move(c).value()), arrival, &step);
   }
   return step;
+}
+
+void BinlogDecoder::MoveForward(Position next, MonoTime arrival, StreamStep* step) {
+  if (!next.Includes(position_) || next == position_) return;
+  position_ = std::move(next);
+  step->position = position_;
+  step->first_arrival = arrival;
 }
 
 }  // namespace lagwatch

@@ -153,6 +153,9 @@ class BinlogDecoder {
   // The group under way ended at an event whose header is `h`: the position after it.
   Status EndGroup(const BinlogEventHeader& h, StreamStep* step);
   Status MoveTo(Position next);
+  // Takes `next` (an event outside any transaction, which arrived at `arrival`) when it is ahead
+  // of the position; one that is not is ignored (a dump repeats its start's events).
+  void MoveForward(Position next, MonoTime arrival, StreamStep* step);
 
   const PositionsKind kind_;
   const bool checksum_;
