@@ -76,18 +76,20 @@ void StreamHistory::CheckSample(const Position& pos, MonoTime sent) {
   // A sample sent before the stream began says nothing about its delivery.
   if (!running_ || runs_.empty() || sent < began_) return;
   // The earliest run that holds the sample: everything written before `sent` had arrived then.
-  for (const Run& run : runs_) {
-    const Inclusion inc = run.pos.Compare(pos);
-    if (inc == Inclusion::kIncomparable) {
-      incomparable_ = true;
-      return;
-    }
-    if (inc == Inclusion::kIncludes) {
-      AddLag(sent, run.first_arrival);
-      return;
-    }
+  // Runs only grow (each includes the one before: the decoder refuses anything else) and share
+  // one kind and binary log name, so the newest says whether they compare at all, and the runs
+  // that hold the sample are a suffix.
+  if (runs_.back().pos.Compare(pos) == Inclusion::kIncomparable) {
+    incomparable_ = true;
+    return;
   }
-  if (pending_.size() < options_.capacity) pending_.push_back({pos, sent});
+  auto first = std::partition_point(runs_.begin(), runs_.end(),
+                                    [&](const Run& run) { return !run.pos.Includes(pos); });
+  if (first != runs_.end()) {
+    AddLag(sent, first->first_arrival);
+  } else if (pending_.size() < options_.capacity) {
+    pending_.push_back({pos, sent});
+  }
 }
 
 StreamHistory::State StreamHistory::StateLocked(MonoTime now) const {
@@ -172,22 +174,21 @@ StreamHistory::Bounds StreamHistory::LocateLocked(const Position& replica_pos, M
   // A transaction may be on its way for up to D: the replica lacks nothing written before
   // (arrival of the next run, or the last sign of life) − D.
   const auto d = std::chrono::duration_cast<MonoTime::duration>(s.delivery_bound);
-  std::optional<MonoTime> next_arrival;
-  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
-    switch (replica_pos.Compare(it->pos)) {
-      case Inclusion::kIncludes: {
-        const MonoTime edge =
-            next_arrival ? *next_arrival : std::max(*last_alive_, it->first_arrival);
-        b.fresh_at = edge - d;
-        return b;
-      }
-      case Inclusion::kLacks:
-        break;
-      case Inclusion::kIncomparable:
-        return Bounds{std::nullopt, true};
-    }
-    next_arrival = it->first_arrival;
+  // The runs the replica has are a prefix (as in CheckSample): a binary search, not a walk back
+  // over every transaction a lagging replica lacks, on every probe.
+  switch (replica_pos.Compare(runs_.back().pos)) {
+    case Inclusion::kIncomparable:
+      return Bounds{std::nullopt, true};
+    case Inclusion::kIncludes:
+      b.fresh_at = std::max(*last_alive_, runs_.back().first_arrival) - d;
+      return b;
+    case Inclusion::kLacks:
+      break;
   }
+  // The first run it lacks (the newest is one): fresh until that one's first event arrived.
+  auto lacked = std::partition_point(runs_.begin(), runs_.end(),
+                                     [&](const Run& run) { return replica_pos.Includes(run.pos); });
+  if (lacked != runs_.begin()) b.fresh_at = lacked->first_arrival - d;
   return b;
 }
 
