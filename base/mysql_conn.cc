@@ -63,6 +63,7 @@ void MysqlConn::Close() {
   if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   mysql_close(mysql_);
   mysql_ = nullptr;
+  blocking_socket_ = false;
 }
 
 int PollEventsFor(int wait_events) {
@@ -124,10 +125,27 @@ void MysqlConn::KeepNonBlocking() {
   // server instead of handing the wait back, holding up every connection of an event loop while
   // one server hangs (MariaDB's CONC-594). Plaintext reads are MSG_DONTWAIT, so this changes
   // nothing there.
+  blocking_socket_ = false;
   const int fd = mysql_get_socket(mysql_);
   if (fd < 0) return;
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0 && !(flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+void MysqlConn::UseBlockingSocket() {
+  // Connector/C 3.3's blocking TLS read waits for more bytes with poll(2) for
+  // options.read_timeout, which is in seconds, taken as milliseconds: with the socket left
+  // non-blocking (KeepNonBlocking) a read that finds nothing gave up after 5 ms ("Connection
+  // timed out"), so a binary log stream over TLS was cut between two heartbeat events, about
+  // nine times a second. A blocking socket waits in read(2) instead, for the socket's receive
+  // timeout (SO_RCVTIMEO, the caller's) or a shutdown. Plaintext reads are unaffected either
+  // way: they wait with the library's own timeout in milliseconds.
+  if (blocking_socket_) return;
+  blocking_socket_ = true;
+  const int fd = mysql_get_socket(mysql_);
+  if (fd < 0) return;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
 void MysqlConn::EnableTlsReadAhead() {
@@ -192,6 +210,7 @@ std::optional<MysqlConn::Wait> MysqlConn::Begin(std::string sql) {
   last_errno_ = 0;
   outcome_.reset();
   if (mysql_) {
+    if (blocking_socket_) KeepNonBlocking();
     phase_ = Phase::kQuerying;
     return Advance(mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size()));
   }
@@ -301,6 +320,7 @@ Result<QueryResult> MysqlConn::Query(std::string_view sql, MonoTime deadline) {
 Status MysqlConn::SendCommand(uint8_t command, std::string_view arg, bool read_reply) {
   if (!mysql_) return Status::Unavailable("not connected to " + target_.label);
   last_errno_ = 0;
+  UseBlockingSocket();
   // Connector/C's own command path (mysql.h's methods table): it frames the packet, and reads
   // and checks the reply unless told to skip it.
   if (mysql_->methods->db_command(mysql_, static_cast<enum enum_server_command>(command),
@@ -312,6 +332,7 @@ Status MysqlConn::SendCommand(uint8_t command, std::string_view arg, bool read_r
 
 Result<std::string_view> MysqlConn::ReadPacket() {
   if (!mysql_) return Status::Unavailable("not connected to " + target_.label);
+  UseBlockingSocket();
   const unsigned long n = mysql_net_read_packet(mysql_);
   // packet_error (mariadb_com.h) is an unsigned int's -1, widened.
   if (n == static_cast<unsigned long>(packet_error))

@@ -154,8 +154,11 @@ class MysqlConn final : public SqlConnection {
 
   // Sets the TLS options of target_.tls on the fresh handle mysql_.
   void SetTlsOptions();
-  // After the connect: the socket non-blocking again (see the definition).
+  // After the connect, and before a statement after SendCommand/ReadPacket: the socket
+  // non-blocking again (see the definition).
   void KeepNonBlocking();
+  // Before SendCommand/ReadPacket: the socket blocking (see the definition).
+  void UseBlockingSocket();
   // After the connect, over TLS: OpenSSL reads ahead (see the definition).
   void EnableTlsReadAhead();
   // The Status for a failed connect, as the class comment says.
@@ -166,6 +169,7 @@ class MysqlConn final : public SqlConnection {
   const Clock& clock_;
   MYSQL* mysql_ = nullptr;
   unsigned last_errno_ = 0;
+  bool blocking_socket_ = false;  // UseBlockingSocket made it so (until KeepNonBlocking)
 
   // The statement in flight.
   Phase phase_ = Phase::kIdle;

@@ -133,6 +133,14 @@ TEST_CASE("over TLS everywhere the agent publishes as its own Redis user and wat
   CHECK(expiry(E().sandbox.redis_port(), "redis") == soonest);
   CHECK(Metric(port, "lagwatch_probe_errors_total{reason=\"tls\",replica=\"" +
                          E().sandbox.replica_id(1) + "\",tier=\"tier1\"}") == 0.0);
+  // The binary log stream over TLS gives the bounds and stays up between its 10 ms heartbeat
+  // events: one start, no errors (Connector/C's TLS reads once gave up after 5 ms of silence).
+  REQUIRE_MESSAGE(WaitFor([&] { return Metric(port, "lagwatch_binlog_stream_up") == 1.0; }, 10s),
+                  agent.Log());
+  std::this_thread::sleep_for(2s);
+  CHECK(Metric(port, "lagwatch_binlog_stream_up") == 1.0);
+  CHECK(Metric(port, "lagwatch_binlog_stream_starts_total") == 1.0);
+  CHECK(Metric(port, "lagwatch_binlog_stream_events_total").value_or(0) > 100);
 
   // lagwatch check says what each connection is.
   RunResult check = Check(E().sandbox.config_path());
