@@ -233,7 +233,10 @@ std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
   return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
                                          listener_ ? &stream_ : nullptr, &topology_, &publisher_,
-                                         &metrics_, clock_);
+                                         &metrics_, clock_,
+                                         [this](const std::string& server, int64_t not_after) {
+                                           tls_watch_.Learned(server, not_after);
+                                         });
 }
 
 void Agent::StartProber(ReplicaProber& p) {

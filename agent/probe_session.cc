@@ -18,7 +18,7 @@ constexpr Millis kLinger(10'000);
 
 ProbeSession::ProbeSession(EventLoop* loop, MysqlTarget target, const Config& config,
                            const TierConfig& tier, const PositionHistory* history, DoneFn done,
-                           LateFn late, FactsFn facts)
+                           LateFn late, FactsFn facts, CertificateFn certificate)
     : loop_(loop),
       config_(config),
       tier_(tier),
@@ -28,6 +28,7 @@ ProbeSession::ProbeSession(EventLoop* loop, MysqlTarget target, const Config& co
       done_(std::move(done)),
       late_(std::move(late)),
       facts_fn_(std::move(facts)),
+      certificate_fn_(std::move(certificate)),
       conn_(loop, std::move(target)) {}
 
 Millis ProbeSession::ReconnectBackoff(int failures) const {
@@ -133,6 +134,9 @@ void ProbeSession::OnFlavor(Result<QueryResult> r) {
   // A server that answers but not this (or not usefully) is probed all the same, as an unknown
   // flavor: its status is polled with the statement every server but MySQL 8.4+ has.
   flavor_checked_ = true;
+  if (certificate_fn_) {
+    if (auto not_after = conn_.peer_not_after_unix()) certificate_fn_(*not_after);
+  }
   ServerFlavor flavor;
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();

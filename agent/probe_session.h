@@ -50,10 +50,14 @@ class ProbeSession {
   using DoneFn = std::function<void(ProbeReplies replies)>;
   using LateFn = std::function<void()>;
   using FactsFn = std::function<void(const ServerFacts& facts)>;
+  // The server certificate's expiry (unix seconds), told once per new TLS connection.
+  using CertificateFn = std::function<void(int64_t not_after_unix)>;
 
   // `config`, `history` and `loop` must outlive the session. `target`: where and how to connect.
+  // `certificate` may be empty.
   ProbeSession(EventLoop* loop, MysqlTarget target, const Config& config, const TierConfig& tier,
-               const PositionHistory* history, DoneFn done, LateFn late, FactsFn facts);
+               const PositionHistory* history, DoneFn done, LateFn late, FactsFn facts,
+               CertificateFn certificate = nullptr);
 
   // What Begin found before sending anything: the judge forgets the applied position of another
   // connection (maybe another server) or of another positions kind.
@@ -112,6 +116,7 @@ class ProbeSession {
   const DoneFn done_;
   const LateFn late_;
   const FactsFn facts_fn_;
+  const CertificateFn certificate_fn_;
 
   // Used only on the loop's thread.
   AsyncMysqlConn conn_;

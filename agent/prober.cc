@@ -37,11 +37,11 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
   return settings;
 }
 
-ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
-                             EventLoop* loop, const HeartbeatLog* log,
-                             const PositionHistory* history, const StreamHistory* stream,
-                             TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics,
-                             const Clock& clock)
+ReplicaProber::ReplicaProber(
+    std::shared_ptr<const Config> settings, const ReplicaConfig& replica, EventLoop* loop,
+    const HeartbeatLog* log, const PositionHistory* history, const StreamHistory* stream,
+    TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics, const Clock& clock,
+    std::function<void(const std::string& server, int64_t not_after_unix)> certificate_seen)
     : settings_(std::move(settings)),
       config_(*settings_),
       replica_(replica),
@@ -60,7 +60,11 @@ ReplicaProber::ReplicaProber(std::shared_ptr<const Config> settings, const Repli
           MysqlTarget{replica.endpoint, config_.replica_defaults_file,
                       "replica " + replica.endpoint.Id(), replica.tls},
           config_, tier_, history, [this](ProbeReplies r) { OnReplies(std::move(r)); },
-          [this] { OnLateAnswer(); }, [this](const ServerFacts& f) { ShowServer(f); }),
+          [this] { OnLateAnswer(); }, [this](const ServerFacts& f) { ShowServer(f); },
+          certificate_seen ? ProbeSession::CertificateFn(
+                                 [seen = std::move(certificate_seen), id = replica.endpoint.Id()](
+                                     int64_t not_after) { seen(id, not_after); })
+                           : nullptr),
       judge_(replica, tier_, config_),
       roles_(replica.endpoint),
       lag_window_(Millis(kLongestWindowMs), LagWindowCapacity(config_.probe.interval_ms)),

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,7 +48,9 @@ class ReplicaProber {
   // `settings` is shared by every prober of one configuration (ProberSettings: the
   // configuration without its replica list, which a copy per prober would make memory grow with
   // the square of the fleet). `loop`, `log`, `history`, `stream` (null: no binary log stream),
-  // `topology`, `publisher` and `metrics` must outlive the prober.
+  // `topology`, `publisher` and `metrics` must outlive the prober. `certificate_seen` (may be
+  // empty) is told the server certificate's expiry (unix seconds) at every new TLS connection,
+  // on the prober's loop.
   //
   // Every configured server has a prober, the primary's too: each reports what its server says
   // about itself to `topology`, which decides which one is the primary. While its server is the
@@ -57,7 +60,9 @@ class ReplicaProber {
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
                 const StreamHistory* stream, TopologyMonitor* topology, RedisPublisher* publisher,
-                Metrics* metrics, const Clock& clock);
+                Metrics* metrics, const Clock& clock,
+                std::function<void(const std::string& server, int64_t not_after_unix)>
+                    certificate_seen = nullptr);
   ~ReplicaProber() { Stop(); }
 
   // Schedules the first probe `phase` from now (spreading replicas over the interval keeps a

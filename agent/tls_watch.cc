@@ -34,6 +34,7 @@ void TlsWatch::SetTargets(std::vector<MysqlTarget> mysql) {
     }
   }
   UpdateSoonest();
+  watched_ = std::move(kept);
   targets_ = std::move(mysql);
   again_ = true;
   wake_.notify_all();
@@ -88,6 +89,7 @@ void TlsWatch::RunRound(const std::stop_token& stop, Millis gap) {
     if (conn.ok()) Note("redis", (*conn)->server(), (*conn)->tls().not_after_unix);
   }
   for (const MysqlTarget& t : targets) {
+    if (LearnedRecently(t.endpoint.Id())) continue;
     if (!Pause(stop, gap)) return;
     MysqlConn conn(t, stop, clock_);
     auto peer = conn.InspectTls(clock_.Now() + kConnectTimeout);
@@ -95,8 +97,23 @@ void TlsWatch::RunRound(const std::stop_token& stop, Millis gap) {
   }
 }
 
-void TlsWatch::Note(const char* target, const std::string& server,
-                    std::optional<int64_t> not_after) {
+void TlsWatch::Learned(const std::string& server, int64_t not_after_unix) {
+  {
+    std::lock_guard lock(mu_);
+    if (!watched_.count(server)) return;
+  }
+  Note("mysql", server, not_after_unix, /*learned=*/true);
+}
+
+bool TlsWatch::LearnedRecently(const std::string& server) {
+  std::lock_guard lock(mu_);
+  auto it = known_.find({"mysql", server});
+  return it != known_.end() && it->second.learned_at &&
+         clock_.Now() - *it->second.learned_at < interval_;
+}
+
+void TlsWatch::Note(const char* target, const std::string& server, std::optional<int64_t> not_after,
+                    bool learned) {
   if (!not_after) return;
   const int64_t now = UnixMillis(clock_.WallNow()) / 1000;
   if (DaysUntil(*not_after, now) < kWarnDays) {
@@ -111,6 +128,7 @@ void TlsWatch::Note(const char* target, const std::string& server,
     known.gauge = &metrics_->tls_certificate_expiry.Add({{"target", target}, {"server", server}});
   }
   known.not_after_unix = *not_after;
+  if (learned) known.learned_at = clock_.Now();
   known.gauge->Set(static_cast<double>(*not_after));
   UpdateSoonest();
 }

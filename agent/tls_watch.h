@@ -2,10 +2,13 @@
 // expiring is an alert days ahead, not an outage (docs/metrics.md, "TLS"; the alert
 // LagwatchTlsCertificateExpiresSoon).
 //
-// At start, after every SetTargets (a reload) and then every `interval`, it connects to Redis when
-// redis.tls is enabled (the handshake's own peer certificate) and to each MySQL server whose TLS
-// is enabled, as the probers do (MysqlConn::InspectTls: the server's Ssl_server_not_after, since
-// Connector/C does not hand out the peer certificate), and sets
+// The probers tell it each MySQL server's certificate as their connections' handshakes see it
+// (Learned). At start, after every SetTargets (a reload) and then every `interval`, it connects to
+// Redis when redis.tls is enabled (the handshake's own peer certificate) and to each MySQL server
+// whose TLS is enabled, as the probers do (MysqlConn::InspectTls), unless a prober's connection
+// showed that server's certificate within the last `interval`: a prober's connection lasts as
+// long as its server does, so a certificate replaced on the server is seen by the next round,
+// and at start the probers' own connections spare the servers a second handshake each. It sets
 //   lagwatch_tls_certificate_expiry_timestamp_seconds{target, server}
 //   lagwatch_tls_certificate_soonest_expiry_timestamp_seconds
 // A server it cannot reach keeps its last known expiry (the probers count and log the failure);
@@ -21,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -45,6 +49,9 @@ class TlsWatch {
   // The MySQL servers to watch (those with tls.enabled are; the others are skipped); the next
   // round starts at once.
   void SetTargets(std::vector<MysqlTarget> mysql);
+  // A connection made elsewhere (a prober's) to the MySQL server `server` (host:port) saw its
+  // certificate expire at `not_after_unix`; ignored for a server not watched. Any thread.
+  void Learned(const std::string& server, int64_t not_after_unix);
   void Start();
   // Stops and joins the thread (within one connect's deadline).
   void Stop();
@@ -58,7 +65,11 @@ class TlsWatch {
   // Waits `gap` (a reload cuts it short); false when stopping.
   bool Pause(const std::stop_token& stop, Millis gap);
   // Records one server's certificate expiry (nullopt: none learned this round).
-  void Note(const char* target, const std::string& server, std::optional<int64_t> not_after);
+  // `learned`: from a prober's connection (Learned), not the watch's own.
+  void Note(const char* target, const std::string& server, std::optional<int64_t> not_after,
+            bool learned = false);
+  // Whether a prober's connection showed `server`'s certificate within the last interval.
+  bool LearnedRecently(const std::string& server);
   void UpdateSoonest();  // REQUIRES: mu_ held
 
   // Constant after construction.
@@ -70,11 +81,13 @@ class TlsWatch {
   std::mutex mu_;
   std::condition_variable_any wake_;
   std::vector<MysqlTarget> targets_;  // GUARDED_BY(mu_)
+  std::set<std::string> watched_;     // GUARDED_BY(mu_): targets_ with TLS enabled, by host:port
   bool again_ = false;                // GUARDED_BY(mu_): SetTargets asked for a round now
   // By "target server": the last expiry known, and its series.
   struct Known {
     int64_t not_after_unix;
     prometheus::Gauge* gauge;
+    std::optional<MonoTime> learned_at;  // the last Learned, if any
   };
   std::map<std::pair<std::string, std::string>, Known> known_;  // GUARDED_BY(mu_)
   std::jthread thread_;

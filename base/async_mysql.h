@@ -49,6 +49,8 @@ class AsyncMysqlConn {
   bool AnswerWaiting() const;
   bool connected() const { return conn_.connected(); }
   unsigned last_errno() const { return conn_.last_errno(); }
+  // The server certificate's expiry on this connection (MysqlConn::peer_not_after_unix).
+  std::optional<int64_t> peer_not_after_unix() const { return conn_.peer_not_after_unix(); }
 
  private:
   // Registers what `wait` asks for, or completes when the statement is finished (nullopt).

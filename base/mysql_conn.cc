@@ -11,9 +11,10 @@
 #include <errmsg.h>
 #include <mysql.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 // Connector/C's installed header for its I/O layer (its plugins' interface), for the connection's
-// SSL handle (EnableTlsReadAhead). It needs mysql.h's types, the `uchar` of Connector/C's own
+// SSL handle (AfterTlsConnect). It needs mysql.h's types, the `uchar` of Connector/C's own
 // ma_global.h (not installed), and HAVE_TLS to declare the TLS container, as for plugins built
 // outside Connector/C's tree.
 #define HAVE_TLS 1
@@ -64,6 +65,7 @@ void MysqlConn::Close() {
   mysql_close(mysql_);
   mysql_ = nullptr;
   blocking_socket_ = false;
+  peer_not_after_unix_.reset();
 }
 
 int PollEventsFor(int wait_events) {
@@ -148,7 +150,7 @@ void MysqlConn::UseBlockingSocket() {
   if (flags >= 0 && (flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
-void MysqlConn::EnableTlsReadAhead() {
+void MysqlConn::AfterTlsConnect() {
   // Connector/C leaves OpenSSL's read-ahead off, so each TLS record the server sends costs a
   // read(2) of its 5-byte header and another of its body, on top of the read that finds nothing
   // and hands the wait back. With read-ahead one read takes what has arrived. Measured with
@@ -159,7 +161,14 @@ void MysqlConn::EnableTlsReadAhead() {
   MARIADB_PVIO* pvio = mysql_->net.pvio;
   if (!pvio || !pvio->ctls || !pvio->ctls->ssl) return;
   SSL* ssl = static_cast<SSL*>(pvio->ctls->ssl);
-  if (SSL_get_app_data(ssl) == mysql_) SSL_set_read_ahead(ssl, 1);
+  if (SSL_get_app_data(ssl) != mysql_) return;
+  SSL_set_read_ahead(ssl, 1);
+  // The handshake's peer certificate, so that what expires when is known from the connections
+  // the agent makes anyway (agent/tls_watch.h) instead of from more of them.
+  if (const X509* cert = SSL_get0_peer_certificate(ssl)) {
+    std::tm tm{};
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1) peer_not_after_unix_ = timegm(&tm);
+  }
 }
 
 void MysqlConn::SetTlsOptions() {
@@ -266,7 +275,7 @@ std::optional<MysqlConn::Wait> MysqlConn::Advance(int wait_status) {
           return Finish(std::move(s));
         }
         KeepNonBlocking();
-        EnableTlsReadAhead();
+        AfterTlsConnect();
         phase_ = Phase::kQuerying;
         wait_status = mysql_real_query_start(&query_err_, mysql_, sql_.data(), sql_.size());
         break;
@@ -371,6 +380,7 @@ Result<TlsPeer> MysqlConn::InspectTls(MonoTime deadline) {
     peer.protocol = version;
   }
   if (const char* cipher = mysql_ ? mysql_get_ssl_cipher(mysql_) : nullptr) peer.cipher = cipher;
+  if (peer_not_after_unix_) peer.not_after_unix = peer_not_after_unix_;
   peer.tls = !peer.cipher.empty();
   if (!peer.tls) return TlsPeer{};
   peer.verified = target_.tls.enabled && target_.tls.verify;

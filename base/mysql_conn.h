@@ -118,11 +118,15 @@ class MysqlConn final : public SqlConnection {
   bool connected() const { return mysql_ != nullptr; }
   const std::string& label() const { return target_.label; }
   // The connection's TLS as Connector/C and the server say: protocol and cipher from the library,
-  // the server certificate's expiry from the server's Ssl_server_not_after (Connector/C 3.3 does
-  // not hand out the peer certificate); verified when TLS is on with verify set (the library
-  // refused the connection otherwise). Runs one statement (connecting first if needed), blocking
+  // the server certificate's expiry from the handshake (peer_not_after_unix), else from the
+  // server's Ssl_server_not_after; verified when TLS is on with verify set (the library refused
+  // the connection otherwise). Runs one statement (connecting first if needed), blocking
   // until `deadline`; fails as Query does.
   Result<TlsPeer> InspectTls(MonoTime deadline);
+  // The server certificate's expiry (unix seconds) as this connection's handshake saw it, read
+  // from Connector/C's own OpenSSL handle at the connect; nullopt when not connected, not over
+  // TLS or not readable. Costs nothing: no statement, no new connection.
+  std::optional<int64_t> peer_not_after_unix() const { return peer_not_after_unix_; }
   unsigned last_errno() const override { return last_errno_; }
 
   // The binary log dump (heartbeat/binlog_listener.h), on a connection Query has opened. Both
@@ -159,8 +163,9 @@ class MysqlConn final : public SqlConnection {
   void KeepNonBlocking();
   // Before SendCommand/ReadPacket: the socket blocking (see the definition).
   void UseBlockingSocket();
-  // After the connect, over TLS: OpenSSL reads ahead (see the definition).
-  void EnableTlsReadAhead();
+  // After the connect, over TLS: OpenSSL reads ahead (see the definition), and the peer
+  // certificate's expiry is kept (peer_not_after_unix).
+  void AfterTlsConnect();
   // The Status for a failed connect, as the class comment says.
   Status ConnectError();
 
@@ -170,6 +175,7 @@ class MysqlConn final : public SqlConnection {
   MYSQL* mysql_ = nullptr;
   unsigned last_errno_ = 0;
   bool blocking_socket_ = false;  // UseBlockingSocket made it so (until KeepNonBlocking)
+  std::optional<int64_t> peer_not_after_unix_;  // this connection's (AfterTlsConnect)
 
   // The statement in flight.
   Phase phase_ = Phase::kIdle;
