@@ -261,6 +261,9 @@ Status NetStream::StartTls(const TlsOptions& tls, const std::string& host, MonoT
   }
   ssl_ = SSL_new(ctx_);
   if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1) return Status::Tls(tls_reason::kConfig, TlsError());
+  // One read(2) per burst of records instead of one for each record's 5-byte header and another
+  // for its body: Read tries SSL_read before it waits, and HasBuffered counts what OpenSSL holds.
+  SSL_set_read_ahead(ssl_, 1);
   const std::string& name = tls.server_name.empty() ? host : tls.server_name;
   const bool ip = IsIpAddress(name);
   if (!ip) SSL_set_tlsext_host_name(ssl_, name.c_str());
