@@ -256,8 +256,8 @@ Status Agent::Start() {
   PublishReplicaSet();
   publisher_.Start(initial_.probe.realtime);
   router_feedback_.Start();
-  sampler_.Start();
-  if (listener_) listener_->Start();
+  sampler_.Start(initial_.probe.realtime);
+  if (listener_) listener_->Start(initial_.probe.realtime);
   writer_.Start();
   auto until = clock_.Now() + std::chrono::seconds(1);
   while (!heartbeat_log_.LastAck() && clock_.Now() < until) {

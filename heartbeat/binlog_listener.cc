@@ -5,6 +5,7 @@
 
 #include "base/binlog_coords.h"
 #include "base/binlog_event.h"
+#include "base/event_loop.h"
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
@@ -89,8 +90,11 @@ BinlogListener::BinlogListener(ListenerOptions options, const PositionHistory* h
       clock_(clock),
       target_(options_.primary) {}
 
-void BinlogListener::Start() {
-  worker_.Start([this](std::stop_token st) { Run(st); });
+void BinlogListener::Start(bool realtime) {
+  worker_.Start([this, realtime](std::stop_token st) {
+    if (realtime) (void)SetCurrentThreadRealtime(1);  // normal priority if refused
+    Run(st);
+  });
 }
 
 void BinlogListener::Stop() { worker_.Stop(); }

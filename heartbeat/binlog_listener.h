@@ -71,7 +71,10 @@ class BinlogListener {
                  ListenerSink* sink, const Clock& clock);
   ~BinlogListener() { Stop(); }
 
-  void Start();
+  // With `realtime`, the listening thread asks for SCHED_FIFO priority 1 (base/event_loop.h): an
+  // event's arrival is stamped when this thread reads it, and on a busy host a thread at normal
+  // priority reads late.
+  void Start(bool realtime = false);
   void Stop();
   // Follows `primary` from now on: the stream under way is cut and the next starts there.
   void SetPrimary(MysqlTarget primary);

@@ -1,5 +1,6 @@
 #include "heartbeat/sampler.h"
 
+#include "base/event_loop.h"
 #include "base/gtid.h"
 #include "base/gtid_set.h"
 #include "base/log.h"
@@ -79,8 +80,11 @@ PositionSampler::PositionSampler(SamplerOptions options, PositionHistory* histor
       target_(options_.primary),
       primary_id_(options_.primary.endpoint.Id()) {}
 
-void PositionSampler::Start() {
-  worker_.Start([this](std::stop_token st) { Run(st); });
+void PositionSampler::Start(bool realtime) {
+  worker_.Start([this, realtime](std::stop_token st) {
+    if (realtime) (void)SetCurrentThreadRealtime(1);  // normal priority if refused
+    Run(st);
+  });
 }
 
 void PositionSampler::Stop() { worker_.Stop(); }

@@ -60,7 +60,10 @@ class PositionSampler {
                   const Clock& clock, SqlConnector connect = nullptr);
   ~PositionSampler() { Stop(); }
 
-  void Start();
+  // With `realtime`, the sampling thread asks for SCHED_FIFO priority 1 (base/event_loop.h): a
+  // sample's sent time is what measures the binary log stream's delivery bound, and on a busy
+  // host a thread at normal priority waits behind the servers between taking it and sending.
+  void Start(bool realtime = false);
   void Stop();
   // Samples `primary` from now on, into the history's current generation: the wait under way is
   // cut short and the next round connects there.
