@@ -124,6 +124,8 @@ class Router {
     if (policy == Policy::kLagwatch || Ryw(policy)) {
       client::ReaderOptions o;
       o.redis = s_.router_redis;
+      // As the routers below route: with bounded staleness's deadline and time left.
+      if (Ryw(policy)) o.bounded_staleness = client::ReaderOptions::BoundedStaleness{};
       reader_ = std::make_unique<client::ContractReader>(o);
     }
     usable_[1] = usable_[2] = true;

@@ -11,6 +11,7 @@
 #include "base/contract.h"
 #include "base/redis_pipeline.h"
 #include "base/strings.h"
+#include "client/route.h"
 
 namespace lagwatch::client {
 namespace {
@@ -71,13 +72,25 @@ std::shared_ptr<const Contract> SnapshotCache::Get(MonoTime now, uint64_t genera
 
 void SnapshotCache::Put(std::shared_ptr<const Contract> contract, uint64_t generation) {
   until_ = contract->fetched_at + max_age_;
-  for (const ReplicaRecord& r : contract->replicas) until_ = std::min(until_, r.expires_at);
+  for (const ReplicaRecord& r : contract->replicas) {
+    until_ = std::min(until_, r.expires_at);
+    if (!bounded_ || !r.usable()) continue;
+    // As Route judges it: a record measured in the router's future counts as measured now.
+    ReplicaRecord judged = r;
+    judged.measured_at_ms = std::min(r.measured_at_ms, contract->fetched_at_unix_ms);
+    const std::optional<int64_t> fresh = FreshUntilMs(judged, bounded_->clock_skew_ms);
+    if (!fresh) continue;
+    const int64_t left_ms = *fresh - bounded_->min_left_ms - contract->fetched_at_unix_ms;
+    if (left_ms > 0) until_ = std::min(until_, contract->fetched_at + Millis(left_ms));
+  }
   contract_ = std::move(contract);
   generation_ = generation;
 }
 
 ContractReader::ContractReader(ReaderOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), cache_(options_.max_age) {
+    : options_(std::move(options)),
+      clock_(clock),
+      cache_(options_.max_age, options_.bounded_staleness) {
   if (options_.subscribe) {
     subscriber_ = std::jthread([this](std::stop_token stop) { RunSubscriber(stop); });
   }
@@ -138,6 +151,7 @@ Result<Contract> ContractReader::Refresh() {
   const std::string& prefix = options_.redis.key_prefix;
   Contract c;
   c.fetched_at = clock_.Now();
+  c.fetched_at_unix_ms = UnixMillis(clock_.WallNow());
 
   // Round one: the set, the pointer, and the keys the last refresh knew of.
   std::vector<std::vector<std::string>> cmds = {{"SMEMBERS", contract::ReplicaSetKey(prefix)},

@@ -39,6 +39,16 @@ struct ReaderOptions {
   Millis timeout{50};
   // The longest a snapshot is served from the cache. The contract allows at most 25 ms.
   Millis max_age{25};
+  // For a router that routes with bounded staleness (client/route.h, Freshness): the clock skew
+  // and the time left it passes to Route. A snapshot is then also served only until the first of
+  // its usable records with a limit has less than `min_left_ms` left before its deadline
+  // (FreshUntilMs), so that a replica is not skipped for a deadline a newer record in Redis has
+  // already moved (the agent probes again before it: agent/schedule.h).
+  struct BoundedStaleness {
+    int64_t clock_skew_ms = 0;
+    int64_t min_left_ms = 5;
+  };
+  std::optional<BoundedStaleness> bounded_staleness;
   // After a failed connect or round trip, Snapshot serves the empty contract (everything
   // unusable: the primary) for this long before trying again.
   Millis retry_after{200};
@@ -49,12 +59,17 @@ struct ReaderOptions {
 };
 
 // The cache rule of docs/routing.md apart from the I/O: a contract may be served until the
-// earliest of its fetch plus `max_age` and each of its records' key expiry, and only while no
-// invalidation happened since it was read (`generation`, which Invalidate bumps).
+// earliest of its fetch plus `max_age` and each of its records' key expiry, with `bounded` also
+// each usable record's bounded-staleness deadline less its time left (ReaderOptions), and only
+// while no invalidation happened since it was read (`generation`, which Invalidate bumps). A
+// record already past that point when fetched does not shorten it (a refresh would not bring its
+// replica back before the agent's next record).
 // Thread-compatible (the reader holds its lock).
 class SnapshotCache {
  public:
-  explicit SnapshotCache(Millis max_age) : max_age_(max_age) {}
+  explicit SnapshotCache(Millis max_age,
+                         std::optional<ReaderOptions::BoundedStaleness> bounded = std::nullopt)
+      : max_age_(max_age), bounded_(bounded) {}
   // The cached contract if it may be served at `now` under `generation`; null otherwise.
   std::shared_ptr<const Contract> Get(MonoTime now, uint64_t generation) const;
   // Caches `contract`, read while the invalidation count was `generation`.
@@ -63,6 +78,7 @@ class SnapshotCache {
 
  private:
   Millis max_age_;
+  std::optional<ReaderOptions::BoundedStaleness> bounded_;
   std::shared_ptr<const Contract> contract_;
   MonoTime until_{};
   uint64_t generation_ = 0;

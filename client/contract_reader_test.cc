@@ -127,6 +127,65 @@ TEST_CASE("the cache never serves a record past its key's expiry") {
   CHECK_FALSE(cache.Get(clock.Now(), 0));
 }
 
+// A contract fetched at `at` (unix ms 1,000,000) with one replica, limit 200 ms, `delay_ms` behind
+// when measured `age_ms` before the fetch: its bounded-staleness deadline is 200 - delay_ms -
+// age_ms ms after the fetch.
+std::shared_ptr<const Contract> FetchedWithRecord(MonoTime at, int64_t age_ms, bool healthy,
+                                                  int64_t delay_ms = 10) {
+  auto c = std::make_shared<Contract>();
+  c->fetched_at = at;
+  c->fetched_at_unix_ms = 1'000'000;
+  ReplicaRecord r;
+  r.expires_at = at + Millis(1000);
+  r.healthy = healthy;
+  r.max_delay_ms = 200;
+  r.delay_ms = delay_ms;
+  r.measured_at_ms = c->fetched_at_unix_ms - age_ms;
+  c->replicas.push_back(r);
+  return c;
+}
+
+TEST_CASE("with bounded staleness the cache ends when a usable record nears its deadline") {
+  FakeClock clock;
+  const MonoTime t0 = clock.Now();
+  SnapshotCache bounded(Millis(25), ReaderOptions::BoundedStaleness{0, 5});
+  // Measured 180 ms before: deadline 10 ms after the fetch, 5 ms of it needed to choose it.
+  bounded.Put(FetchedWithRecord(t0, 180, true), 0);
+  CHECK(bounded.Get(t0 + Millis(4), 0));
+  CHECK_FALSE(bounded.Get(t0 + Millis(5), 0));
+  // Without the option the same snapshot is served its 25 ms.
+  SnapshotCache plain(Millis(25));
+  plain.Put(FetchedWithRecord(t0, 180, true), 0);
+  CHECK(plain.Get(t0 + Millis(24), 0));
+  // Clock skew brings the deadline closer.
+  SnapshotCache skewed(Millis(25), ReaderOptions::BoundedStaleness{3, 5});
+  skewed.Put(FetchedWithRecord(t0, 180, true), 0);
+  CHECK(skewed.Get(t0 + Millis(1), 0));
+  CHECK_FALSE(skewed.Get(t0 + Millis(2), 0));
+}
+
+TEST_CASE("with bounded staleness an unusable or already late record does not shorten the cache") {
+  FakeClock clock;
+  const MonoTime t0 = clock.Now();
+  SnapshotCache cache(Millis(25), ReaderOptions::BoundedStaleness{0, 5});
+  cache.Put(FetchedWithRecord(t0, 180, false), 0);  // not healthy: never chosen anyway
+  CHECK(cache.Get(t0 + Millis(24), 0));
+  cache.Put(FetchedWithRecord(t0, 195, true), 0);  // past its deadline when fetched
+  CHECK(cache.Get(t0 + Millis(24), 0));
+}
+
+TEST_CASE(
+    "with bounded staleness a record measured in the router's future counts as measured now") {
+  FakeClock clock;
+  const MonoTime t0 = clock.Now();
+  SnapshotCache cache(Millis(25), ReaderOptions::BoundedStaleness{0, 5});
+  // 190 ms behind, measured 50 ms "after" the fetch: as if measured at the fetch, its deadline is
+  // 10 ms away (5 to choose it), not 60.
+  cache.Put(FetchedWithRecord(t0, -50, true, 190), 0);
+  CHECK(cache.Get(t0 + Millis(4), 0));
+  CHECK_FALSE(cache.Get(t0 + Millis(5), 0));
+}
+
 TEST_CASE("an event drops the cached snapshot at once") {
   FakeClock clock;
   SnapshotCache cache(Millis(25));

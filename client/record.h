@@ -125,7 +125,8 @@ struct Contract {
   std::vector<std::string> members;     // `<prefix>:replicas`, valid ids only
   std::vector<ReplicaRecord> replicas;  // the members whose key exists and parses
   PrimaryInfo primary;
-  MonoTime fetched_at{};  // when the refresh started, on the router's clock
+  MonoTime fetched_at{};           // when the refresh started, on the router's clock
+  int64_t fetched_at_unix_ms = 0;  // the same moment on the router's wall clock
 };
 
 }  // namespace lagwatch::client
