@@ -522,6 +522,7 @@ json Report(const Options& o, const std::vector<std::string>& names,
         by_think[std::to_string(think)] = {{"reads", v.first}, {"stale", v.second}};
       }
       const int64_t served = s.replica_reads + s.primary_reads;
+      const int64_t others = s.others_replica_reads + s.others_primary_reads;
       per_phase.push_back(
           {{"phase", groups[p]},
            {"reads", s.reads},
@@ -532,6 +533,7 @@ json Report(const Options& o, const std::vector<std::string>& names,
            {"stale_pct", s.reads ? 100.0 * static_cast<double>(s.stale) / s.reads : 0.0},
            {"over_limit_25ms", s.over_limit_25},
            {"rwsr", served ? static_cast<double>(s.replica_reads) / served : 0.0},
+           {"rwsr_others", others ? static_cast<double>(s.others_replica_reads) / others : 0.0},
            {"primary_reads", s.primary_reads},
            {"p50_ms", QuantileMs(s.latencies_us, 0.5)},
            {"p99_ms", QuantileMs(s.latencies_us, 0.99)},
@@ -568,11 +570,13 @@ std::string Render(const json& r, bool markdown) {
   for (const auto& p : r["routers"][0]["phases"]) phase_names.push_back(p["phase"]);
   for (const std::string& phase : phase_names) {
     out += (markdown ? "## " : "== ") + phase + "\n\n";
-    out += markdown
-               ? "| router | reads | failed | stale | stale % | own writes stale | others stale | "
-                 ">limit+25ms | RWSR | on primary | p50 ms | p99 ms | last bad use ms |\n"
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-               : "";
+    out +=
+        markdown
+            ? "| router | reads | failed | stale | stale % | own writes stale | others stale | "
+              ">limit+25ms | RWSR | others' RWSR | on primary | p50 ms | p99 ms | last bad use ms "
+              "|\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+            : "";
     for (const auto& router : r["routers"]) {
       for (const auto& p : router["phases"]) {
         if (p["phase"] != phase) continue;
@@ -580,17 +584,17 @@ std::string Render(const json& r, bool markdown) {
             p["last_bad_use_ms"].is_null() ? "-" : std::to_string(p["last_bad_use_ms"].get<int>());
         std::snprintf(
             line, sizeof line,
-            markdown ? "| %s | %lld | %lld | %lld | %.2f | %lld | %lld | %lld | %.1f%% | %lld | "
-                       "%.1f | %.1f | %s |\n"
+            markdown ? "| %s | %lld | %lld | %lld | %.2f | %lld | %lld | %lld | %.1f%% | %.1f%% | "
+                       "%lld | %.1f | %.1f | %s |\n"
                      : "%-48s reads %6lld failed %4lld stale %5lld (%6.2f%%) own %4lld "
-                       "others %5lld >lim+25 %5lld RWSR %5.1f%% primary %5lld p50 %5.1f "
-                       "p99 %6.1f last-bad %s\n",
+                       "others %5lld >lim+25 %5lld RWSR %5.1f%% others' %5.1f%% primary %5lld "
+                       "p50 %5.1f p99 %6.1f last-bad %s\n",
             router["router"].get<std::string>().c_str(), p["reads"].get<long long>(),
             p["failed"].get<long long>(), p["stale"].get<long long>(), p["stale_pct"].get<double>(),
             p["stale_own"].get<long long>(), p["stale_others"].get<long long>(),
             p["over_limit_25ms"].get<long long>(), 100 * p["rwsr"].get<double>(),
-            p["primary_reads"].get<long long>(), p["p50_ms"].get<double>(),
-            p["p99_ms"].get<double>(), bad.c_str());
+            100 * p.value("rwsr_others", 0.0), p["primary_reads"].get<long long>(),
+            p["p50_ms"].get<double>(), p["p99_ms"].get<double>(), bad.c_str());
         out += line;
       }
     }

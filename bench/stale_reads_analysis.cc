@@ -42,6 +42,7 @@ std::map<std::pair<int, int>, Summary> Summarise(const std::vector<ReadRecord>& 
     }
     s.latencies_us.push_back(r.latency_us);
     (r.served_by == 0 ? s.primary_reads : s.replica_reads) += 1;
+    if (!r.own_write) (r.served_by == 0 ? s.others_primary_reads : s.others_replica_reads) += 1;
     if (r.stale) {
       ++s.stale;
       ++(r.own_write ? s.stale_own : s.stale_others);

@@ -56,6 +56,10 @@ int PhaseOf(const std::vector<Phase>& phases, int64_t at_us);
 
 struct Summary {
   int64_t reads = 0, replica_reads = 0, primary_reads = 0, failed = 0;
+  // The same for other sessions' reads only (not a session reading back its own write): the
+  // reads read-your-writes never sends to the primary, so what of them goes there is what
+  // bounded staleness costs.
+  int64_t others_replica_reads = 0, others_primary_reads = 0;
   int64_t stale = 0;          // either kind
   int64_t stale_own = 0;      // own writes read back older
   int64_t stale_others = 0;   // others' rows read from a replica over the limit

@@ -57,6 +57,11 @@ TEST_CASE("stale reads: reads are summarised per router and phase") {
   CHECK(fault.stale_own == 1);
   CHECK(fault.over_limit_25 == 2);
   CHECK(fault.own_by_think.at(20) == std::pair<int64_t, int64_t>{2, 1});
+  // Other sessions' reads apart: the two replica-1 reads; the own writes' are not among them.
+  CHECK(fault.others_replica_reads == 2);
+  CHECK(fault.others_primary_reads == 0);
+  CHECK(steady.others_replica_reads == 1);
+  CHECK(steady.others_primary_reads == 1);
   REQUIRE(fault.last_bad_use_ms.has_value());
   CHECK(*fault.last_bad_use_ms == doctest::Approx(500.0));
   const Summary& other = s.at({1, 1});
