@@ -361,6 +361,11 @@ Result<std::unique_ptr<RedisConnection>> RedisConnect(const RedisConfig& config,
                                   : DiscoverMaster(config, timeout);
 }
 
+Result<std::unique_ptr<RedisConnection>> RedisConnectTo(const Endpoint& server,
+                                                        const RedisConfig& config, Millis timeout) {
+  return OpenServer(server, config, timeout);
+}
+
 Status RedisCheckMaster(RedisConnection& conn) {
   const std::string who = "Redis " + conn.server();
   RedisReply r = conn.Run({"ROLE"});

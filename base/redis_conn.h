@@ -32,6 +32,9 @@ struct RedisConfig {
   // AUTH, as sentinel_username when set (a Sentinel ACL user); empty: no AUTH.
   std::vector<Endpoint> sentinels;
   std::string master_name;
+  // Redis Cluster: when non-empty, the contract's keys live on a cluster and these are its seed
+  // nodes (base/redis_cluster.h); `host`, `port` and `sentinels` are then unused.
+  std::vector<Endpoint> cluster;
   std::string sentinel_username;
   std::string sentinel_password_file;
   std::string sentinel_password;
@@ -134,6 +137,11 @@ class RedisConnection {
 // reason, e.g. "unknown_ca"). The message names each server tried and carries Redis's replies
 // (e.g. WRONGPASS), never a password.
 Result<std::unique_ptr<RedisConnection>> RedisConnect(const RedisConfig& config, Millis timeout);
+
+// Opens a connection to the one server `server` as RedisConnect does (TLS, AUTH, deadlines),
+// whatever `config` says of sentinels or clusters: for a Redis Cluster's nodes.
+Result<std::unique_ptr<RedisConnection>> RedisConnectTo(const Endpoint& server,
+                                                        const RedisConfig& config, Millis timeout);
 
 // Asks the server of `conn` for its ROLE. Ok when it is a master; ServerError naming the role it
 // has instead (e.g. "slave": a demoted master); Unavailable when the connection failed (it is of

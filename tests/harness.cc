@@ -441,6 +441,103 @@ void RedisServer::Stop() {
   pid_ = -1;
 }
 
+RedisCluster3x2::RedisCluster3x2(std::string dir, int base_port, std::vector<std::string> args,
+                                 std::vector<std::string> cli_args, int node_timeout_ms)
+    : dir_(std::move(dir)), base_port_(base_port), cli_args_(std::move(cli_args)) {
+  RunCommand({"/bin/rm", "-rf", dir_});
+  std::vector<std::string> create = {"/usr/bin/redis-cli"};
+  create.insert(create.end(), cli_args_.begin(), cli_args_.end());
+  create.insert(create.end(), {"--cluster", "create"});
+  for (int i = 0; i < 6; ++i) {
+    const int port = base_port_ + i;
+    const std::string node_dir = dir_ + "/" + std::to_string(port);
+    std::vector<std::string> a = {"--port", std::to_string(port), "--cluster-enabled", "yes",
+                                  "--cluster-config-file", node_dir + "/nodes.conf",
+                                  "--cluster-node-timeout", std::to_string(node_timeout_ms),
+                                  // A replica takes over only once it has synced: at once.
+                                  "--repl-diskless-sync-delay", "0"};
+    a.insert(a.end(), args.begin(), args.end());
+    nodes_.push_back(std::make_unique<RedisServer>(node_dir, port, a));
+    create.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  create.insert(create.end(), {"--cluster-replicas", "1", "--cluster-yes"});
+  RunResult made = RunCommand(create);
+  REQUIRE_MESSAGE(made.exit_code == 0, made.output);
+  // Ready when the cluster is, and every replica has its master's data (a replica that has not
+  // synced yet would not take over from a master killed by a test).
+  auto synced = [&] {
+    for (const auto& n : nodes_) {
+      const std::string info = Cli(n->port(), {"INFO", "replication"});
+      if (info.find("role:slave") != std::string::npos &&
+          info.find("master_link_status:up") == std::string::npos) {
+        return false;
+      }
+    }
+    return true;
+  };
+  REQUIRE_MESSAGE(
+      WaitFor([&] { return AllOk() && synced(); }, std::chrono::seconds(30)),
+      "the cluster did not reach cluster_state:ok with its replicas synced; see " << dir_);
+}
+
+std::vector<Endpoint> RedisCluster3x2::seeds() const {
+  std::vector<Endpoint> out;
+  for (int i = 0; i < 6; ++i) out.push_back({"127.0.0.1", base_port_ + i});
+  return out;
+}
+
+std::string RedisCluster3x2::Cli(int port, const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {"/usr/bin/redis-cli", "-p", std::to_string(port)};
+  argv.insert(argv.end(), cli_args_.begin(), cli_args_.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv).output;
+}
+
+int RedisCluster3x2::MasterPortOf(const std::string& key, int ask_port) const {
+  const int slot = std::stoi(Trimmed(Cli(ask_port, {"CLUSTER", "KEYSLOT", key})));
+  // CLUSTER NODES: "<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slots>...",
+  // slots as "first-last" or "n" (and "[n->-id]" while migrating).
+  std::istringstream in(Cli(ask_port, {"CLUSTER", "NODES"}));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::vector<std::string> w;
+    for (std::string x; f >> x;) w.push_back(x);
+    if (w.size() < 9 || w[2].find("master") == std::string::npos ||
+        w[2].find("fail") != std::string::npos) {
+      continue;
+    }
+    const size_t colon = w[1].find(':'), at = w[1].find('@');
+    for (size_t i = 8; i < w.size(); ++i) {
+      if (w[i].starts_with("[")) continue;
+      const size_t dash = w[i].find('-');
+      const int first = std::stoi(w[i].substr(0, dash));
+      const int last = dash == std::string::npos ? first : std::stoi(w[i].substr(dash + 1));
+      if (slot >= first && slot <= last) return std::stoi(w[1].substr(colon + 1, at - colon - 1));
+    }
+  }
+  return 0;
+}
+
+void RedisCluster3x2::Kill(int port) {
+  for (auto& n : nodes_) {
+    if (n->port() == port && n->pid() > 0) {
+      ::kill(n->pid(), SIGKILL);
+      n->Stop();  // reaps it
+    }
+  }
+}
+
+bool RedisCluster3x2::AllOk() const {
+  for (const auto& n : nodes_) {
+    if (n->pid() <= 0) continue;
+    if (Cli(n->port(), {"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
 TestPki::TestPki(std::string dir) : dir_(std::move(dir)) { RunCommand({"/bin/mkdir", "-p", dir_}); }
 
 std::string TestPki::Ca(const std::string& name) {

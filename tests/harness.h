@@ -150,6 +150,33 @@ class RedisServer {
   pid_t pid_ = -1;
 };
 
+// A Redis Cluster of three masters and three replicas on 127.0.0.1, ports base_port..base_port+5
+// (each node's cluster bus on its port + 10000), made with `redis-cli --cluster create
+// --cluster-replicas 1`; ready when every node reports cluster_state:ok. `node_timeout_ms` is
+// cluster-node-timeout: a killed master's replica takes over within about twice that. `args`
+// are added to every node's (e.g. --requirepass); `cli_args` to every redis-cli call (e.g. -a).
+class RedisCluster3x2 {
+ public:
+  RedisCluster3x2(std::string dir, int base_port, std::vector<std::string> args = {},
+                  std::vector<std::string> cli_args = {}, int node_timeout_ms = 1000);
+  std::vector<Endpoint> seeds() const;
+  // redis-cli against the node on `port` with `args`; its output.
+  std::string Cli(int port, const std::vector<std::string>& args) const;
+  // The port of the master that serves `key` now, as CLUSTER SLOTS on `ask_port` says.
+  int MasterPortOf(const std::string& key, int ask_port) const;
+  // SIGKILLs the node on `port` (it stays down).
+  void Kill(int port);
+  // Whether every node still running reports cluster_state:ok.
+  bool AllOk() const;
+  int base_port() const { return base_port_; }
+
+ private:
+  std::string dir_;
+  int base_port_;
+  std::vector<std::string> cli_args_;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
 // Certificates made with the openssl CLI for a test, in `dir` (EC P-256 keys):
 //   Ca("ca")                          -> dir/ca.pem (+ ca.key), a self-signed CA
 //   Cert("srv", "ca", "IP:127.0.0.1") -> dir/srv.pem (+ srv.key), signed by that CA, valid
