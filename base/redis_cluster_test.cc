@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/redis_pipeline.h"
+
 namespace lagwatch {
 namespace {
 

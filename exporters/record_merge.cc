@@ -1,5 +1,9 @@
 #include "exporters/record_merge.h"
 
+#include <openssl/sha.h>
+
+#include <cstring>
+
 #include "base/contract.h"
 
 namespace lagwatch {
@@ -56,6 +60,33 @@ redis.call('HSET', key, unpack(best.f))
 redis.call('PEXPIREAT', key, last)
 return 1
 )lua";
+
+const char* const kHashWithExpiryScript = R"lua(
+local f = {}
+for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(f))
+return redis.call('PEXPIRE', KEYS[1], ARGV[1])
+)lua";
+
+std::vector<std::string> HashWithExpiryArgs(const std::string& sha, const std::string& key,
+                                            int64_t ttl_ms,
+                                            const std::vector<std::string>& fields) {
+  std::vector<std::string> args = {"EVALSHA", sha, "1", key, std::to_string(ttl_ms)};
+  args.insert(args.end(), fields.begin(), fields.end());
+  return args;
+}
+
+std::string ScriptSha(const char* script) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(script), std::strlen(script), digest);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
 
 std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s) {
   namespace f = contract::field;

@@ -25,6 +25,17 @@ namespace lagwatch {
 // retired), 0 when a newer one of the same agent was already there.
 extern const char* const kMergeRecordScript;
 
+// A hash written with its expiry in one step (the primary's key and its pointer, docs/redis.md):
+// KEYS[1] the key; ARGV the expiry in ms, then field/value pairs (HSET, then PEXPIRE). One key
+// per call, so that it runs on a Redis Cluster's node of that key's slot.
+extern const char* const kHashWithExpiryScript;
+std::vector<std::string> HashWithExpiryArgs(const std::string& sha, const std::string& key,
+                                            int64_t ttl_ms, const std::vector<std::string>& fields);
+
+// The SHA1 of a script as Redis names it (SCRIPT LOAD's answer, EVALSHA's argument): lowercase
+// hex.
+std::string ScriptSha(const char* script);
+
 // The field/value list of the Redis contract for one record, in the contract's order.
 std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s);
 

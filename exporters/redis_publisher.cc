@@ -105,30 +105,30 @@ std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
 }
 
 bool RedisPublisher::Connect() {
-  auto ctx = RedisConnect(config_, kIoTimeout);
-  if (!ctx.ok()) {
-    LogLimited(LogLevel::kWarn, "redis-connect", ctx.status().message());
-    const bool tls = ctx.status().code() == Status::Code::kTls;
+  // The scripts on every connection: a restarted, failed-over or newly promoted master has an
+  // empty script cache.
+  auto client = RedisClient::Open(
+      config_, kIoTimeout,
+      {{"SCRIPT", "LOAD", kMergeRecordScript}, {"SCRIPT", "LOAD", kHashWithExpiryScript}});
+  if (!client.ok()) {
+    const Status& st = client.status();
+    std::string why = st.message();
+    if (st.code() == Status::Code::kServerError) {
+      why +=
+          " (lagwatch's scripts need Redis 5 or later with scripting, and SCRIPT LOAD and "
+          "EVALSHA for the agent's user)";
+    }
+    LogLimited(LogLevel::kWarn, "redis-connect", why);
+    const bool tls = st.code() == Status::Code::kTls;
     metrics_->redis_errors.Add({{"reason", tls ? "tls" : "connect"}}).Increment();
-    metrics_->CountTlsError("redis", ctx.status());
+    metrics_->CountTlsError("redis", st);
     Disconnect();
     return false;
   }
-  conn_ = std::move(ctx).value();
-  // Loaded on every connection: a restarted or failed-over Redis has an empty script cache.
-  RedisReply sha = conn_->Run({"SCRIPT", "LOAD", kMergeRecordScript});
-  if (!sha || sha->type != REDIS_REPLY_STRING) {
-    LogLimited(LogLevel::kWarn, "redis-connect",
-               "Redis " + conn_->server() +
-                   " did not load lagwatch's record script (Redis 5 or later with scripting is "
-                   "needed): " +
-                   (sha ? ReplyText(*sha) : conn_->error().message()));
-    metrics_->redis_errors.Add({{"reason", "connect"}}).Increment();
-    Disconnect();
-    return false;
-  }
-  script_sha_ = ReplyText(*sha);
-  Log(LogLevel::kInfo, "connected to Redis " + conn_->server());
+  client_ = std::move(client).value();
+  Log(LogLevel::kInfo, std::string("connected to Redis ") +
+                           (client_->cluster() ? "Cluster (masters " + client_->Describe() + ")"
+                                               : client_->Describe()));
   std::lock_guard lock(mu_);
   connected_ = true;
   members_dirty_ = true;
@@ -137,15 +137,15 @@ bool RedisPublisher::Connect() {
 }
 
 void RedisPublisher::Disconnect() {
-  conn_.reset();
+  client_.reset();
   std::lock_guard lock(mu_);
   connected_ = false;
   metrics_->redis_connected.Set(0);
 }
 
-size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* retired_all) {
+void RedisPublisher::AppendMembership(std::vector<RedisUnit>& units,
+                                      std::set<std::string>& removing, bool* retired_all) {
   const std::string set_key = contract::ReplicaSetKey(config_.key_prefix);
-  size_t replies = 0;
   std::vector<std::string> sadd = {"SADD", set_key};
   {
     std::lock_guard lock(mu_);
@@ -153,96 +153,87 @@ size_t RedisPublisher::AppendMembership(std::set<std::string>& removing, bool* r
     removing.swap(removed_);
     *retired_all = std::exchange(retire_all_, false);
   }
+  auto retire = [&](const std::string& member) {
+    const std::string key = contract::ReplicaKey(config_.key_prefix, member);
+    units.push_back({key, {RetireRecordArgs(merge_sha_, key, agent_id_)}});
+  };
   if (*retired_all) {
-    for (auto it = sadd.begin() + 2; it != sadd.end(); ++it) {
-      conn_->Append(
-          RetireRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, *it), agent_id_));
-      ++replies;
-    }
+    for (auto it = sadd.begin() + 2; it != sadd.end(); ++it) retire(*it);
   }
-  if (sadd.size() > 2) {
-    conn_->Append(sadd);
-    ++replies;
-  }
+  if (sadd.size() > 2) units.push_back({set_key, {sadd}});
   // Replicas no longer configured leave the set, and this agent's record leaves their keys, at
   // once.
   std::vector<std::string> srem = {"SREM", set_key};
   for (const auto& m : removing) {
     srem.push_back(m);
-    conn_->Append(
-        RetireRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, m), agent_id_));
-    ++replies;
+    retire(m);
   }
-  if (srem.size() > 2) {
-    conn_->Append(srem);
-    ++replies;
-  }
-  return replies;
+  if (srem.size() > 2) units.push_back({set_key, {srem}});
 }
 
 Millis RedisPublisher::Remaining(MonoTime measured, MonoTime now) const {
   return Millis(config_.ttl_ms) - std::chrono::ceil<Millis>(now - measured);
 }
 
-size_t RedisPublisher::AppendRecords(const std::map<std::string, ReplicaSnapshot>& records,
-                                     MonoTime now, std::vector<MonoTime>* written) {
-  size_t replies = 0;
+void RedisPublisher::AppendRecords(std::vector<RedisUnit>& units,
+                                   const std::map<std::string, ReplicaSnapshot>& records,
+                                   MonoTime now, std::vector<MonoTime>* written) {
   for (const auto& [id, snap] : records) {
     const Millis remaining = Remaining(snap.measured_mono, now);
     if (remaining <= Millis(0)) continue;  // too old to publish
-    conn_->Append(MergeRecordArgs(script_sha_, contract::ReplicaKey(config_.key_prefix, id), snap,
-                                  remaining.count()));
-    ++replies;
+    const std::string key = contract::ReplicaKey(config_.key_prefix, id);
+    units.push_back({key, {MergeRecordArgs(merge_sha_, key, snap, remaining.count())}});
     written->push_back(snap.measured_mono);
   }
-  return replies;
 }
 
-size_t RedisPublisher::AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now) {
-  if (!primary) return 0;
+void RedisPublisher::AppendPrimary(std::vector<RedisUnit>& units,
+                                   const std::optional<PrimarySnapshot>& primary, MonoTime now) {
+  if (!primary) return;
   const Millis remaining = Remaining(primary->measured_mono, now);
-  if (remaining <= Millis(0)) return 0;
-  static const std::vector<std::string> kMulti = {"MULTI"}, kExec = {"EXEC"};
-  const std::string ttl = std::to_string(remaining.count());
+  if (remaining <= Millis(0)) return;
   std::vector<std::string> hset = HsetArgs(*primary);
+  const std::string key = hset[1];  // HSET key field value ...
+  units.push_back(
+      {key,
+       {HashWithExpiryArgs(hash_sha_, key, remaining.count(), {hset.begin() + 2, hset.end()})}});
   // Which server is the primary, under a name routers know without knowing it: the pointer.
   const std::string pointer = contract::PrimaryPointerKey(config_.key_prefix);
-  conn_->Append(kMulti);
-  conn_->Append(hset);
-  conn_->Append({"PEXPIRE", hset[1], ttl});  // [1]: the key
   namespace pf = contract::primary_field;
-  conn_->Append({"HSET", pointer, pf::kPrimary, primary->id, pf::kState, primary->state,
-                 pf::kTopology, primary->topology});
-  conn_->Append({"PEXPIRE", pointer, ttl});
-  conn_->Append(kExec);
-  return 6;
+  units.push_back({pointer,
+                   {HashWithExpiryArgs(hash_sha_, pointer, remaining.count(),
+                                       {pf::kPrimary, primary->id, pf::kState, primary->state,
+                                        pf::kTopology, primary->topology})}});
 }
 
-size_t RedisPublisher::AppendEvents(const std::deque<std::string>& events) {
+void RedisPublisher::AppendEvents(std::vector<RedisUnit>& units,
+                                  const std::deque<std::string>& events) {
   const std::string channel = contract::EventsChannel(config_.key_prefix);
-  for (const auto& e : events) conn_->Append({"PUBLISH", channel, e});
-  return events.size();
+  for (const auto& e : events) units.push_back({"", {{"PUBLISH", channel, e}}});
 }
 
-Status RedisPublisher::ReadReplies(size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    RedisReply reply = conn_->Next();
-    if (!reply) return Status::Unavailable(conn_->error().message());
-    if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).rfind("NOSCRIPT", 0) == 0) {
-      // The script cache was flushed under us (SCRIPT FLUSH): a new connection loads it again.
-      return Status::Unavailable("Redis lost lagwatch's record script (NOSCRIPT)");
-    }
-    // A master demoted to a replica keeps its clients and refuses their writes: only another
-    // connection (with Sentinel, to the master it names now) gets them written.
-    if (reply->type == REDIS_REPLY_ERROR && ReplyText(*reply).starts_with("READONLY")) {
-      return Status::ServerError("Redis " + conn_->server() +
-                                 " is read-only (a replica): " + ReplyText(*reply));
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-      // The server refused a command (e.g. wrong key type, OOM): count it, keep the connection.
+Status RedisPublisher::Write(const std::vector<RedisUnit>& units) {
+  if (units.empty()) return Status::Ok();
+  auto replies = client_->Run(units);
+  if (!replies.ok()) return Status::Unavailable(replies.status().message());
+  for (const auto& unit_replies : *replies) {
+    for (const RedisReply& reply : unit_replies) {
+      if (reply->type != REDIS_REPLY_ERROR) continue;
+      const std::string text = ReplyText(*reply);
+      if (text.starts_with("NOSCRIPT")) {
+        // The script cache was flushed under us (SCRIPT FLUSH): new connections load it again.
+        return Status::Unavailable("Redis lost lagwatch's scripts (NOSCRIPT)");
+      }
+      // A master demoted to a replica keeps its clients and refuses their writes: only another
+      // connection (with Sentinel, to the master it names now) gets them written.
+      if (text.starts_with("READONLY")) {
+        return Status::ServerError("Redis " + client_->Describe() +
+                                   " is read-only (a replica): " + text);
+      }
+      // The server refused a command (e.g. wrong key type, OOM, a redirection given up on):
+      // count it, keep the connection.
       metrics_->redis_errors.Add({{"reason", "command"}}).Increment();
-      LogLimited(LogLevel::kWarn, "redis-command",
-                 std::string("Redis refused a command: ") + reply->str);
+      LogLimited(LogLevel::kWarn, "redis-command", "Redis refused a command: " + text);
     }
   }
   return Status::Ok();
@@ -268,13 +259,14 @@ bool RedisPublisher::Flush(std::map<std::string, ReplicaSnapshot> records,
   const MonoTime started = clock_.Now();
   std::set<std::string> removing;
   bool retired_all = false;
-  size_t replies = with_members ? AppendMembership(removing, &retired_all) : 0;
+  std::vector<RedisUnit> units;
+  if (with_members) AppendMembership(units, removing, &retired_all);
   std::vector<MonoTime> written;
-  replies += AppendRecords(records, started, &written);
-  replies += AppendPrimary(primary, started);
-  replies += AppendEvents(events);
+  AppendRecords(units, records, started, &written);
+  AppendPrimary(units, primary, started);
+  AppendEvents(units, events);
 
-  if (Status st = ReadReplies(replies); !st.ok()) {
+  if (Status st = Write(units); !st.ok()) {
     const bool readonly = st.code() == Status::Code::kServerError;
     metrics_->redis_errors.Add({{"reason", readonly ? "readonly" : "io"}}).Increment();
     LogLimited(LogLevel::kWarn, readonly ? "redis-readonly" : "redis-io",
@@ -307,7 +299,7 @@ void RedisPublisher::Run(std::stop_token stop) {
     backoff = std::min(backoff * 2, kMaxBackoff);
   };
   while (!stop.stop_requested()) {
-    if (!conn_ && !Connect()) {
+    if (!client_ && !Connect()) {
       back_off();
       continue;
     }

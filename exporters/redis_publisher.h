@@ -21,10 +21,12 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/redis_client.h"
 #include "base/redis_conn.h"
 #include "base/snapshot.h"
 #include "base/status.h"
 #include "base/worker.h"
+#include "exporters/record_merge.h"
 
 namespace lagwatch {
 
@@ -65,31 +67,37 @@ class RedisPublisher {
   Millis Remaining(MonoTime measured, MonoTime now) const;
 
   void Run(std::stop_token stop);
-  // Connects and loads the merge script (its SHA into script_sha_).
+  // Connects (to every master of a Redis Cluster as it is needed), loading the scripts on each
+  // connection.
   bool Connect();
   void Disconnect();
   // Writes everything pending; false on a connection failure or a READONLY reply (what was not
   // written is requeued).
   bool Flush(std::map<std::string, ReplicaSnapshot> records, std::optional<PrimarySnapshot> primary,
              std::deque<std::string> events, bool with_members);
-  // Each Append* queues commands on ctx_ and returns how many replies they will have.
+  // Each Append* adds its units of work (one key each: base/redis_cluster.h) to `units`.
   // SADD of every member and, for the replicas removed since, SREM and the retirement of this
   // agent's record from their keys; moves removed_ into `removing`. After RetireAll, first this
   // agent's record leaves every member's key (`*retired_all` says so).
-  size_t AppendMembership(std::set<std::string>& removing, bool* retired_all);
+  void AppendMembership(std::vector<RedisUnit>& units, std::set<std::string>& removing,
+                        bool* retired_all);
   // The records measured within the TTL before `now`, each merged into its key for what remains
   // of its TTL; adds the measurement time of each to `written`.
-  size_t AppendRecords(const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
-                       std::vector<MonoTime>* written);
+  void AppendRecords(std::vector<RedisUnit>& units,
+                     const std::map<std::string, ReplicaSnapshot>& records, MonoTime now,
+                     std::vector<MonoTime>* written);
   // The primary's record, if there is one measured within the TTL before `now`, and the pointer
-  // `<prefix>:primary` naming it: MULTI, both HSETs and PEXPIREs by what remains of its TTL, EXEC.
-  size_t AppendPrimary(const std::optional<PrimarySnapshot>& primary, MonoTime now);
-  // PUBLISH of each event on `<prefix>:events`.
-  size_t AppendEvents(const std::deque<std::string>& events);
-  // Reads `n` replies, counting the refused commands; Unavailable when the connection failed
-  // (hiredis's reason) or Redis lost the record script (NOSCRIPT), ServerError when Redis refused
-  // a write as READONLY (it is a replica now). Either way the connection is of no further use.
-  Status ReadReplies(size_t n);
+  // `<prefix>:primary` naming it, each written with its expiry (what remains of its TTL) in one
+  // script call: two keys, which a Redis Cluster may keep on two shards.
+  void AppendPrimary(std::vector<RedisUnit>& units, const std::optional<PrimarySnapshot>& primary,
+                     MonoTime now);
+  // PUBLISH of each event on `<prefix>:events` (on a cluster, from any master: the cluster
+  // delivers it to the subscribers of every node).
+  void AppendEvents(std::vector<RedisUnit>& units, const std::deque<std::string>& events);
+  // Writes `units` and checks the replies, counting the refused commands; Unavailable when a
+  // connection failed or Redis lost a script (NOSCRIPT), ServerError when Redis refused a write
+  // as READONLY (it is a replica now). Either way the client is of no further use.
+  Status Write(const std::vector<RedisUnit>& units);
   // Puts back what a failed Flush may not have written, unless newer data arrived meanwhile.
   void Requeue(std::map<std::string, ReplicaSnapshot> records,
                std::optional<PrimarySnapshot> primary, bool with_members,
@@ -112,8 +120,9 @@ class RedisPublisher {
   bool connected_ = false;                          // GUARDED_BY(mu_)
 
   // Used only by the publisher thread.
-  std::unique_ptr<RedisConnection> conn_;
-  std::string script_sha_;  // the merge script's, loaded on this connection
+  std::unique_ptr<RedisClient> client_;
+  const std::string merge_sha_ = ScriptSha(kMergeRecordScript);
+  const std::string hash_sha_ = ScriptSha(kHashWithExpiryScript);
   Worker worker_;
 };
 

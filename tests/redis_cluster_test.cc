@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "base/redis_cluster.h"
+#include "base/redis_client.h"
 #include "base/strings.h"
 #include "tests/harness.h"
 
@@ -36,7 +36,7 @@ RedisConfig Config() {
 std::string Str(const RedisReply& r) { return r ? ReplyText(*r) : "<none>"; }
 
 TEST_CASE("redis cluster: each key goes to its own master, pipelined across the shards") {
-  auto cluster = RedisCluster::Open(Config(), 2000ms);
+  auto cluster = RedisClient::Open(Config(), 2000ms);
   REQUIRE_MESSAGE(cluster.ok(), cluster.status().message());
   CHECK((*cluster)->masters().size() == 3);
   std::vector<RedisUnit> sets, gets;
@@ -67,7 +67,7 @@ TEST_CASE("redis cluster: each key goes to its own master, pipelined across the 
 }
 
 TEST_CASE("redis cluster: a slot resharded while in use is followed (ASK, then MOVED)") {
-  auto cluster = RedisCluster::Open(Config(), 2000ms);
+  auto cluster = RedisClient::Open(Config(), 2000ms);
   REQUIRE(cluster.ok());
   const std::string key = "lw:resharded";
   REQUIRE((*cluster)->Run({{key, {{"SET", key, "before"}}}}).ok());
@@ -111,7 +111,7 @@ TEST_CASE("redis cluster: a slot resharded while in use is followed (ASK, then M
 }
 
 TEST_CASE("redis cluster: a killed master's replica is promoted and the client follows it") {
-  auto cluster = RedisCluster::Open(Config(), 500ms);
+  auto cluster = RedisClient::Open(Config(), 500ms);
   REQUIRE(cluster.ok());
   const std::string key = "lw:failover";
   REQUIRE((*cluster)->Run({{key, {{"SET", key, "1"}}}}).ok());
