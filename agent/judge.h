@@ -38,6 +38,11 @@ struct ProbeReplies {
   std::optional<Result<QueryResult>> status_reply;
   // The status poll was refused for a missing privilege.
   bool status_access_denied = false;
+  // MySQL 8.0+'s applier signals (base/applier_status.h), when this probe asked for them: the
+  // reply, or the server's refusal, whose error number is `applier_errno`. Diagnostics only: the
+  // judge never reads them; the prober shows them.
+  std::optional<Result<QueryResult>> applier_reply;
+  unsigned applier_errno = 0;
   ProbeObservation obs;      // sent, received
   WallTime received_wall{};  // obs.received on the wall clock: what measured_at_ms states
   // No statement was sent: the session was waiting to reconnect (a failure not counted again).

@@ -67,15 +67,19 @@ bool ProbeSession::UpdatePositions() {
 }
 
 ProbeSession::Start ProbeSession::Begin(MonoTime started, bool poll_status,
-                                        std::optional<ChannelSource> judged_source) {
+                                        std::optional<ChannelSource> judged_source,
+                                        bool applier_due) {
   Start start;
   replies_ = ProbeReplies{};
   judged_source_ = std::move(judged_source);
+  applier_due_ = applier_due;
   // A new connection may be to another server (restarted, upgraded, failed over): its flavor is
-  // asked again before the probe, and what the old one had applied says nothing about it.
+  // asked again before the probe, and what the old one had applied or refused says nothing
+  // about it.
   if (!conn_.connected()) {
     flavor_checked_ = false;
     refused_.reset();
+    applier_.Reset();
     start.forget_applied = true;
   }
   if (UpdatePositions()) start.forget_applied = true;  // positions of another kind
@@ -116,6 +120,8 @@ void ProbeSession::OnReply(Result<QueryResult> r) {
       return OnStatus(std::move(r));
     case Step::kAllStatus:
       return OnAllStatus(std::move(r));
+    case Step::kApplier:
+      return OnApplier(std::move(r));
     case Step::kHeartbeat:
       return OnHeartbeat(std::move(r));
     case Step::kIdle:
@@ -141,19 +147,28 @@ void ProbeSession::OnFlavor(Result<QueryResult> r) {
   if (r.ok()) {
     if (auto parsed = ParseServerFlavor(*r); parsed.ok()) flavor = parsed.value();
   }
+  applier_.SetFlavor(flavor);
+  bool changed = UpdateApplierFacts();
   if (facts_.flavor != flavor) {
     facts_.flavor = flavor;
     facts_.status_statement = ReplicaStatusStatement(flavor);
     Log(LogLevel::kInfo, "replica " + id_ + " is " + flavor.Describe() +
                              "; replication status by " + facts_.status_statement);
-    TellFacts();
+    changed = true;
   }
+  if (changed) TellFacts();
   SendStatusOrHeartbeat();
+}
+
+bool ProbeSession::UpdateApplierFacts() {
+  if (facts_.applier_why_not == applier_.why_not()) return false;
+  facts_.applier_why_not = applier_.why_not();
+  return true;
 }
 
 void ProbeSession::SendStatusOrHeartbeat() {
   if (!poll_status_) {
-    SendHeartbeat();
+    SendApplierOrHeartbeat();
     return;
   }
   replies_.obs.sent = loop_->clock().Now();
@@ -198,7 +213,7 @@ void ProbeSession::OnStatus(Result<QueryResult> s) {
     Ask(kAllConnectionsStatusStatement);
     return;
   }
-  SendHeartbeat();
+  SendApplierOrHeartbeat();
 }
 
 void ProbeSession::OnAllStatus(Result<QueryResult> r) {
@@ -214,6 +229,34 @@ void ProbeSession::OnAllStatus(Result<QueryResult> r) {
                std::string(kAllConnectionsStatusStatement) + " on " + id_ +
                    " failed: " + r.status().ToString() + "; its default connection is judged");
   }
+  SendApplierOrHeartbeat();
+}
+
+void ProbeSession::SendApplierOrHeartbeat() {
+  // After the status poll and before the heartbeat read, which stays last: the record is
+  // published the moment its answer is in.
+  if (!applier_.Ask(applier_due_)) {
+    SendHeartbeat();
+    return;
+  }
+  step_ = Step::kApplier;
+  Ask(ApplierStatusStatement());
+}
+
+void ProbeSession::OnApplier(Result<QueryResult> r) {
+  if (!r.ok() && (!conn_.connected() || conn_.lingering())) {
+    // No connection, or no answer in time: the probe failed as a probe would have.
+    OnHeartbeat(std::move(r));
+    return;
+  }
+  if (!r.ok()) {
+    // Refused (no grant, no such table or column, performance_schema off): not asked again on
+    // this connection. The prober counts and logs it.
+    replies_.applier_errno = conn_.last_errno();
+    applier_.Refuse(replies_.applier_errno, r.status().message());
+    if (UpdateApplierFacts()) TellFacts();
+  }
+  replies_.applier_reply = std::move(r);
   SendHeartbeat();
 }
 

@@ -10,6 +10,9 @@
 //                                           │  from the primary: kAllStatus (every connection,
 //                                           │  SHOW ALL SLAVES STATUS) ──┐
 //                                           └───────────────────────────┴─▶
+//   kApplier (MySQL 8.0+'s applier signals, one statement: only when the prober says the status
+//   interval has come, on a server that has them, until it refuses them on this connection:
+//   base/applier_status.h, ApplierGate) ──▶
 //   kHeartbeat (our row and the applied position; a server without the position variable is
 //   asked once more without it) ──▶ done
 //
@@ -28,6 +31,7 @@
 
 #include "agent/config.h"
 #include "agent/judge.h"
+#include "base/applier_status.h"
 #include "base/async_mysql.h"
 #include "base/clock.h"
 #include "base/event_loop.h"
@@ -43,6 +47,9 @@ struct ServerFacts {
   std::optional<ServerFlavor> flavor;  // nullopt until asked on a connection
   std::string status_statement = "SHOW SLAVE STATUS";
   PositionsKind positions = PositionsKind::kNone;  // the kind this replica's probes read
+  // Why this connection does not ask for the applier signals (ApplierGate::why_not); "" while
+  // it asks or before its server is known.
+  std::string applier_why_not;
 };
 
 class ProbeSession {
@@ -69,9 +76,12 @@ class ProbeSession {
   // statement still lingers. `judged_source`: the primary whose channel is judged (nullopt
   // while this server is the primary); on MariaDB, a status poll whose default connection is
   // absent or not from it (base/slave_status.h, MatchSource) reads every connection as well,
-  // and that reply is the one handed on. REQUIRES: no probe in flight.
+  // and that reply is the one handed on. `applier_due`: the status interval has come (not
+  // merely a status poll on every probe) and the server is probed as a replica, so the applier
+  // signals are asked after the status poll if the server has them (ProbeReplies::applier_reply).
+  // REQUIRES: no probe in flight; `applier_due` only with `poll_status`.
   Start Begin(MonoTime started, bool poll_status,
-              std::optional<ChannelSource> judged_source = std::nullopt);
+              std::optional<ChannelSource> judged_source = std::nullopt, bool applier_due = false);
   // Abandons the probe in flight, if any, without calling back.
   void Cancel() { conn_.Cancel(); }
 
@@ -91,16 +101,20 @@ class ProbeSession {
   unsigned last_errno() const { return conn_.last_errno(); }
 
  private:
-  enum class Step { kIdle, kFlavor, kStatus, kAllStatus, kHeartbeat };
+  enum class Step { kIdle, kFlavor, kStatus, kAllStatus, kApplier, kHeartbeat };
 
   void Ask(const std::string& sql);
   void OnReply(Result<QueryResult> r);
   void OnFlavor(Result<QueryResult> r);
   void OnStatus(Result<QueryResult> r);
   void OnAllStatus(Result<QueryResult> r);
+  void OnApplier(Result<QueryResult> r);
   void OnHeartbeat(Result<QueryResult> r);
   void SendStatusOrHeartbeat();
+  void SendApplierOrHeartbeat();
   void SendHeartbeat();
+  // The gate's answer into facts_; true when it changed.
+  bool UpdateApplierFacts();
   // The probe ended (its replies are complete): back to kIdle, then `done`.
   void Finish();
   void TellFacts() { facts_fn_(facts_); }
@@ -122,6 +136,7 @@ class ProbeSession {
   AsyncMysqlConn conn_;
   Step step_ = Step::kIdle;
   bool poll_status_ = false;
+  bool applier_due_ = false;                    // the probe in flight's
   std::optional<ChannelSource> judged_source_;  // the probe in flight's
   bool reading_all_ = false;  // the last status poll read every connection (for the log)
   ProbeReplies replies_;      // the probe in flight's
@@ -129,6 +144,7 @@ class ProbeSession {
   bool facts_told_ = false;
   bool positions_decided_ = false;
   bool flavor_checked_ = false;  // the flavor was asked on the current connection
+  ApplierGate applier_;          // whether the current connection asks for the applier signals
   // The GTID kind this server turned out not to have (no such variable), on this connection.
   std::optional<PositionsKind> refused_;
   bool warned_band_ = false;  // the heartbeat-only cost was logged

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "agent/schedule.h"
+#include "base/applier_status.h"
 #include "base/contract.h"
 #include "base/log.h"
 #include "base/strings.h"
@@ -165,16 +166,19 @@ void ReplicaProber::OnTick() {
     m_->probe_start_delay_seconds.Observe(Seconds(std::chrono::duration_cast<Micros>(
         std::max(probe_started_ - planned_, MonoTime::duration::zero()))));
   }
-  // While replication is reported stopped, poll every probe so a restart is seen at once.
-  const bool poll_status = probe_started_ >= next_status_ || replication_stopped_;
-  if (probe_started_ >= next_status_) {
-    next_status_ = probe_started_ + Millis(config_.probe.status_interval_ms);
-  }
+  // While replication is reported stopped, poll every probe so a restart is seen at once (the
+  // applier signals stay at the status interval).
+  const bool status_due = probe_started_ >= next_status_;
+  const bool poll_status = status_due || replication_stopped_;
+  if (status_due) next_status_ = probe_started_ + Millis(config_.probe.status_interval_ms);
   in_flight_ = true;
   ArmCrossing();
   std::optional<ChannelSource> source;
   if (!acting_primary_) source = PrimarySource();
-  if (session_.Begin(probe_started_, poll_status, source).forget_applied) judge_.ForgetApplied();
+  if (session_.Begin(probe_started_, poll_status, source, status_due && !acting_primary_)
+          .forget_applied) {
+    judge_.ForgetApplied();
+  }
 }
 
 ChannelSource ReplicaProber::PrimarySource() const {
@@ -197,10 +201,62 @@ void ReplicaProber::ShowServer(const ServerFacts& facts) {
   if (facts.flavor && !acting_primary_) {
     metrics_->SetServerInfo(id_, "replica", *facts.flavor, kind);
   }
+  {
+    std::lock_guard lock(mu_);
+    view_.server = facts.flavor;
+    view_.status_statement = facts.status_statement;
+    view_.positions = kind;
+  }
+  if (facts.applier_why_not == applier_why_not_) return;
+  applier_why_not_ = facts.applier_why_not;
+  if (!applier_why_not_.empty()) {
+    ShowApplier({std::nullopt, applier_why_not_});
+  } else if (!applier_shown_) {
+    ShowApplier(ApplierView{});  // asked again (a new connection): not read yet
+  }
+}
+
+void ReplicaProber::NoteApplier(Result<QueryResult> reply, unsigned server_errno) {
+  if (reply.ok()) {
+    Result<ApplierStatus> st = ParseApplierReply(*reply);
+    if (st.ok()) {
+      ShowApplier({std::move(st).value(), ""});
+      return;
+    }
+    metrics_->CountApplierError("bad_data");
+    LogLimited(LogLevel::kWarn, "applier:" + id_,
+               "applier signals of " + id_ + " unreadable: " + st.status().ToString());
+    ShowApplier({std::nullopt, "unreadable: " + st.status().ToString()});
+    return;
+  }
+  // The session stopped asking on this connection (ApplierGate::Refuse); its facts say why.
+  const char* reason = ApplierErrorReason(server_errno);
+  metrics_->CountApplierError(reason);
+  LogLimited(LogLevel::kWarn, "applier:" + id_,
+             "applier signals of " + id_ + " refused (" + reason +
+                 "): " + reply.status().ToString() + "; not asked again on this connection; " +
+                 kApplierGrantHint);
+  ShowApplier({std::nullopt, session_.facts().applier_why_not});
+}
+
+void ReplicaProber::ShowApplier(ApplierView applier) {
+  applier_shown_ = applier.status.has_value();
+  // The series are the channel judged's, and exist once a replica's signals were read.
+  const ApplierChannel* ch =
+      applier.status ? applier.status->Channel(judge_.status().channel_name) : nullptr;
+  if (m_ && ch) {
+    // Nothing applying: nothing waits. Applying with no readable start (the Performance
+    // Schema's timing off): unknown.
+    const double age = ch->applying == 0 ? 0.0
+                       : ch->oldest_applying_age_us
+                           ? static_cast<double>(*ch->oldest_applying_age_us) / 1e6
+                           : std::nan("");
+    m_->ShowApplier(static_cast<double>(ch->workers), static_cast<double>(ch->applying), age);
+  } else if (m_ && m_->applier_shown()) {
+    m_->ShowApplier(std::nan(""), std::nan(""), std::nan(""));
+  }
   std::lock_guard lock(mu_);
-  view_.server = facts.flavor;
-  view_.status_statement = facts.status_statement;
-  view_.positions = kind;
+  view_.applier = std::move(applier);
 }
 
 void ReplicaProber::OnReplies(ProbeReplies replies) {
@@ -209,6 +265,9 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   if (const uint64_t epoch = topology_->epoch(); epoch != epoch_) StartOver(epoch);
   const bool backing_off = replies.backing_off;
   const WallTime received_wall = replies.received_wall;
+  // Diagnostics beside the bound: the judge never sees them.
+  std::optional<Result<QueryResult>> applier = std::move(replies.applier_reply);
+  const unsigned applier_errno = replies.applier_errno;
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(),
       PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
@@ -234,6 +293,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
     ScheduleNext();
     return;
   }
+  if (applier) NoteApplier(std::move(*applier), applier_errno);
   // Judged against the current primary only: not while its source is in doubt.
   const bool source_verified =
       view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;

@@ -98,9 +98,15 @@ class ReplicaProber {
   void OnLateAnswer();
   // The primary whose channel is judged: its server id as sampled, its configured address.
   ChannelSource PrimarySource() const;
-  // The session's facts (flavor, status statement, positions kind) into the view and
-  // lagwatch_server_info.
+  // The session's facts (flavor, status statement, positions kind, whether the applier signals
+  // are asked) into the view and lagwatch_server_info.
   void ShowServer(const ServerFacts& facts);
+  // MySQL 8.0+'s applier signals (base/applier_status.h): a probe's reply to them, or the
+  // server's refusal (`server_errno`), read, counted and logged (NoteApplier); what is shown
+  // into the view and the replica's applier series, those of the channel judged (ShowApplier).
+  // Diagnostics only: nothing here reaches the judge.
+  void NoteApplier(Result<QueryResult> reply, unsigned server_errno);
+  void ShowApplier(ApplierView applier);
   // Following the primary, once the role is reported: StartOver forgets what was judged against
   // the previous primary; ActAsPrimary and LeavePrimary switch between the primary's prober and a
   // replica's. True when this probe is not judged as a replica's.
@@ -172,6 +178,8 @@ class ReplicaProber {
   bool had_verdict_ = false;
   MonoTime catching_up_until_{};      // probed at the sampler's cadence until then, if unhealthy
   bool replication_stopped_ = false;  // the last status poll found a thread not running
+  bool applier_shown_ = false;        // the view shows applier signals read (not a reason)
+  std::string applier_why_not_;       // the session's facts as ShowServer last showed them
 
   // Refreshes the window gauges (at most once a second: summarising is O(samples)).
   void UpdateWindowGauges(MonoTime now);

@@ -17,6 +17,15 @@ inline constexpr unsigned kErSecureTransportRequired = 3159;
 inline constexpr unsigned kErParseError = 1064;
 // ER_NO_SUCH_TABLE: e.g. the heartbeat table before the writer created it.
 inline constexpr unsigned kErNoSuchTable = 1146;
+// ER_BAD_DB_ERROR, ER_BAD_FIELD_ERROR: a schema or a column the server does not have (a
+// performance_schema table of another version).
+inline constexpr unsigned kErBadDb = 1049;
+inline constexpr unsigned kErBadField = 1054;
+// ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR: no SELECT
+// on the schema, the table or a column.
+inline constexpr unsigned kErDbAccessDenied = 1044;
+inline constexpr unsigned kErTableAccessDenied = 1142;
+inline constexpr unsigned kErColumnAccessDenied = 1143;
 // ER_UNKNOWN_SYSTEM_VARIABLE: the server has no @@gtid_slave_pos / @@gtid_binlog_pos (MySQL);
 // lagwatch then falls back to heartbeat bounds.
 inline constexpr unsigned kErUnknownSystemVariable = 1193;

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "base/applier_status.h"
 #include "base/clock.h"
 #include "base/endpoint.h"
 #include "base/server_flavor.h"
@@ -69,6 +70,15 @@ struct WindowStats {
   std::optional<double> slar;                             // nullopt when no probe ran
 };
 
+// MySQL 8.0+'s applier signals as the replica's last read showed them (base/applier_status.h):
+// diagnostics beside the bound, never part of it.
+struct ApplierView {
+  std::optional<ApplierStatus> status;  // nullopt: not available
+  // Why not, while status is nullopt: not asked (MariaDB, MySQL before 8.0, an unknown server),
+  // refused on this connection, unreadable, or not read yet.
+  std::string reason = "not read yet";
+};
+
 // Everything the prober knows about its replica, for the API and the live view.
 struct ReplicaView {
   // The verdict of the latest probe (also before the first measurement, when no key is
@@ -91,6 +101,7 @@ struct ReplicaView {
   uint64_t probes = 0;
   uint64_t failures = 0;
   std::vector<WindowStats> windows;  // 1m, 5m
+  ApplierView applier;
 };
 
 // The writer's view of the primary, for the API and the primary's Redis hash.

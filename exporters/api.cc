@@ -14,7 +14,71 @@ nlohmann::json OrNull(const std::optional<int64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// Text a server wrote, or null for "".
+nlohmann::json TextOrNull(const std::string& s) {
+  return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+nlohmann::json TransactionJson(const std::optional<ApplierTransaction>& t) {
+  if (!t) return nullptr;
+  return {{"transaction", t->gtid},
+          {"original_commit", TextOrNull(t->original_commit)},
+          {"immediate_commit", TextOrNull(t->immediate_commit)},
+          {"started", TextOrNull(t->started)}};
+}
+
+// One channel's applier signals; every field null for `ch` null.
+nlohmann::json ApplierChannelJson(const ApplierChannel* ch) {
+  const ApplierTransaction* oldest = ch && ch->oldest_applying ? &*ch->oldest_applying : nullptr;
+  auto oldest_text = [&](std::string ApplierTransaction::*field) {
+    return oldest ? TextOrNull(oldest->*field) : nlohmann::json(nullptr);
+  };
+  nlohmann::json coordinator = nullptr;
+  if (ch && ch->coordinator) {
+    coordinator = {{"state", TextOrNull(ch->coordinator->service_state)},
+                   {"processing", TransactionJson(ch->coordinator->processing)},
+                   {"last_processed", TransactionJson(ch->coordinator->last_processed)}};
+  }
+  auto count = [&](size_t ApplierChannel::*field) {
+    return ch ? nlohmann::json(ch->*field) : nlohmann::json(nullptr);
+  };
+  return {
+      {"channel", ch ? nlohmann::json(ch->name) : nlohmann::json(nullptr)},
+      {"workers", count(&ApplierChannel::workers)},
+      {"workers_on", count(&ApplierChannel::workers_on)},
+      {"applying", count(&ApplierChannel::applying)},
+      {"oldest_applying_transaction", oldest_text(&ApplierTransaction::gtid)},
+      {"oldest_applying_original_commit", oldest_text(&ApplierTransaction::original_commit)},
+      {"oldest_applying_immediate_commit", oldest_text(&ApplierTransaction::immediate_commit)},
+      {"oldest_applying_started", oldest_text(&ApplierTransaction::started)},
+      {"oldest_applying_age_seconds",
+       ch && ch->oldest_applying_age_us
+           ? nlohmann::json(static_cast<double>(*ch->oldest_applying_age_us) / 1e6)
+           : nlohmann::json(nullptr)},
+      {"coordinator", coordinator},
+      {"receiver_state", ch ? TextOrNull(ch->receiver_state) : nlohmann::json(nullptr)},
+      {"last_heartbeat", ch ? TextOrNull(ch->last_heartbeat) : nlohmann::json(nullptr)},
+      {"received_heartbeats", ch && ch->received_heartbeats
+                                  ? nlohmann::json(*ch->received_heartbeats)
+                                  : nlohmann::json(nullptr)},
+  };
+}
+
 }  // namespace
+
+nlohmann::json ApplierJson(const ApplierView& applier, const std::string& judged_channel) {
+  const ApplierStatus* st = applier.status ? &*applier.status : nullptr;
+  nlohmann::json j = ApplierChannelJson(st ? st->Channel(judged_channel) : nullptr);
+  j["available"] = st != nullptr;
+  j["reason"] = st ? nlohmann::json(nullptr) : nlohmann::json(applier.reason);
+  j["replica_now"] = st ? TextOrNull(st->replica_now) : nlohmann::json(nullptr);
+  nlohmann::json channels = st ? nlohmann::json::array() : nlohmann::json(nullptr);
+  if (st) {
+    for (const ApplierChannel& ch : st->channels) channels.push_back(ApplierChannelJson(&ch));
+  }
+  j["channels"] = channels;
+  return j;
+}
 
 nlohmann::json ServerJson(const ServerFlavor& flavor) {
   return {{"flavor", KindName(flavor.kind)},
@@ -84,6 +148,7 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
       {"last_error",
        st.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.last_error)},
   };
+  j["applier"] = ApplierJson(view.applier, st.channel_name);
   return j;
 }
 

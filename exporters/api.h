@@ -16,6 +16,12 @@ namespace lagwatch {
 // replication status, rolling windows, and its last error with the time it happened.
 nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view);
 
+// MySQL 8.0+'s applier signals (docs/api.md, "applier"): {"available", "reason", the fields of
+// the channel named `judged_channel` (else the only one; all null when neither), "replica_now",
+// "channels": every channel's fields}. Diagnostics beside the bound: the timestamps are the
+// servers' text, never compared with the agent's clock.
+nlohmann::json ApplierJson(const ApplierView& applier, const std::string& judged_channel);
+
 // Which server it is: {"flavor", "version", "comment", "description"}.
 nlohmann::json ServerJson(const ServerFlavor& flavor);
 

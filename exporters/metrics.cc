@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "base/net_stream.h"
@@ -96,6 +97,21 @@ constexpr FamilyInfo kProbeStartDelay = {
     "a tier limit): scheduling jitter."};
 constexpr FamilyInfo kStatusPolls = {"lagwatch_status_polls_total", "counter",
                                      "SHOW SLAVE STATUS polls that succeeded."};
+// MySQL 8.0+ only, and only for replicas whose applier signals were read once.
+constexpr FamilyInfo kApplierWorkers = {
+    "lagwatch_mysql_applier_workers", "gauge",
+    "MySQL 8.0+: applier threads of the channel judged (rows of "
+    "performance_schema.replication_applier_status_by_worker; 1 when single-threaded). "
+    "Diagnostic only, never part of the bound."};
+constexpr FamilyInfo kApplierApplying = {
+    "lagwatch_mysql_applier_workers_applying", "gauge",
+    "MySQL 8.0+: applier threads of the channel judged applying a transaction "
+    "(APPLYING_TRANSACTION not empty); the others are idle. Diagnostic only."};
+constexpr FamilyInfo kApplierOldestAge = {
+    "lagwatch_mysql_applier_oldest_applying_age_seconds", "gauge",
+    "MySQL 8.0+: the replica's NOW(6) minus APPLYING_TRANSACTION_START_APPLY_TIMESTAMP of the "
+    "transaction applying longest, both on the replica's clock (0 while none applies, NaN when "
+    "the start is unknown). Diagnostic only, never compared with lagwatch's clock."};
 
 // Writes the per-replica families' text, every series as prometheus-cpp's registry and
 // SerializeText wrote it: labels sorted by name, a histogram's `le` last.
@@ -109,6 +125,19 @@ class ReplicaTextWriter {
   void Scalars(const FamilyInfo& f, const Series ReplicaMetrics::*series) {
     AppendFamilyHeader(out_, f.name, f.help, f.type);
     for (const ReplicaMetrics* m : replicas_) {
+      Open(f.name);
+      out_.append(m->labels);
+      Close((m->*series).Value());
+    }
+  }
+
+  // A gauge family with a series for each replica whose applier signals were shown; left out
+  // while there is none.
+  void ApplierScalars(const FamilyInfo& f, const ReplicaGauge ReplicaMetrics::*series) {
+    bool header = false;
+    for (const ReplicaMetrics* m : replicas_) {
+      if (!m->applier_shown()) continue;
+      if (!std::exchange(header, true)) AppendFamilyHeader(out_, f.name, f.help, f.type);
       Open(f.name);
       out_.append(m->labels);
       Close((m->*series).Value());
@@ -236,7 +265,7 @@ class ReplicaTextWriter {
 // Lines per replica (with every probe error reason) and an upper bound of a line's length
 // besides the replica's labels: name and suffix, the family's own label, value and punctuation.
 constexpr size_t kLinesPerReplica =
-    10 + std::size(kReplicaStates) + std::size(kWindowNames) * (std::size(kWindowPercentiles) + 1) +
+    13 + std::size(kReplicaStates) + std::size(kWindowNames) * (std::size(kWindowPercentiles) + 1) +
     std::size(kProbeErrorReasons) + 3 * 2 + ReplicaHistogram<kLagBucketsSeconds>::kBuckets +
     ReplicaHistogram<kLatencyBucketsSeconds>::kBuckets +
     ReplicaHistogram<kJitterBucketsSeconds>::kBuckets;
@@ -283,6 +312,15 @@ ReplicaCounter& ReplicaMetrics::ProbeError(std::string_view reason) {
     if (reason == kProbeErrorReasons[i]) return probe_errors[i];
   }
   return probe_errors[std::size(kProbeErrorReasons) - 1];
+}
+
+void ReplicaMetrics::ShowApplier(double workers, double applying,
+                                 double oldest_applying_age_seconds) {
+  applier_workers.Set(workers);
+  applier_workers_applying.Set(applying);
+  applier_oldest_applying_age_seconds.Set(oldest_applying_age_seconds);
+  // After the values: a scrape that sees the series shown sees them set.
+  applier_shown_.store(true, std::memory_order_release);
 }
 
 RouterFeedbackMetrics::RouterFeedbackMetrics(prometheus::Registry& r)
@@ -450,7 +488,12 @@ Metrics::Metrics(const std::string& version, const Clock& clock)
       tls_certificate_soonest_expiry(
           Gauges(*registry_, "lagwatch_tls_certificate_soonest_expiry_timestamp_seconds",
                  "The soonest expiry of any certificate of a server reached over TLS (unix "
-                 "time).")) {
+                 "time).")),
+      applier_signal_errors(Counters(
+          *registry_, "lagwatch_mysql_applier_signal_errors_total",
+          "MySQL 8.0+ applier signals (performance_schema) a replica refused (denied: no SELECT; "
+          "no_table: no such table or column; server_error) or answered unreadably (bad_data). "
+          "A refusal stops the asking on that connection.")) {
   build_info.Add({{"version", version}}).Set(1);
   start_time_seconds.Set(std::chrono::duration<double>(clock.WallNow().time_since_epoch()).count());
   redis_connected.Set(0);
@@ -464,6 +507,7 @@ Metrics::Metrics(const std::string& version, const Clock& clock)
   for (const char* target : kTlsTargets) {
     for (const char* reason : kTlsReasons) tls_errors.Add({{"target", target}, {"reason", reason}});
   }
+  for (const char* reason : kApplierErrorReasons) applier_signal_errors.Add({{"reason", reason}});
   config_reloads.Add({{"result", "success"}});
   config_reloads.Add({{"result", "failure"}});
   for (const char* state : kPrimaryStates) {
@@ -484,6 +528,16 @@ ReplicaMetrics& Metrics::Replica(const std::string& replica, const std::string& 
 void Metrics::CountTlsError(const char* target, const Status& st) {
   if (st.code() != Status::Code::kTls) return;
   tls_errors.Add({{"target", target}, {"reason", st.tls_reason()}}).Increment();
+}
+
+void Metrics::CountApplierError(std::string_view reason) {
+  for (const char* known : kApplierErrorReasons) {
+    if (reason == known) {
+      applier_signal_errors.Add({{"reason", known}}).Increment();
+      return;
+    }
+  }
+  applier_signal_errors.Add({{"reason", "server_error"}}).Increment();
 }
 
 void Metrics::SetServerInfo(const std::string& server, const std::string& role,
@@ -544,6 +598,9 @@ std::string Metrics::TextExposition() const {
   w.Histograms(kProbeDuration, &ReplicaMetrics::probe_duration_seconds);
   w.Histograms(kProbeStartDelay, &ReplicaMetrics::probe_start_delay_seconds);
   w.Scalars(kStatusPolls, &ReplicaMetrics::status_polls);
+  w.ApplierScalars(kApplierWorkers, &ReplicaMetrics::applier_workers);
+  w.ApplierScalars(kApplierApplying, &ReplicaMetrics::applier_workers_applying);
+  w.ApplierScalars(kApplierOldestAge, &ReplicaMetrics::applier_oldest_applying_age_seconds);
   return out;
 }
 

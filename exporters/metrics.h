@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "base/applier_status.h"
 #include "base/clock.h"
 #include "base/contract.h"
 #include "base/server_flavor.h"
@@ -151,6 +153,13 @@ struct ReplicaMetrics {
   ReplicaCounter status_polls;
   // By kProbeErrorReasons; use ProbeError.
   ReplicaCounter probe_errors[std::size(kProbeErrorReasons)];
+  // MySQL 8.0+'s applier signals of the channel judged (base/applier_status.h): worker threads,
+  // those applying a transaction, and the replica's NOW(6) minus the oldest applying one's start
+  // of apply (both on the replica's clock). Written to /metrics only for a replica whose signals
+  // were read once (ShowApplier), and from then on never removed: NaN while unknown.
+  ReplicaGauge applier_workers;
+  ReplicaGauge applier_workers_applying;
+  ReplicaGauge applier_oldest_applying_age_seconds;
 
   // Makes `state` (one of kReplicaStates) current: its series 1, the others 0. Any other string
   // sets all of them to 0.
@@ -158,12 +167,19 @@ struct ReplicaMetrics {
   // The counter of probe errors for `reason` (Status::reason()); "unknown" for a reason not in
   // kProbeErrorReasons.
   ReplicaCounter& ProbeError(std::string_view reason);
+  // Sets the applier gauges (NaN: unknown); the first call makes their series appear.
+  void ShowApplier(double workers, double applying, double oldest_applying_age_seconds);
+  // Whether ShowApplier was called: the applier series are in /metrics.
+  bool applier_shown() const { return applier_shown_.load(std::memory_order_acquire); }
 
   // `replica="…",tier="…"` with the values escaped: the labels every series of the replica carries,
   // in prometheus-cpp's order (by name). A family's own label goes before them (`percentile`,
   // `reason`), after them (`window`, `le`) or at tier_at (`state`).
   const std::string labels;
   const size_t tier_at;  // where `,tier=` starts in `labels`
+
+ private:
+  std::atomic<bool> applier_shown_{false};
 };
 
 class Metrics {
@@ -269,6 +285,12 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& tls_certificate_soonest_expiry;
   // Counts `st` in tls_errors under `target` when it is a TLS failure (Status::Code::kTls).
   void CountTlsError(const char* target, const Status& st);
+
+  // lagwatch_mysql_applier_signal_errors_total{reason}: MySQL 8.0+'s applier signals refused or
+  // unreadable (base/applier_status.h: kApplierErrorReasons, every series created at 0).
+  prometheus::Family<prometheus::Counter>& applier_signal_errors;
+  // Counts one under `reason` (one of kApplierErrorReasons; any other counts as "server_error").
+  void CountApplierError(std::string_view reason);
 
   // Makes `flavor` the one series of lagwatch_server_info for `server` ("host:port"), replacing
   // an older one (an upgraded or replaced server). `role`: "primary" or "replica". The version

@@ -49,6 +49,9 @@ class OldReplicaFamilies {
     prometheus::Counter* status_polls;
     prometheus::Labels labels;
     prometheus::Family<prometheus::Counter>* probe_errors_family;
+    // The applier series: created at the first ShowApplier.
+    prometheus::Family<prometheus::Gauge>* applier_families[3];
+    prometheus::Gauge* applier[3] = {};
 
     void SetState(const std::string& s) {
       for (size_t i = 0; i < std::size(kReplicaStates); ++i) {
@@ -59,6 +62,13 @@ class OldReplicaFamilies {
       auto l = labels;
       l["reason"] = reason;
       return probe_errors_family->Add(l);
+    }
+    void ShowApplier(double workers, double applying, double age) {
+      const double values[] = {workers, applying, age};
+      for (size_t i = 0; i < 3; ++i) {
+        if (!applier[i]) applier[i] = &applier_families[i]->Add(labels);
+        applier[i]->Set(values[i]);
+      }
     }
   };
 
@@ -103,6 +113,9 @@ class OldReplicaFamilies {
     m.probes_within_slo = &probes_within_slo_.Add(l);
     m.status_polls = &status_polls_.Add(l);
     m.probe_errors_family = &probe_errors_;
+    m.applier_families[0] = &applier_workers_;
+    m.applier_families[1] = &applier_applying_;
+    m.applier_families[2] = &applier_age_;
     for (const char* reason : kErrorReasons) m.ProbeError(reason);
     return m;
   }
@@ -203,6 +216,30 @@ class OldReplicaFamilies {
       prometheus::BuildCounter()
           .Name("lagwatch_probe_errors_total")
           .Help("Failed probes and status polls, by reason.")
+          .Register(registry_);
+  prometheus::Family<prometheus::Gauge>& applier_workers_ =
+      prometheus::BuildGauge()
+          .Name("lagwatch_mysql_applier_workers")
+          .Help(
+              "MySQL 8.0+: applier threads of the channel judged (rows of "
+              "performance_schema.replication_applier_status_by_worker; 1 when single-threaded). "
+              "Diagnostic only, never part of the bound.")
+          .Register(registry_);
+  prometheus::Family<prometheus::Gauge>& applier_applying_ =
+      prometheus::BuildGauge()
+          .Name("lagwatch_mysql_applier_workers_applying")
+          .Help(
+              "MySQL 8.0+: applier threads of the channel judged applying a transaction "
+              "(APPLYING_TRANSACTION not empty); the others are idle. Diagnostic only.")
+          .Register(registry_);
+  prometheus::Family<prometheus::Gauge>& applier_age_ =
+      prometheus::BuildGauge()
+          .Name("lagwatch_mysql_applier_oldest_applying_age_seconds")
+          .Help(
+              "MySQL 8.0+: the replica's NOW(6) minus APPLYING_TRANSACTION_START_APPLY_TIMESTAMP "
+              "of the transaction applying longest, both on the replica's clock (0 while none "
+              "applies, NaN when the start is unknown). Diagnostic only, never compared with "
+              "lagwatch's clock.")
           .Register(registry_);
 };
 
@@ -321,6 +358,10 @@ class TwinUpdates {
           old.ProbeError(r).Increment();
           break;
         }
+        case 11:
+          now.ShowApplier(v, v / 2, v * 3);
+          old.ShowApplier(v, v / 2, v * 3);
+          break;
         default:
           break;
       }
@@ -427,6 +468,61 @@ TEST_CASE("RemoveReplica removes every series of the replica, in every tier, at 
     metrics.RemoveReplica(r);
   }
   CHECK(Headers(metrics.TextExposition()).count("lagwatch_replica_state") == 0);
+}
+
+TEST_CASE("applier series appear for a replica once its signals were shown, and never vanish") {
+  Metrics metrics("test");
+  // The per-replica applier samples (not the agent-wide error counter).
+  auto applier_samples = [&] {
+    std::vector<std::string> out;
+    for (auto& line : SamplesWith(metrics.TextExposition(), "lagwatch_mysql_applier")) {
+      if (line.find("replica=") != std::string::npos) out.push_back(line);
+    }
+    return out;
+  };
+  ReplicaMetrics& mysql = metrics.Replica("10.0.0.1:3306", "critical");
+  metrics.Replica("10.0.0.2:3306", "critical");  // MariaDB: never shown
+  CHECK(Headers(metrics.TextExposition()).count("lagwatch_mysql_applier_workers") == 0);
+  CHECK(applier_samples().empty());
+
+  mysql.ShowApplier(4, 1, 0.25);
+  const std::string text = metrics.TextExposition();
+  CHECK(applier_samples() ==
+        std::vector<std::string>{
+            "lagwatch_mysql_applier_oldest_applying_age_seconds{replica=\"10.0.0.1:3306\","
+            "tier=\"critical\"} 0.25",
+            "lagwatch_mysql_applier_workers_applying{replica=\"10.0.0.1:3306\","
+            "tier=\"critical\"} 1",
+            "lagwatch_mysql_applier_workers{replica=\"10.0.0.1:3306\",tier=\"critical\"} 4",
+        });
+  for (const char* family :
+       {"lagwatch_mysql_applier_workers", "lagwatch_mysql_applier_workers_applying",
+        "lagwatch_mysql_applier_oldest_applying_age_seconds"}) {
+    CAPTURE(family);
+    CHECK(Headers(text)[family].size() == 2);
+  }
+
+  // Unknown again (refused, unreadable, another server): NaN, not gone.
+  mysql.ShowApplier(kNaN, kNaN, kNaN);
+  CHECK(SamplesWith(metrics.TextExposition(), "lagwatch_mysql_applier_workers{") ==
+        std::vector<std::string>{
+            "lagwatch_mysql_applier_workers{replica=\"10.0.0.1:3306\",tier=\"critical\"} NaN"});
+}
+
+TEST_CASE("applier signal errors are counted by reason, each created at zero") {
+  Metrics metrics("test");
+  metrics.CountApplierError("denied");
+  metrics.CountApplierError("denied");
+  metrics.CountApplierError("bad_data");
+  metrics.CountApplierError("no such reason");
+  CHECK(SamplesWith(SerializeText(metrics.registry()->Collect()),
+                    "lagwatch_mysql_applier_signal_errors_total") ==
+        std::vector<std::string>{
+            "lagwatch_mysql_applier_signal_errors_total{reason=\"bad_data\"} 1",
+            "lagwatch_mysql_applier_signal_errors_total{reason=\"denied\"} 2",
+            "lagwatch_mysql_applier_signal_errors_total{reason=\"no_table\"} 0",
+            "lagwatch_mysql_applier_signal_errors_total{reason=\"server_error\"} 1",
+        });
 }
 
 TEST_CASE("a probe error reason Status::reason() does not give counts as unknown") {

@@ -1,7 +1,8 @@
 // Observability against a real sandbox: the metrics contract (promtool check metrics on a live
 // scrape, every documented family for both replicas), the events channel seen by a subscriber,
-// the JSON API and `lagwatch status` with one replica stalled, and router feedback (HINCRBY
-// rw_stats:… through redis-cli) showing up in the RWSR/DSR metrics.
+// the JSON API and `lagwatch status` with one replica stalled, MySQL's applier signals left
+// unasked on MariaDB, and router feedback (HINCRBY rw_stats:… through redis-cli) showing up in
+// the RWSR/DSR metrics.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/applier_status.h"
+#include "base/mysql_conn.h"
 #include "base/strings.h"
 #include "tests/harness.h"
 
@@ -254,6 +257,73 @@ TEST_CASE(
   CHECK(E().agent.Log().find("replica " + E().sandbox.replica_id(1) + " is MariaDB " + version) !=
         std::string::npos);
   CHECK(E().agent.Log().find("replication status by SHOW REPLICA STATUS") != std::string::npos);
+}
+
+TEST_CASE(
+    "MariaDB replicas are never asked for MySQL's applier signals: the API says why, no series") {
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  // Every statement replica1 receives over more than two status intervals (probe.
+  // status_interval_ms is 1000 in the sandbox), from its general log.
+  const std::string socket = E().sandbox.socket("replica1");
+  AdminQuery(socket, "SET GLOBAL log_output = 'TABLE'");
+  AdminQuery(socket, "TRUNCATE TABLE mysql.general_log");
+  AdminQuery(socket, "SET GLOBAL general_log = ON");
+  std::this_thread::sleep_for(2500ms);
+  AdminQuery(socket, "SET GLOBAL general_log = OFF");
+  auto logged = [&](const std::string& like) {
+    const std::string sql =
+        "SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '" + like + "'";
+    return std::stoi(AdminQuery(socket, sql).value_or("-1"));
+  };
+  CHECK(logged("SHOW REPLICA STATUS%") >= 2);  // the log saw the status polls
+  CHECK(logged("%performance_schema%") == 0);
+  AdminQuery(socket, "TRUNCATE TABLE mysql.general_log");
+
+  // MariaDB 10.11 has none of the columns the statement reads (tables of two of its names, with
+  // other columns, and no replication_connection_status).
+  CHECK(AdminQuery(socket,
+                   "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                   "'performance_schema' AND COLUMN_NAME IN ('APPLYING_TRANSACTION', "
+                   "'PROCESSING_TRANSACTION', 'COUNT_RECEIVED_HEARTBEATS')") == "0");
+  CHECK(AdminQuery(socket,
+                   "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                   "'performance_schema' AND TABLE_NAME = 'replication_applier_status_by_worker' "
+                   "AND COLUMN_NAME = 'LAST_SEEN_TRANSACTION'") == "1");
+  // Sent by hand as the probe account, which has no SELECT on performance_schema, the statement
+  // is refused for the grant: what lagwatch would count as "denied".
+  MysqlTarget target;
+  target.endpoint = {"127.0.0.1", E().sandbox.replica_port(1)};
+  target.defaults_file = E().sandbox.dir() + "/replica.cnf";
+  target.label = "replica1";
+  MysqlConn probe(target);
+  auto asked = probe.Query(ApplierStatusStatement(), MonoTime::clock::now() + 5s);
+  INFO(asked.status().ToString());
+  REQUIRE_FALSE(asked.ok());
+  CHECK(asked.status().code() == Status::Code::kServerError);
+  CHECK(std::string(ApplierErrorReason(probe.last_errno())) == "denied");
+
+  auto [code, body] = HttpGet(E().sandbox.http_port(), "/api/v1/replicas");
+  REQUIRE(code == 200);
+  json api = json::parse(body);
+  REQUIRE(api["replicas"].size() == 2);
+  for (const auto& r : api["replicas"]) {
+    CAPTURE(r["applier"].dump());
+    CHECK(r["applier"]["available"] == false);
+    CHECK(r["applier"]["reason"].get<std::string>().find("not asked: MariaDB") == 0);
+    CHECK(r["applier"]["workers"].is_null());
+    CHECK(r["applier"]["channels"].is_null());
+  }
+  // Nothing asked, nothing refused; no per-replica applier series at all.
+  const std::string scrape = Metrics();
+  for (const char* reason : {"denied", "no_table", "server_error", "bad_data"}) {
+    CAPTURE(reason);
+    CHECK(MetricValue(scrape, std::string("lagwatch_mysql_applier_signal_errors_total{reason=\"") +
+                                  reason + "\"}") == 0);
+  }
+  CHECK(scrape.find("lagwatch_mysql_applier_workers") == std::string::npos);
+  CHECK(scrape.find("lagwatch_mysql_applier_oldest_applying_age_seconds") == std::string::npos);
+  CHECK(E().agent.Log().find("applier signals") == std::string::npos);
 }
 
 TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWSR and DSR") {
