@@ -245,28 +245,49 @@ void ReadHealth(const json& j, HealthConfig& health) {
   o.RejectUnknownKeys();
 }
 
-// "redis.sentinels": a non-empty array of distinct "host:port" strings.
-std::vector<Endpoint> ReadSentinels(const json& j) {
-  if (!j.is_array() || j.empty()) Fail("redis.sentinels", "must be a non-empty array");
-  std::vector<Endpoint> sentinels;
+// "redis.sentinels", "redis.cluster": a non-empty array of distinct "host:port" strings (`name`
+// the key, `example` a port for the message).
+std::vector<Endpoint> ReadServers(const json& j, const std::string& name, const char* example) {
+  if (!j.is_array() || j.empty()) Fail(name, "must be a non-empty array");
+  std::vector<Endpoint> servers;
   std::set<std::string> ids;
   for (size_t i = 0; i < j.size(); ++i) {
-    const std::string key = "redis.sentinels[" + std::to_string(i) + "]";
+    const std::string key = name + "[" + std::to_string(i) + "]";
     auto address = j[i].is_string() ? ParseListenAddress(j[i].get<std::string>()) : std::nullopt;
     if (!address || address->port == 0) {
-      Fail(key, "must be \"host:port\", e.g. \"10.0.0.5:26379\"");
+      Fail(key, std::string("must be \"host:port\", e.g. \"10.0.0.5:") + example + "\"");
     }
     Endpoint e{address->host, address->port};
-    if (!ids.insert(e.Id()).second) Fail(key, "duplicate sentinel " + e.Id());
-    sentinels.push_back(std::move(e));
+    if (!ids.insert(e.Id()).second) Fail(key, "duplicate " + e.Id());
+    servers.push_back(std::move(e));
   }
-  return sentinels;
+  return servers;
+}
+
+// A key prefix: 1..64 of [A-Za-z0-9_.:-], and at most one hash tag "{...}" of those (Redis
+// Cluster keeps every key with the same tag in one slot: docs/redis.md, "Redis Cluster").
+bool IsKeyPrefix(const std::string& p) {
+  if (p.empty() || p.size() > 64) return false;
+  const size_t open = p.find('{');
+  if (open == std::string::npos) return IsToken(p, "_.:-", 1, 64);
+  const size_t close = p.find('}', open);
+  if (close == std::string::npos || close == open + 1) return false;
+  const std::string outside = p.substr(0, open) + p.substr(close + 1);
+  const std::string tag = p.substr(open + 1, close - open - 1);
+  return IsToken(tag, "_.:-", 1, 64) && (outside.empty() || IsToken(outside, "_.:-", 1, 64));
 }
 
 void ReadRedis(const json& j, RedisConfig& redis) {
   Obj o(j, "redis");
-  if (const json* s = o.Get("sentinels")) {
-    redis.sentinels = ReadSentinels(*s);
+  if (const json* c = o.Get("cluster")) {
+    redis.cluster = ReadServers(*c, "redis.cluster", "6379");
+    // The masters are wherever the cluster's slot map says.
+    for (const char* k : {"host", "port", "sentinels", "master_name", "sentinel_username",
+                          "sentinel_password_file"}) {
+      if (o.Get(k)) Fail(o.Key(k), "not with redis.cluster (its nodes say where the keys are)");
+    }
+  } else if (const json* s = o.Get("sentinels")) {
+    redis.sentinels = ReadServers(*s, "redis.sentinels", "26379");
     // The master is wherever the sentinels say; an address as well would be ignored.
     for (const char* k : {"host", "port"}) {
       if (o.Get(k)) Fail(o.Key(k), "not with redis.sentinels (they name the master)");
@@ -288,8 +309,9 @@ void ReadRedis(const json& j, RedisConfig& redis) {
     redis.port = static_cast<int>(o.Int("port", redis.port, 1, 65535));
   }
   redis.key_prefix = o.Str("key_prefix", redis.key_prefix);
-  if (!IsToken(redis.key_prefix, "_.:-", 1, 64)) {
-    Fail("redis.key_prefix", "must match [A-Za-z0-9_.:-]{1,64}");
+  if (!IsKeyPrefix(redis.key_prefix)) {
+    Fail("redis.key_prefix",
+         "must be 1..64 of [A-Za-z0-9_.:-], with at most one hash tag {...} of those");
   }
   redis.ttl_ms = static_cast<int>(o.Int("ttl_ms", redis.ttl_ms, 100, 600000));
   if (const json* t = o.Get("tls")) redis.tls = ReadTls(*t, "redis.tls", redis.tls, false);

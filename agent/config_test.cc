@@ -238,10 +238,10 @@ TEST_CASE("missing required keys are named") {
 TEST_CASE("bad listen addresses and key prefixes are rejected") {
   Rejects([](json& j) { j["http"]["listen"] = "9877"; }, "http.listen");
   Rejects([](json& j) { j["http"]["listen"] = "127.0.0.1:99999"; }, "http.listen");
-  // Key prefixes go into Redis keys and channel names: no spaces, glob or hash-tag characters,
-  // line breaks or protocol bytes.
+  // Key prefixes go into Redis keys and channel names: no spaces, glob characters, line breaks or
+  // protocol bytes (one hash tag is allowed: "a key prefix may hold one hash tag").
   for (const std::string& bad : std::vector<std::string>{
-           "slave delay", "", "a*", "a?", "a[b]", "{tag}", "a\r\nFLUSHALL", "a\nb", "$5",
+           "slave delay", "", "a*", "a?", "a[b]", "{ta g}", "a\r\nFLUSHALL", "a\nb", "$5",
            std::string("a\0b", 3), std::string(65, 'k'), "sl\u00e4ve"}) {
     json j = Valid();
     j["redis"]["key_prefix"] = bad;
@@ -375,6 +375,49 @@ TEST_CASE("sentinels exclude redis.host and redis.port and need a master name") 
   RejectsSentinels([](json& j) { j["redis"]["master_name"] = 7; }, "redis.master_name");
   RejectsSentinels([](json& j) { j["redis"]["sentinel_password_file"] = ""; },
                    "redis.sentinel_password_file");
+}
+
+TEST_CASE("redis.cluster names a Redis Cluster's seed nodes, alone") {
+  json j = Valid();
+  j["redis"].erase("host");
+  j["redis"].erase("port");
+  j["redis"]["cluster"] = {"10.0.0.5:7000", "[::1]:7001"};
+  j["redis"]["key_prefix"] = "slave_delay:{shard7}";
+  auto r = ParseConfig(j.dump());
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  REQUIRE(r->redis.cluster.size() == 2);
+  CHECK(r->redis.cluster[1] == Endpoint{"::1", 7001});
+  CHECK(r->redis.key_prefix == "slave_delay:{shard7}");
+  for (const char* k : {"host", "sentinels", "master_name"}) {
+    json bad = j;
+    bad["redis"][k] = k == std::string("sentinels") ? json{"10.0.0.5:26379"} : json("x");
+    INFO("with " << k);
+    ExpectRejected(bad, std::string("redis.") + k);
+  }
+  for (const json& bad : {json::array(), json("10.0.0.5:7000")}) {
+    json b = j;
+    b["redis"]["cluster"] = bad;
+    ExpectRejected(b, "redis.cluster");
+  }
+  json dup = j;
+  dup["redis"]["cluster"][1] = "10.0.0.5:7000";
+  ExpectRejected(dup, "redis.cluster[1]");
+}
+
+TEST_CASE("a key prefix may hold one hash tag, nothing else of braces") {
+  for (const std::string good : {"slave_delay", "{shard7}", "lw:{a.b-c}:x", "{s}x"}) {
+    json j = Valid();
+    j["redis"]["key_prefix"] = good;
+    auto r = ParseConfig(j.dump());
+    CHECK_MESSAGE(r.ok(), good);
+  }
+  for (const std::string& bad : std::vector<std::string>{"", "{}", "{a", "a}", "x{a}{b}", "x{a b}",
+                                                         "{a}}", "x{{a}}", std::string(65, 'p')}) {
+    json j = Valid();
+    j["redis"]["key_prefix"] = bad;
+    INFO("key_prefix: " << bad);
+    ExpectRejected(j, "redis.key_prefix");
+  }
 }
 
 TEST_CASE("master_name and sentinel_password_file without sentinels are rejected") {
