@@ -14,6 +14,7 @@
 #include "base/mysql_errors.h"
 #include "base/net_stream.h"
 #include "base/position.h"
+#include "base/redis_client.h"
 #include "base/redis_conn.h"
 #include "base/server_flavor.h"
 #include "base/slave_status.h"
@@ -394,36 +395,51 @@ void CheckReplica(Server& s, Report& r, const Config& c, const ReplicaConfig& rc
   CheckHeartbeat(s, r, c, /*primary=*/false);
 }
 
-// Redis as the publisher reaches it: the server (or the master the sentinels name), TLS, the
-// user, and whether the record script loads. True when the agent can publish there.
+// Redis as the publisher reaches it: the server (or the master the sentinels name, or each master
+// of a Redis Cluster), TLS, the user, and whether the record script loads. True when the agent can
+// publish there.
 bool CheckRedis(const RedisConfig& redis) {
-  const std::string where = redis.sentinels.empty()
-                                ? Endpoint{redis.host, redis.port}.Id()
-                                : "master " + redis.master_name + " of " +
-                                      std::to_string(redis.sentinels.size()) + " sentinel" +
-                                      (redis.sentinels.size() == 1 ? "" : "s");
+  std::string where;
+  if (!redis.cluster.empty()) {
+    where = "cluster of " + std::to_string(redis.cluster.size()) + " seed node" +
+            (redis.cluster.size() == 1 ? "" : "s");
+  } else if (!redis.sentinels.empty()) {
+    where = "master " + redis.master_name + " of " + std::to_string(redis.sentinels.size()) +
+            " sentinel" + (redis.sentinels.size() == 1 ? "" : "s");
+  } else {
+    where = Endpoint{redis.host, redis.port}.Id();
+  }
   Report r("redis " + where + (redis.username.empty() ? "" : " as " + redis.username));
-  auto conn = RedisConnect(redis, kQueryTimeout);
-  if (!conn.ok()) {
-    const Status& st = conn.status();
+  auto client = RedisClient::Open(redis, kQueryTimeout);
+  if (!client.ok()) {
+    const Status& st = client.status();
     r.Problem(st.code() == Status::Code::kTls ? TlsProblem(st) : st.ToString());
     r.Print();
     return false;
   }
-  RedisConnection& rc = **conn;
-  r.Line("server", rc.server());
-  ReportTls(r, rc.tls(), redis.tls);
-  if (Status role = RedisCheckMaster(rc); !role.ok()) r.Problem(role.message());
-  if (RedisReply who = rc.Run({"ACL", "WHOAMI"}); who && who->type == REDIS_REPLY_STRING) {
-    r.Line("user", ReplyText(*who));
-  }
-  RedisReply sha = rc.Run({"SCRIPT", "LOAD", kMergeRecordScript});
-  if (sha && sha->type == REDIS_REPLY_STRING) {
-    r.Line("script", "lagwatch's record script loads (" + ReplyText(*sha) + ")");
-  } else {
-    r.Problem("the record script does not load: " + (sha ? ReplyText(*sha) : rc.error().message()) +
-              " (the agent's user needs SCRIPT LOAD and EVALSHA: docs/operations.md, "
-              "\"Least privilege in Redis\")");
+  if ((*client)->cluster()) r.Line("masters", (*client)->Describe());
+  for (const Endpoint& master : std::vector<Endpoint>((*client)->masters())) {
+    auto conn = (*client)->Connection(master);
+    if (!conn.ok()) {
+      r.Problem(master.Id() + ": " + conn.status().ToString());
+      continue;
+    }
+    RedisConnection& rc = **conn;
+    r.Line("server", rc.server());
+    ReportTls(r, rc.tls(), redis.tls);
+    if (Status role = RedisCheckMaster(rc); !role.ok()) r.Problem(role.message());
+    if (RedisReply who = rc.Run({"ACL", "WHOAMI"}); who && who->type == REDIS_REPLY_STRING) {
+      r.Line("user", ReplyText(*who));
+    }
+    RedisReply sha = rc.Run({"SCRIPT", "LOAD", kMergeRecordScript});
+    if (sha && sha->type == REDIS_REPLY_STRING) {
+      r.Line("script", "lagwatch's record script loads (" + ReplyText(*sha) + ")");
+    } else {
+      r.Problem(
+          "the record script does not load: " + (sha ? ReplyText(*sha) : rc.error().message()) +
+          " (the agent's user needs SCRIPT LOAD and EVALSHA: docs/operations.md, "
+          "\"Least privilege in Redis\")");
+    }
   }
   r.Print();
   return r.ok();

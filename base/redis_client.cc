@@ -15,6 +15,18 @@ std::string Text(const redisReply& r) { return std::string(r.str, r.len); }
 
 }  // namespace
 
+Result<std::unique_ptr<RedisConnection>> RedisConnectForEvents(const RedisConfig& config,
+                                                               Millis timeout) {
+  if (config.cluster.empty()) return RedisConnect(config, timeout);
+  Status last;
+  for (const Endpoint& node : config.cluster) {
+    auto conn = RedisConnectTo(node, config, timeout);
+    if (conn.ok()) return conn;
+    last = conn.status();
+  }
+  return last;
+}
+
 Result<std::unique_ptr<RedisClient>> RedisClient::Open(
     const RedisConfig& config, Millis timeout, std::vector<std::vector<std::string>> on_connect) {
   std::unique_ptr<RedisClient> c(new RedisClient(config, timeout, std::move(on_connect)));

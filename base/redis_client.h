@@ -35,6 +35,12 @@
 
 namespace lagwatch {
 
+// A connection on which SUBSCRIBE sees every event published on the contract's Redis: the server,
+// the master Sentinel names, or any node of a Redis Cluster (the seeds in turn: the cluster
+// delivers classic Pub/Sub messages on every node). Fails as RedisConnect.
+Result<std::unique_ptr<RedisConnection>> RedisConnectForEvents(const RedisConfig& config,
+                                                               Millis timeout);
+
 class RedisClient {
  public:
   static constexpr int kMaxRedirects = 5;

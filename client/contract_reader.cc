@@ -16,14 +16,6 @@
 namespace lagwatch::client {
 namespace {
 
-// Why the round trip on `c` ended: its failure, with the command it was waiting for.
-Status ConnError(const RedisConnection& c, const std::string& what) {
-  const Status& e = c.error();
-  std::string msg = what + ": " + (e.ok() ? "connection lost" : e.message());
-  return e.code() == Status::Code::kTls ? Status::Tls(e.tls_reason(), std::move(msg))
-                                        : Status::Unavailable(std::move(msg));
-}
-
 // One replica's replies: HGETALL and PTTL of its key, and when they were sent.
 struct ReplicaReplies {
   RedisReply hash;
@@ -111,17 +103,33 @@ ReaderStats ContractReader::stats() const {
 }
 
 Status ContractReader::Connect() {
-  if (conn_) return Status::Ok();
-  auto c = RedisConnect(options_.redis, options_.timeout);
+  if (client_) return Status::Ok();
+  auto c = RedisClient::Open(options_.redis, options_.timeout);
   if (!c.ok()) return c.status();
-  conn_ = std::move(c).value();
+  client_ = std::move(c).value();
   return Status::Ok();
+}
+
+Result<std::vector<RedisReply>> ContractReader::RunEach(
+    const std::vector<std::vector<std::string>>& cmds) {
+  std::vector<RedisUnit> units;
+  for (const auto& cmd : cmds) units.push_back({cmd.size() > 1 ? cmd[1] : "", {cmd}});
+  auto replies = client_->Run(units);
+  if (!replies.ok()) {
+    const Status& e = replies.status();
+    std::string msg = (cmds.empty() ? "" : cmds.front()[0]) + ": " + e.message();
+    return e.code() == Status::Code::kTls ? Status::Tls(e.tls_reason(), std::move(msg))
+                                          : Status::Unavailable(std::move(msg));
+  }
+  std::vector<RedisReply> out;
+  for (auto& unit : *replies) out.push_back(std::move(unit.front()));
+  return out;
 }
 
 void ContractReader::Fail(const Status& s) {
   ++stats_.errors;
   stats_.last_error = s.ToString();
-  if (s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kTls) conn_.reset();
+  if (s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kTls) client_.reset();
   cache_.Clear();
   next_attempt_ = clock_.Now() + options_.retry_after;
 }
@@ -161,12 +169,9 @@ Result<Contract> ContractReader::Refresh() {
     cmds.push_back({"PTTL", ReplicaKey(prefix, m)});
   }
   if (!known_primary_.empty()) cmds.push_back({"HGETALL", PrimaryKey(known_primary_)});
-  for (const auto& cmd : cmds) conn_->Append(cmd);
-  std::vector<RedisReply> replies;
-  for (size_t i = 0; i < cmds.size(); ++i) {
-    replies.push_back(conn_->Next());
-    if (!replies.back()) return ConnError(*conn_, cmds[i][0]);
-  }
+  auto first = RunEach(cmds);
+  if (!first.ok()) return first.status();
+  std::vector<RedisReply> replies = std::move(first).value();
 
   std::map<std::string, ReplicaReplies> by_member;
   for (size_t i = 0; i < known_members_.size(); ++i) {
@@ -214,12 +219,9 @@ Result<Contract> ContractReader::Refresh() {
       more.push_back({"PTTL", ReplicaKey(prefix, m)});
     }
     if (new_primary) more.push_back({"HGETALL", PrimaryKey(pointer_primary)});
-    for (const auto& cmd : more) conn_->Append(cmd);
-    std::vector<RedisReply> more_replies;
-    for (size_t i = 0; i < more.size(); ++i) {
-      more_replies.push_back(conn_->Next());
-      if (!more_replies.back()) return ConnError(*conn_, more[i][0]);
-    }
+    auto second = RunEach(more);
+    if (!second.ok()) return second.status();
+    std::vector<RedisReply> more_replies = std::move(second).value();
     for (size_t i = 0; i < fresh.size(); ++i) {
       by_member[fresh[i]] = {std::move(more_replies[2 * i]), std::move(more_replies[2 * i + 1]),
                              sent};
@@ -278,15 +280,14 @@ Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
     Fail(s);
     return s;
   }
-  for (const RedisCommand& cmd : commands) conn_->Append(cmd);
+  auto replies = RunEach(commands);
+  if (!replies.ok()) {
+    Fail(replies.status());
+    return replies.status();
+  }
   Status result;
   for (size_t i = 0; i < commands.size(); ++i) {
-    RedisReply r = conn_->Next();
-    if (!r) {
-      Status s = ConnError(*conn_, commands[i].empty() ? "" : commands[i][0]);
-      Fail(s);
-      return s;
-    }
+    const RedisReply& r = (*replies)[i];
     if (r->type == REDIS_REPLY_ERROR && result.ok()) {
       result = Status::ServerError(commands[i][0] + ": " + ReplyText(*r));
     }
@@ -297,7 +298,7 @@ Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
 void ContractReader::RunSubscriber(const std::stop_token& stop) {
   const std::string channel = contract::EventsChannel(options_.redis.key_prefix);
   while (!stop.stop_requested()) {
-    auto connected = RedisConnect(options_.redis, options_.timeout);
+    auto connected = RedisConnectForEvents(options_.redis, options_.timeout);
     if (!connected.ok()) {
       {
         std::lock_guard lock(mu_);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/redis_client.h"
 #include "base/redis_conn.h"
 #include "base/status.h"
 #include "client/feedback.h"
@@ -125,6 +126,9 @@ class ContractReader {
   Status Connect();
   // One refresh. REQUIRES: mu_ held.
   Result<Contract> Refresh();
+  // Each command (its key the second word) to the master of its key, pipelined; one reply each.
+  // Unavailable when a connection failed. REQUIRES: mu_ held, connected.
+  Result<std::vector<RedisReply>> RunEach(const std::vector<std::vector<std::string>>& cmds);
   void Fail(const Status& s);  // REQUIRES: mu_ held
   void RunSubscriber(const std::stop_token& stop);
 
@@ -134,7 +138,7 @@ class ContractReader {
 
   // Guarded by mu_.
   mutable std::mutex mu_;
-  std::unique_ptr<RedisConnection> conn_;
+  std::unique_ptr<RedisClient> client_;  // one server, Sentinel's master or a Redis Cluster
   SnapshotCache cache_;
   MonoTime next_attempt_{};                 // after a failure: no Redis before this
   std::vector<std::string> known_members_;  // from the last refresh, to pipeline their keys

@@ -137,21 +137,21 @@ void RouterFeedback::Export(const std::string& app, const FeedbackAccumulator::D
 // ---- Redis ------------------------------------------------------------------------------------
 
 bool RouterFeedback::Connect() {
-  auto ctx = RedisConnect(config_, kIoTimeout);
-  if (!ctx.ok()) {
+  auto client = RedisClient::Open(config_, kIoTimeout);
+  if (!client.ok()) {
     CountError("redis");
     LogLimited(LogLevel::kWarn, "router-feedback-connect",
-               "router feedback: " + ctx.status().message());
+               "router feedback: " + client.status().message());
     Disconnect();
     return false;
   }
-  conn_ = std::move(ctx).value();
+  client_ = std::move(client).value();
   connected_ = true;
   return true;
 }
 
 void RouterFeedback::Disconnect() {
-  conn_.reset();
+  client_.reset();
   connected_ = false;
 }
 
@@ -175,15 +175,25 @@ std::vector<std::string> RouterFeedback::AdmitKeys(const std::vector<std::string
   return wanted;
 }
 
+Result<std::vector<std::vector<RedisReply>>> RouterFeedback::ForEachKey(
+    const char* command, const std::vector<std::string>& keys) {
+  std::vector<RedisUnit> units;
+  for (const auto& key : keys) units.push_back({key, {{command, key}}});
+  auto replies = client_->Run(units);
+  if (!replies.ok()) {
+    return Status::Unavailable(std::string(command) + ": " + replies.status().message());
+  }
+  return replies;
+}
+
 Result<std::vector<std::string>> RouterFeedback::KeysWithinFieldCap(
     const std::vector<std::string>& keys) {
-  for (const auto& key : keys) {
-    conn_->Append({"HLEN", key});
-  }
+  auto replies = ForEachKey("HLEN", keys);
+  if (!replies.ok()) return replies.status();
   std::vector<std::string> within;
-  for (const auto& key : keys) {
-    RedisReply r = conn_->Next();
-    if (!r) return Status::Unavailable(ConnError(*conn_, "HLEN"));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    const RedisReply& r = (*replies)[i].front();
     if (r->type == REDIS_REPLY_ERROR) {
       SkipRefused(key, *r);
     } else if (r->type != REDIS_REPLY_INTEGER) {
@@ -219,10 +229,11 @@ std::optional<HashFields> RouterFeedback::FieldsOf(const redisReply& r) {
 }
 
 Status RouterFeedback::FetchAndIngest(const std::vector<std::string>& keys) {
-  for (const auto& key : keys) conn_->Append({"HGETALL", key});
-  for (const auto& key : keys) {
-    RedisReply r = conn_->Next();
-    if (!r) return Status::Unavailable(ConnError(*conn_, "HGETALL"));
+  auto replies = ForEachKey("HGETALL", keys);
+  if (!replies.ok()) return replies.status();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    const RedisReply& r = (*replies)[i].front();
     if (r->type == REDIS_REPLY_ERROR) {
       SkipRefused(key, *r);
       continue;
@@ -244,10 +255,13 @@ Status RouterFeedback::FetchPage(const std::vector<std::string>& keys,
   return FetchAndIngest(*within);
 }
 
-Result<RouterFeedback::ScanPage> RouterFeedback::Scan(const std::string& cursor) {
-  conn_->Append({"SCAN", cursor, "MATCH", std::string(kRwStatsPrefix) + "*", "COUNT", kScanCount});
-  RedisReply r = conn_->Next();
-  if (!r) return Status::Unavailable(ConnError(*conn_, "SCAN"));
+Result<RouterFeedback::ScanPage> RouterFeedback::Scan(const Endpoint& master,
+                                                      const std::string& cursor) {
+  auto conn = client_->Connection(master);
+  if (!conn.ok()) return Status::Unavailable("SCAN: " + conn.status().message());
+  RedisReply r = (*conn)->Run(
+      {"SCAN", cursor, "MATCH", std::string(kRwStatsPrefix) + "*", "COUNT", kScanCount});
+  if (!r) return Status::Unavailable(ConnError(**conn, "SCAN"));
   if (r->type == REDIS_REPLY_ERROR) return Status::ServerError("SCAN: " + ReplyText(*r));
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -270,22 +284,36 @@ Status RouterFeedback::Poll(std::stop_token stop) {
   const MonoTime deadline = clock_.Now() + interval_;
   std::set<std::string> seen;
   int calls = 0;
-  do {
-    if (stop.stop_requested()) return Status::Cancelled("stopping");
-    if (calls == kMaxScanCalls || clock_.Now() >= deadline) {
-      CountError("scan_truncated");
-      LogLimited(LogLevel::kWarn, "router-feedback-scan",
-                 "router feedback: stopped scanning for rw_stats:* after " + std::to_string(calls) +
-                     " SCAN calls; the next round resumes there");
-      break;
-    }
-    ++calls;
-    auto page = Scan(scan_cursor_);
-    if (!page.ok()) return page.status();
-    Status st = FetchPage(page->keys, seen);
-    if (!st.ok()) return st;  // the next round repeats this page
-    scan_cursor_ = std::move(page->next_cursor);
-  } while (scan_cursor_ != "0");
+  // A copy: a failover seen by FetchPage may read the map again.
+  const std::vector<Endpoint> masters = client_->masters();
+  std::map<std::string, std::string> cursors;  // the masters of this map only
+  for (const Endpoint& m : masters) cursors[m.Id()] = scan_cursors_[m.Id()];
+  scan_cursors_ = cursors;
+  bool truncated = false;
+  for (const Endpoint& master : masters) {
+    std::string& cursor = scan_cursors_[master.Id()];
+    if (cursor.empty()) cursor = "0";
+    do {
+      if (stop.stop_requested()) return Status::Cancelled("stopping");
+      if (calls == kMaxScanCalls || clock_.Now() >= deadline) {
+        truncated = true;
+        break;
+      }
+      ++calls;
+      auto page = Scan(master, cursor);
+      if (!page.ok()) return page.status();
+      Status st = FetchPage(page->keys, seen);
+      if (!st.ok()) return st;  // the next round repeats this page
+      cursor = std::move(page->next_cursor);
+    } while (cursor != "0");
+    if (truncated) break;
+  }
+  if (truncated) {
+    CountError("scan_truncated");
+    LogLimited(LogLevel::kWarn, "router-feedback-scan",
+               "router feedback: stopped scanning for rw_stats:* after " + std::to_string(calls) +
+                   " SCAN calls; the next round resumes there");
+  }
   ++polls_;
   m_->polls.Increment();
   return Status::Ok();
@@ -293,7 +321,8 @@ Status RouterFeedback::Poll(std::stop_token stop) {
 
 bool RouterFeedback::StillOnMaster() {
   if (config_.sentinels.empty()) return true;
-  Status st = RedisCheckMaster(*conn_);
+  auto conn = client_->Connection(client_->masters().front());
+  Status st = conn.ok() ? RedisCheckMaster(**conn) : conn.status();
   if (st.ok()) return true;
   CountError("redis");
   LogLimited(LogLevel::kWarn, "router-feedback-master",
@@ -302,8 +331,8 @@ bool RouterFeedback::StillOnMaster() {
 }
 
 RouterFeedback::RoundEnd RouterFeedback::RunRound(std::stop_token stop) {
-  if (conn_ && !StillOnMaster()) Disconnect();
-  if (!conn_ && !Connect()) return RoundEnd::kFailed;
+  if (client_ && !StillOnMaster()) Disconnect();
+  if (!client_ && !Connect()) return RoundEnd::kFailed;
   Status st = Poll(stop);
   if (st.code() == Status::Code::kCancelled) return RoundEnd::kStopping;
   if (st.ok()) return RoundEnd::kDone;

@@ -8,8 +8,8 @@
 //                        (exporters/rw_stats.h);
 //   FeedbackAccumulator  successive AppStats -> monotonic exported totals, resets absorbed
 //                        (exporters/feedback_accumulator.h);
-//   RouterFeedback       the polling thread: SCAN + HGETALL, then the two above, then metrics
-//                        (this file).
+//   RouterFeedback       the polling thread: SCAN (every master of a Redis Cluster in turn) +
+//                        HGETALL, then the two above, then metrics (this file).
 // Nothing a router or Redis writes is fatal: bad data is counted, logged (rate-limited) and
 // skipped.
 #pragma once
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/redis_client.h"
 #include "base/redis_conn.h"
 #include "base/status.h"
 #include "base/worker.h"
@@ -107,11 +108,13 @@ class RouterFeedback {
   // (REPLICAOF by hand) keeps them and answers reads, so without this check the reader could
   // stay on it for good. Always true without Sentinel.
   bool StillOnMaster();
-  // One round. Unavailable: the connection failed (the caller disconnects); ServerError or
-  // DataError: Redis refused SCAN or answered nonsense (connection kept); Cancelled: stopping.
+  // One round: each master's keys (one server's, or each of a Redis Cluster's masters in turn),
+  // each from where the last round stopped on it. Unavailable: a connection failed (the caller
+  // disconnects); ServerError or DataError: Redis refused SCAN or answered nonsense (connection
+  // kept); Cancelled: stopping.
   Status Poll(std::stop_token stop);
-  // One SCAN call from `cursor`; errors as Poll's.
-  Result<ScanPage> Scan(const std::string& cursor);
+  // One SCAN call from `cursor` on `master`; errors as Poll's.
+  Result<ScanPage> Scan(const Endpoint& master, const std::string& cursor);
   // HLEN then HGETALL for each key of one SCAN page not in `seen` (SCAN may repeat keys), then
   // Ingest; adds their apps to `seen`. Unavailable on a connection failure.
   Status FetchPage(const std::vector<std::string>& keys, std::set<std::string>& seen);
@@ -119,11 +122,15 @@ class RouterFeedback {
   // their apps to `seen` and counts the others.
   std::vector<std::string> AdmitKeys(const std::vector<std::string>& keys,
                                      std::set<std::string>& seen);
-  // Pipelines HLEN for `keys`: those with 1..kMaxFieldsPerApp fields; counts the others.
-  // Unavailable on a connection failure.
+  // HLEN for `keys` (pipelined, each to its master): those with 1..kMaxFieldsPerApp fields;
+  // counts the others. Unavailable on a connection failure.
   Result<std::vector<std::string>> KeysWithinFieldCap(const std::vector<std::string>& keys);
-  // Pipelines HGETALL for `keys` and Ingests each hash. Unavailable on a connection failure.
+  // HGETALL for `keys` (pipelined, each to its master) and Ingests each hash. Unavailable on a
+  // connection failure.
   Status FetchAndIngest(const std::vector<std::string>& keys);
+  // One command for each of `keys` (`command` then the key), each to its key's master.
+  Result<std::vector<std::vector<RedisReply>>> ForEachKey(const char* command,
+                                                          const std::vector<std::string>& keys);
   // The (field, value) pairs of an HGETALL reply, or nullopt if it is not a list of at most
   // kMaxFieldsPerApp string pairs.
   static std::optional<HashFields> FieldsOf(const redisReply& r);
@@ -153,8 +160,9 @@ class RouterFeedback {
   std::atomic<bool> connected_{false};
 
   // Used only by the polling thread (and Stop() after joining it).
-  std::unique_ptr<RedisConnection> conn_;
-  std::string scan_cursor_ = "0";  // where the next round's SCAN starts
+  std::unique_ptr<RedisClient> client_;
+  // Where the next round's SCAN starts on each master ("host:port"; absent: "0").
+  std::map<std::string, std::string> scan_cursors_;
 
   Worker worker_;  // last: stopped before the members its thread uses are destroyed
 };

@@ -1,7 +1,9 @@
 // Built by tests/client_install_test against the installed client library only (pkg-config
-// lagwatch-client): parses a replica's record as the agent writes it and routes a read to it.
+// lagwatch-client): parses a replica's record as the agent writes it and routes a read to it, and
+// sets up (without connecting) a contract reader for a Redis Cluster.
 #include <cstdio>
 
+#include "client/contract_reader.h"
 #include "client/record.h"
 #include "client/route.h"
 #include "client/sql_classify.h"
@@ -24,5 +26,9 @@ int main() {
   SqlClass k = ClassifySql("SELECT id FROM orders WHERE id = 7");
   Decision d = Route({.read = k.read, .locking = k.locking}, Session{}, contract, SeededRandom(1));
   std::printf("%s %s\n", TargetName(d.target), d.replica.c_str());
+  ReaderOptions options;
+  options.redis.cluster = {{"10.0.0.5", 7000}};
+  options.subscribe = false;
+  ContractReader reader(options);  // connects lazily: nothing happens here
   return d.target == Target::kReplica && d.replica == "10.0.0.12:3306" ? 0 : 1;
 }
