@@ -1,26 +1,34 @@
-// Redis Cluster for real (base/redis_cluster.h): a local cluster of three masters and three
+// Redis Cluster for real (base/redis_client.h): a local cluster of three masters and three
 // replicas made with redis-cli --cluster create; keys routed to their masters across the shards,
-// a slot resharded while it is used (ASK during the migration, MOVED after), and a master killed
-// while it is used (its replica promoted, the client following the new map).
+// a slot resharded while it is used (ASK during the migration, MOVED after), the agent publishing
+// to the cluster as its ACL user while a router reads the contract and counts its reads there,
+// and masters killed while in use (the agent's and a plain client's writes following the
+// promoted replica). The cases run in this order: the kills come last.
 #include <doctest/doctest.h>
 
 #include <hiredis/hiredis.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "base/redis_client.h"
 #include "base/strings.h"
+#include "client/contract_reader.h"
+#include "client/feedback.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 
-constexpr int kBasePort = 30606;  // 30606..30611, cluster bus 40606..40611
+constexpr int kBasePort = 30606;     // 30606..30611, cluster bus 40606..40611
+constexpr int kSandboxPort = 30616;  // the sandbox: 30616..30619, the agent's HTTP on 30620
 
 RedisCluster3x2& Cluster() {
   static RedisCluster3x2 cluster("/tmp/lw-rc", kBasePort);
@@ -110,14 +118,191 @@ TEST_CASE("redis cluster: a slot resharded while in use is followed (ASK, then M
   REQUIRE(WaitFor([&] { return Cluster().MasterPortOf(key, kBasePort) == from; }, 10s));
 }
 
+// The sandbox (MySQL and its own Redis, unused here) with its agent and router users also made
+// on every node of the cluster, from the sandbox's ACL file.
+struct WithAgent {
+  Sandbox sandbox{"/tmp/lw-rcs", kSandboxPort};
+  WithAgent() {
+    std::ifstream acl(sandbox.dir() + "/redis/users.acl");
+    std::string line;
+    while (std::getline(acl, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> args = {"ACL", "SETUSER"};
+      std::string w;
+      words >> w;  // "user"
+      while (words >> w) args.push_back(w);
+      if (args.size() < 3 || args[2] == "default") continue;
+      for (const Endpoint& node : Cluster().seeds()) {
+        const std::string out = Cluster().Cli(node.port, args);
+        REQUIRE_MESSAGE(out.find("OK") != std::string::npos, out);
+      }
+    }
+  }
+  // The sandbox's configuration with its Redis replaced by the cluster.
+  std::string Config() const {
+    std::ifstream in(sandbox.config_path());
+    json j = json::parse(in, nullptr, true, true);
+    j["redis"].erase("host");
+    j["redis"].erase("port");
+    j["redis"]["cluster"] = json::array();
+    for (const Endpoint& e : Cluster().seeds()) j["redis"]["cluster"].push_back(e.Id());
+    return WriteTempFile(sandbox.dir(), "cluster.json", j.dump(2));
+  }
+  RedisConfig Router() const {
+    RedisConfig r = sandbox.RouterRedis();
+    r.cluster = Cluster().seeds();
+    return r;
+  }
+};
+
+WithAgent& A() {
+  static WithAgent with;
+  return with;
+}
+
+// A node still running, to ask about the map.
+int AliveNode() {
+  for (const Endpoint& e : Cluster().seeds()) {
+    if (Cluster().Cli(e.port, {"PING"}).find("PONG") != std::string::npos) return e.port;
+  }
+  return 0;
+}
+
+// A key whose master still has a replica connected (so that killing the master fails it over).
+std::string KeyOnAMasterWithAReplica(const std::string& stem) {
+  for (int i = 0; i < 100; ++i) {
+    const std::string key = stem + std::to_string(i);
+    const int port = Cluster().MasterPortOf(key, AliveNode());
+    if (port && Cluster().Cli(port, {"INFO", "replication"}).find("connected_slaves:1") !=
+                    std::string::npos) {
+      return key;
+    }
+  }
+  return "";
+}
+
+bool BothUsable(client::ContractReader& reader) {
+  reader.Invalidate();
+  auto c = reader.Snapshot();
+  int usable = 0;
+  for (const auto& r : c->replicas) usable += r.usable() ? 1 : 0;
+  return usable == 2 && c->primary.id == A().sandbox.primary_id();
+}
+
+TEST_CASE("redis cluster: the agent publishes there as its ACL user and a router reads it") {
+  Agent agent(A().Config(), "/tmp/lw-rcs/agent.log");
+  client::ReaderOptions options;
+  options.redis = A().Router();
+  client::ContractReader reader(options);
+  REQUIRE_MESSAGE(WaitFor([&] { return BothUsable(reader); }, 20s),
+                  agent.Log() << reader.stats().last_error);
+  // The keys are on the masters of their slots, as the cluster says.
+  for (int i : {1, 2}) {
+    const std::string key = A().sandbox.replica_key(i);
+    const int port = Cluster().MasterPortOf(key, kBasePort);
+    CHECK(Cluster().Cli(port, {"HGET", key, "state"}).find("ok") != std::string::npos);
+  }
+  // Events reach a subscriber on any node: a stopped SQL thread is seen.
+  const uint64_t events_before = reader.stats().events;
+  RunCommand({"/usr/bin/mariadb", "--no-defaults", "-uroot", "-S", A().sandbox.socket("replica1"),
+              "-e", "STOP SLAVE SQL_THREAD"});
+  CHECK(WaitFor([&] { return reader.stats().events > events_before; }, 10s));
+  RunCommand({"/usr/bin/mariadb", "--no-defaults", "-uroot", "-S", A().sandbox.socket("replica1"),
+              "-e", "START SLAVE SQL_THREAD"});
+  REQUIRE(WaitFor([&] { return BothUsable(reader); }, 10s));
+
+  // Router feedback from apps whose hashes live on every master is read.
+  std::set<int> masters;
+  std::vector<std::string> apps;
+  for (int i = 0; apps.size() < 6 && i < 200; ++i) {
+    const std::string app = "app" + std::to_string(i);
+    const int port = Cluster().MasterPortOf("rw_stats:" + app, kBasePort);
+    if (masters.count(port) && masters.size() < 3) continue;
+    masters.insert(port);
+    apps.push_back(app);
+  }
+  REQUIRE(masters.size() == 3);
+  for (const std::string& app : apps) {
+    client::Decision d;
+    d.target = client::Target::kReplica;
+    d.reason = client::Reason::kReplica;
+    d.replica = A().sandbox.replica_id(1);
+    auto cmds = client::FeedbackCommands(app, d, true);
+    REQUIRE(cmds.ok());
+    REQUIRE(cmds->size() == 2);
+    CHECK(reader.Send(*cmds).ok());
+  }
+  const int http = A().sandbox.http_port();
+  for (const std::string& app : apps) {
+    const std::string series =
+        "lagwatch_router_reads_total{app=\"" + app + "\",target=\"replica\"}";
+    CHECK_MESSAGE(
+        WaitFor(
+            [&] { return MetricValue(HttpGet(http, "/metrics").second, series).value_or(0) >= 1; },
+            15s),
+        series << "\n"
+               << agent.Log());
+  }
+
+  // lagwatch check reports every master.
+  RunResult check = RunCommand({LagwatchBinary(), "check", "--config", A().Config()});
+  INFO(check.output);
+  CHECK(check.exit_code == 0);
+  CHECK(check.output.find("redis cluster of 6 seed nodes as lagwatch-agent") != std::string::npos);
+  size_t servers = 0;
+  for (size_t at = 0;
+       (at = check.output.find("lagwatch's record script loads", at)) != std::string::npos; ++at) {
+    ++servers;
+  }
+  CHECK(servers == 3);
+}
+
+TEST_CASE("redis cluster: the agent's keys come back on the promoted replica of a killed master") {
+  Agent agent(A().Config(), "/tmp/lw-rcs/agent2.log");
+  const std::string key = A().sandbox.replica_key(1);
+  auto probe = RedisClient::Open(Config(), 300ms);
+  REQUIRE(probe.ok());
+  auto present = [&] {
+    auto r = (*probe)->Run({{key, {{"HGET", key, "state"}}}});
+    return r.ok() && (*r)[0][0] && (*r)[0][0]->type == REDIS_REPLY_STRING;
+  };
+  REQUIRE_MESSAGE(WaitFor(present, 20s), agent.Log());
+  const int victim = Cluster().MasterPortOf(key, kBasePort);
+  Cluster().Kill(victim);
+  const auto killed = std::chrono::steady_clock::now();
+  // Missing: from the key's expiry on the dead master until the agent writes it on the promoted
+  // replica; polled every 10 ms.
+  std::chrono::steady_clock::duration missing{};
+  auto last = killed;
+  bool back = false;
+  while (std::chrono::steady_clock::now() - killed < 20s) {
+    const bool here = present();
+    const auto now = std::chrono::steady_clock::now();
+    if (!here) missing += now - last;
+    last = now;
+    if (here && now - killed > 1500ms && Cluster().MasterPortOf(key, AliveNode()) != victim) {
+      back = true;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE_MESSAGE(back, agent.Log());
+  MESSAGE("replica key missing for "
+          << std::chrono::duration<double>(missing).count()
+          << " s after its master was killed (cluster-node-timeout 1000 ms, key TTL 1 s)");
+  CHECK(missing < 10s);
+  CHECK(agent.Log().find("terminate") == std::string::npos);
+}
+
 TEST_CASE("redis cluster: a killed master's replica is promoted and the client follows it") {
   auto cluster = RedisClient::Open(Config(), 500ms);
   REQUIRE(cluster.ok());
-  const std::string key = "lw:failover";
+  const std::string key = KeyOnAMasterWithAReplica("lw:failover:");
+  REQUIRE(!key.empty());
   REQUIRE((*cluster)->Run({{key, {{"SET", key, "1"}}}}).ok());
-  const int victim = Cluster().MasterPortOf(key, kBasePort);
-  const int ask = victim == kBasePort ? kBasePort + 1 : kBasePort;
+  const int victim = Cluster().MasterPortOf(key, AliveNode());
   Cluster().Kill(victim);
+  const int ask = AliveNode();
   // Writes fail while the cluster has no master for the slot, then succeed on the promoted
   // replica: the client reads the map again by itself.
   const auto start = std::chrono::steady_clock::now();
