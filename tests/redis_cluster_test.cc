@@ -8,6 +8,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -255,6 +256,59 @@ TEST_CASE("redis cluster: the agent publishes there as its ACL user and a router
     ++servers;
   }
   CHECK(servers == 3);
+}
+
+TEST_CASE("redis cluster: a replica's slot resharded while the agent publishes stays readable") {
+  Agent agent(A().Config(), "/tmp/lw-rcs/agent-reshard.log");
+  client::ReaderOptions options;
+  options.redis = A().Router();
+  options.subscribe = false;
+  client::ContractReader reader(options);
+  REQUIRE_MESSAGE(WaitFor([&] { return BothUsable(reader); }, 20s), agent.Log());
+  const std::string key = A().sandbox.replica_key(1);
+  const int from = Cluster().MasterPortOf(key, AliveNode());
+  int to = 0;
+  for (const Endpoint& e : Cluster().seeds()) {
+    if (e.port != from && Cluster().Cli(e.port, {"ROLE"}).find("master") != std::string::npos) {
+      to = e.port;
+      break;
+    }
+  }
+  REQUIRE(to != 0);
+  const std::string slot(Trim(Cluster().Cli(from, {"CLUSTER", "KEYSLOT", key})));
+  const std::string from_id(Trim(Cluster().Cli(from, {"CLUSTER", "MYID"})));
+  const std::string to_id(Trim(Cluster().Cli(to, {"CLUSTER", "MYID"})));
+  // While the slot moves, the router reads the contract every 10 ms: the replica stays usable.
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, unusable{0};
+  std::thread router([&] {
+    while (!done) {
+      if (!BothUsable(reader)) ++unusable;
+      ++reads;
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  Cluster().Cli(to, {"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
+  Cluster().Cli(from, {"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
+  std::this_thread::sleep_for(300ms);  // the agent writes to the source meanwhile
+  const std::string migrated =
+      Cluster().Cli(from, {"MIGRATE", "127.0.0.1", std::to_string(to), key, "0", "5000"});
+  std::this_thread::sleep_for(500ms);  // the agent's writes now go to the target after ASK
+  for (const Endpoint& e : Cluster().seeds()) {
+    Cluster().Cli(e.port, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+  }
+  std::this_thread::sleep_for(500ms);  // and then straight there, after MOVED
+  done = true;
+  router.join();
+  CHECK_MESSAGE(migrated.find("OK") != std::string::npos, migrated);
+  CHECK(Cluster().MasterPortOf(key, AliveNode()) == to);
+  CHECK(Cluster().Cli(to, {"HGET", key, "state"}).find("ok") != std::string::npos);
+  MESSAGE(unusable.load() << " of " << reads.load() << " contract reads had a replica unusable");
+  CHECK(reads > 50);
+  CHECK(unusable == 0);
+  const auto errors = MetricValue(HttpGet(A().sandbox.http_port(), "/metrics").second,
+                                  "lagwatch_redis_errors_total{reason=\"command\"}");
+  CHECK(errors.value_or(0) == 0);
 }
 
 TEST_CASE("redis cluster: the agent's keys come back on the promoted replica of a killed master") {
