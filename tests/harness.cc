@@ -745,14 +745,45 @@ std::string WriteTempFile(const std::string& dir, const std::string& name,
 }  // namespace lagwatch::test
 
 namespace lagwatch::test {
+namespace {
+// A series' name and its labels, from `name{a="x",b="y"}` (the part before any value).
+std::pair<std::string, std::map<std::string, std::string>> SplitSeries(std::string_view s) {
+  std::map<std::string, std::string> labels;
+  const size_t brace = s.find('{');
+  const std::string name(s.substr(0, brace == std::string_view::npos ? s.find(' ') : brace));
+  if (brace == std::string_view::npos) return {name, labels};
+  size_t i = brace + 1;
+  while (i < s.size() && s[i] != '}') {
+    const size_t eq = s.find("=\"", i);
+    if (eq == std::string_view::npos) break;
+    std::string value;
+    size_t j = eq + 2;
+    for (; j < s.size() && s[j] != '"'; ++j) {
+      if (s[j] == '\\' && j + 1 < s.size()) ++j;
+      value += s[j];
+    }
+    labels[std::string(s.substr(i, eq - i))] = value;
+    i = j + 1;
+    if (i < s.size() && s[i] == ',') ++i;
+  }
+  return {name, labels};
+}
+}  // namespace
+
 std::optional<double> MetricValue(const std::string& exposition, const std::string& series) {
+  const auto [name, wanted] = SplitSeries(series);
   std::istringstream in(exposition);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(series, 0) != 0) continue;
-    char next = line.size() > series.size() ? line[series.size()] : '\0';
-    bool has_labels = series.find('{') != std::string::npos;
-    if (!has_labels && next != ' ' && next != '{') continue;  // a longer metric name
+    if (line.empty() || line[0] == '#' || line.rfind(name, 0) != 0) continue;
+    const auto [line_name, labels] = SplitSeries(line);
+    if (line_name != name) continue;  // a longer metric name
+    bool all = true;
+    for (const auto& [k, v] : wanted) {
+      auto it = labels.find(k);
+      if (it == labels.end() || it->second != v) all = false;
+    }
+    if (!all) continue;
     size_t sp = line.rfind(' ');
     return std::strtod(line.c_str() + sp + 1, nullptr);
   }

@@ -279,8 +279,9 @@ std::string WriteTempFile(const std::string& dir, const std::string& name, const
 }  // namespace lagwatch::test
 
 namespace lagwatch::test {
-// The value of the first sample in a Prometheus text exposition whose series starts with
-// `series` (a metric name, optionally with its opening labels), or nullopt.
+// The value of the first sample in a Prometheus text exposition of the metric named by `series`
+// that carries every label `series` gives (`name` or `name{a="x",b="y"}`; the sample may have
+// more labels, in any order: the agent's `cluster` label among them), or nullopt.
 std::optional<double> MetricValue(const std::string& exposition, const std::string& series);
 }  // namespace lagwatch::test
 
