@@ -379,9 +379,9 @@ void ReadHaproxy(const json& j, Config& c) {
   }
   h.push.resync_ms = static_cast<int>(o.Int("resync_ms", h.push.resync_ms, 100, 600000));
   h.push.timeout_ms = static_cast<int>(o.Int("timeout_ms", h.push.timeout_ms, 10, 60000));
-  if (h.push.timeout_ms >= h.push.resync_ms) {
+  if (h.push.timeout_ms > h.push.resync_ms) {
     Fail("haproxy.timeout_ms",
-         "must be less than haproxy.resync_ms (" + std::to_string(h.push.resync_ms) + ")");
+         "must not exceed haproxy.resync_ms (" + std::to_string(h.push.resync_ms) + ")");
   }
   if (const json* list = o.Get("instances")) {
     if (!list->is_array() || list->size() > 32) {

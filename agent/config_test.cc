@@ -528,7 +528,7 @@ TEST_CASE("haproxy: off by default; instances, resync, the agent-check port read
   Rejects([](json& j) { j["haproxy"] = {{"resync_ms", 10}}; }, "haproxy.resync_ms");
   Rejects(
       [](json& j) {
-        j["haproxy"] = {{"resync_ms", 500}, {"timeout_ms", 500}};
+        j["haproxy"] = {{"resync_ms", 500}, {"timeout_ms", 501}};
       },
       "haproxy.timeout_ms");
   Rejects([](json& j) { j["haproxy"] = {{"instances", "lb1"}}; }, "haproxy.instances");

@@ -287,7 +287,7 @@ Result<HaproxyProcess> ParseShowInfo(std::string_view reply) {
     if (IsBlank(line)) continue;
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0 ||
-        !IsToken(line.substr(0, colon), "_-", 1, 64) ||
+        !IsToken(line.substr(0, colon), "_- ", 1, 64) ||
         (colon + 1 < line.size() && line[colon + 1] != ' ')) {
       return Status::DataError("show info: not a 'Name: value' line: " + Quote(line));
     }

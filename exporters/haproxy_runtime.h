@@ -100,10 +100,10 @@ struct HaproxyInstance {
 
 struct HaproxyPushOptions {
   std::vector<HaproxyInstance> instances;
-  int resync_ms = 1000;  // compare with HAProxy and set again what differs
-  int timeout_ms = 500;  // each exchange's deadline
-  int ttl_ms = 1000;     // a record's life (redis.ttl_ms): older is not usable
-  int max_backoff_ms = 5000;
+  int resync_ms = 1000;       // compare with HAProxy and set again what differs
+  int timeout_ms = 500;       // each exchange's deadline
+  int ttl_ms = 1000;          // a record's life (redis.ttl_ms): older is not usable
+  int max_backoff_ms = 2000;  // retries after a failure: 100 ms, doubling up to this
   bool operator==(const HaproxyPushOptions&) const = default;
 };
 

@@ -35,9 +35,12 @@ constexpr char kStateReply[] =
     "2 reads 3 127.0.0.1:3307_primary 127.0.0.1 2 0 1 1 9 1 0 2 0 0 0 0 - 3307 - 0 0 - - 0\n"
     "\n";
 
+// `show info` of HAProxy 2.6.12, shortened (some names have a space).
 constexpr char kInfoReply[] =
     "Name: HAProxy\nVersion: 2.6.12-1+deb12u4\nRelease_date: 2026/10/17\nNbthread: 2\n"
-    "Pid: 31026\nUptime: 0d 0h00m01s\nUptime_sec: 1\nNode: vm\nDescription: \n\n";
+    "Pid: 31026\nUptime: 0d 0h00m01s\nUptime_sec: 1\nNode: vm\nDescription: \n"
+    "Unstoppable Jobs: 0\nBuild info: 2.6.12-1+deb12u4\nStart_time_sec: 1796406995\n"
+    "Tainted: 0\n\n";
 
 TEST_CASE("a runtime API address is an absolute socket path or host:port") {
   auto s = ParseHaproxySocket("/run/haproxy/admin.sock");

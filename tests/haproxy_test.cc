@@ -1,0 +1,414 @@
+// HAProxy in front of the sandbox's replicas, driven by lagwatch (docs/operations.md, "HAProxy"):
+// one HAProxy 2.6 on loopback with the three backends `lagwatch haproxy-config` writes, push
+// (the runtime API), agent (the agent-check port) and http (GET /check/<name>), each behind a
+// frontend of its own, and the real agent binary. Replicas are stopped, locked, frozen, the agent
+// is killed and HAProxy restarted and reloaded; each time the servers' states (`show servers
+// state`) and where reads through each frontend land (`SELECT @@port`) are checked.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <mysql.h>
+#include <nlohmann/json.hpp>
+
+#include "exporters/haproxy_runtime.h"
+#include "tests/harness.h"
+
+namespace lagwatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kDir = "/tmp/lw-hx";
+constexpr int kBasePort = 30606;    // the sandbox: 30606..30610
+constexpr int kAgentCheck = 30611;  // lagwatch's agent-check port
+// HAProxy's frontends, one per backend.
+constexpr int kPushFront = 30612, kAgentFront = 30613, kHttpFront = 30614;
+const std::vector<std::pair<std::string, int>> kBackends = {
+    {"push_reads", kPushFront}, {"agent_reads", kAgentFront}, {"http_reads", kHttpFront}};
+constexpr int kResyncMs = 500;
+
+long Ms(Clock::duration d) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// HAProxy in the foreground (-db), a child of the test, stopped by its PID.
+class Haproxy {
+ public:
+  Haproxy(std::string config, std::string log, std::string socket)
+      : config_(std::move(config)), log_(std::move(log)), socket_(std::move(socket)) {
+    Start();
+  }
+  ~Haproxy() { Stop(); }
+  pid_t pid() const { return pid_; }
+  std::string Log() const { return Slurp(log_); }
+
+  // A restart: HAProxy stops, a new one starts (it forgets every runtime state).
+  void Restart() {
+    Stop();
+    Start();
+  }
+  // A reload: a new process takes over from the old one (-sf), as `systemctl reload` does.
+  void Reload() {
+    const pid_t old = pid_;
+    Start({"-sf", std::to_string(old)});
+    int status = 0;
+    for (int i = 0; i < 100 && waitpid(old, &status, WNOHANG) != old; ++i) {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+ private:
+  void Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"/usr/sbin/haproxy", "-db", "-f", config_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      for (int i = 3; i < 1024; ++i) close(i);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    const auto s = ParseHaproxySocket(socket_);
+    // Up once this process answers on the socket.
+    REQUIRE_MESSAGE(WaitFor(
+                        [&] {
+                          auto info = HaproxyExchange(*s, "show info", Clock::now() + 1s);
+                          auto p = info.ok() ? ParseShowInfo(*info) : info.status();
+                          return p.ok() && p->pid == pid_;
+                        },
+                        10s),
+                    Log());
+  }
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) != pid_; ++i) {
+      std::this_thread::sleep_for(20ms);
+      if (i == 150) kill(pid_, SIGKILL);
+    }
+    pid_ = -1;
+  }
+
+  const std::string config_, log_, socket_;
+  pid_t pid_ = -1;
+};
+
+// The sandbox's configuration with the haproxy block: push to HAProxy's socket, the agent-check
+// port.
+std::string AgentConfig(const Sandbox& sandbox) {
+  std::ifstream in(sandbox.config_path());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, true, true);
+  j["haproxy"] = {
+      {"instances",
+       {{{"name", "lb"}, {"socket", sandbox.dir() + "/hx/admin.sock"}, {"backend", "push_reads"}}}},
+      {"resync_ms", kResyncMs},
+      {"agent_check", {{"listen", "127.0.0.1:" + std::to_string(kAgentCheck)}}}};
+  const std::string path = sandbox.dir() + "/hx-agent.json";
+  std::ofstream(path) << j.dump(2);
+  return path;
+}
+
+// The generated backend of `mode`, named `backend`.
+std::string Generated(const std::string& config, const std::string& mode,
+                      const std::string& backend) {
+  RunResult r = RunCommand({LagwatchBinary(), "haproxy-config", "--config", config, "--mode", mode,
+                            "--backend", backend});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return r.output;
+}
+
+// HAProxy's whole configuration: a stats socket lagwatch may use, one frontend per backend, and
+// the three generated backends.
+std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_config) {
+  const std::string d = sandbox.dir() + "/hx";
+  std::string cfg = "global\n    stats socket " + d +
+                    "/admin.sock mode 600 level admin\n"
+                    "    nbthread 1\n    hard-stop-after 2s\n"
+                    "defaults\n    mode tcp\n    timeout client 1h\n";
+  for (const auto& [backend, port] : kBackends) {
+    cfg += "frontend " + backend + "_front\n    bind 127.0.0.1:" + std::to_string(port) +
+           "\n    default_backend " + backend + "\n";
+  }
+  cfg += Generated(agent_config, "push", "push_reads");
+  cfg += Generated(agent_config, "agent", "agent_reads");
+  cfg += Generated(agent_config, "http", "http_reads");
+  const std::string path = d + "/haproxy.cfg";
+  std::ofstream(path) << cfg;
+  return path;
+}
+
+struct Env {
+  Sandbox sandbox{kDir, kBasePort};
+  const std::string agent_config = AgentConfig(sandbox);
+  std::optional<Agent> agent{std::in_place, agent_config, kDir + "/agent.log"};
+  const bool made_dir = RunCommand({"/bin/mkdir", "-p", kDir + "/hx"}).exit_code == 0;
+  const std::string haproxy_config = HaproxyConfig(sandbox, agent_config);
+  Haproxy haproxy{haproxy_config, kDir + "/hx/haproxy.log", kDir + "/hx/admin.sock"};
+};
+
+Env& E() {
+  static Env env;
+  return env;
+}
+
+std::string Replica(int i) { return E().sandbox.replica_id(i); }
+std::string Primary() { return E().sandbox.primary_id(); }
+std::string Sock(const std::string& server) { return E().sandbox.socket(server); }
+
+// The servers of `backend` in the pool now: running, and in no maintenance or drain but the
+// configuration's (a `disabled` server that was set ready keeps that bit and serves).
+std::set<std::string> Pool(const std::string& backend) {
+  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
+  auto reply = HaproxyExchange(*socket, "show servers state " + backend, Clock::now() + 2s);
+  if (!reply.ok()) return {"(" + reply.status().ToString() + ")"};
+  auto servers = ParseServersState(*reply, backend);
+  if (!servers.ok()) return {"(" + servers.status().ToString() + ")"};
+  std::set<std::string> in;
+  for (const auto& s : *servers) {
+    if (s.op_state == 2 && (s.admin_state & ~0x04) == 0) in.insert(s.name);
+  }
+  return in;
+}
+
+std::string Show(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return "{" + out + "}";
+}
+
+// Every backend's pool is `want`; how long that took (nullopt: not within `timeout`).
+std::optional<long> PoolsBecome(
+    const std::set<std::string>& want, Clock::duration timeout,
+    const std::vector<std::pair<std::string, int>>& backends = kBackends) {
+  const auto t0 = Clock::now();
+  const bool ok = WaitFor(
+      [&] {
+        for (const auto& [backend, port] : backends) {
+          if (Pool(backend) != want) return false;
+        }
+        return true;
+      },
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+  if (!ok) {
+    for (const auto& [backend, port] : backends) {
+      MESSAGE(backend << ": " << Show(Pool(backend)) << ", want " << Show(want));
+    }
+    return std::nullopt;
+  }
+  return Ms(Clock::now() - t0);
+}
+
+std::set<std::string> AtRest() { return {Replica(1), Replica(2), Primary() + "_primary"}; }
+
+// One read through the frontend on `port`, as the sandbox's probe user: the port of the server
+// that answered (0: no answer).
+int ReadThrough(int port) {
+  MYSQL* m = mysql_init(nullptr);
+  unsigned timeout = 2;
+  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &timeout);
+  const std::string cnf = E().sandbox.dir() + "/replica.cnf";
+  mysql_options(m, MYSQL_READ_DEFAULT_FILE, cnf.c_str());
+  int answered = 0;
+  if (mysql_real_connect(m, "127.0.0.1", nullptr, nullptr, nullptr, static_cast<unsigned>(port),
+                         nullptr, 0) &&
+      mysql_query(m, "SELECT @@port") == 0) {
+    if (MYSQL_RES* res = mysql_store_result(m)) {
+      if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) answered = std::atoi(row[0]);
+      mysql_free_result(res);
+    }
+  }
+  mysql_close(m);
+  return answered;
+}
+
+// Where `n` reads through each frontend land.
+std::map<std::string, std::set<int>> ReadsLand(int n = 8) {
+  std::map<std::string, std::set<int>> out;
+  for (const auto& [backend, port] : kBackends) {
+    for (int i = 0; i < n; ++i) out[backend].insert(ReadThrough(port));
+  }
+  return out;
+}
+
+void CheckReadsLandOn(const std::set<int>& ports) {
+  for (const auto& [backend, landed] : ReadsLand()) {
+    CAPTURE(backend);
+    CHECK(landed == ports);
+  }
+}
+
+std::optional<double> Metric(const std::string& series) {
+  return MetricValue(HttpGet(E().sandbox.http_port(), "/metrics").second, series);
+}
+
+int Port(int i) { return E().sandbox.replica_port(i); }
+
+TEST_CASE("the generated backends pass haproxy -c, and each lists every server twice") {
+  RunResult r = RunCommand({"/usr/sbin/haproxy", "-c", "-f", E().haproxy_config});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string cfg = Slurp(E().haproxy_config);
+  for (const auto& id : {Primary(), Replica(1), Replica(2)}) {
+    CAPTURE(id);
+    CHECK(cfg.find("    server " + id + " " + id + " weight 100") != std::string::npos);
+    CHECK(cfg.find("    server " + id + "_primary " + id + " backup") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "at rest both replicas are in every pool, the primary as a backup, and reads land on the "
+    "replicas") {
+  const auto took = PoolsBecome(AtRest(), 15s);
+  REQUIRE_MESSAGE(took, E().agent->Log());
+  MESSAGE("pools at rest " << *took << " ms after the test began");
+  CheckReadsLandOn({Port(1), Port(2)});
+}
+
+TEST_CASE(
+    "a replica whose SQL thread stops leaves every pool at once and comes back when it "
+    "starts") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  AdminQuery(Sock("replica1"), "STOP SLAVE SQL_THREAD");
+  const auto left = PoolsBecome({Replica(2), Primary() + "_primary"}, 5s);
+  CHECK_MESSAGE(left, E().agent->Log());
+  if (left) MESSAGE("SQL thread stopped: replica1 out of every pool within " << *left << " ms");
+  CheckReadsLandOn({Port(2)});
+  // Both replicas out: reads go to the primary, the backup.
+  AdminQuery(Sock("replica2"), "STOP SLAVE SQL_THREAD");
+  CHECK(PoolsBecome({Primary() + "_primary"}, 5s));
+  CheckReadsLandOn({E().sandbox.primary_port()});
+  AdminQuery(Sock("replica1"), "START SLAVE SQL_THREAD");
+  AdminQuery(Sock("replica2"), "START SLAVE SQL_THREAD");
+  const auto back = PoolsBecome(AtRest(), 10s);
+  CHECK(back);
+  if (back) MESSAGE("SQL threads started: both replicas back within " << *back << " ms");
+  CheckReadsLandOn({Port(1), Port(2)});
+  // The push went through the runtime API with no error, each within milliseconds.
+  CHECK(Metric("lagwatch_haproxy_up{instance=\"lb\"}") == 1);
+  CHECK(Metric("lagwatch_haproxy_commands_total{instance=\"lb\"}").value_or(0) >= 4);
+  CHECK(Metric("lagwatch_haproxy_checks_total{answer=\"down\",protocol=\"agent\"}").value_or(0) >
+        0);
+  CHECK(Metric("lagwatch_haproxy_checks_total{answer=\"down\",protocol=\"http\"}").value_or(0) > 0);
+  const std::string metrics = HttpGet(E().sandbox.http_port(), "/metrics").second;
+  const auto count = MetricValue(metrics, "lagwatch_haproxy_push_seconds_count{instance=\"lb\"}");
+  const auto sum = MetricValue(metrics, "lagwatch_haproxy_push_seconds_sum{instance=\"lb\"}");
+  REQUIRE(count.value_or(0) > 0);
+  MESSAGE("push: " << *count << " verdict changes sent, " << *sum / *count * 1000
+                   << " ms on average from the verdict to HAProxy's acknowledgement");
+  CHECK(*sum / *count < 0.05);
+}
+
+TEST_CASE("a replica held by FLUSH TABLES WITH READ LOCK leaves the pools, and returns after") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  {
+    AdminSession lock(Sock("replica2"));
+    lock.Query("FLUSH TABLES WITH READ LOCK");
+    CHECK_MESSAGE(PoolsBecome({Replica(1), Primary() + "_primary"}, 5s), E().agent->Log());
+    CheckReadsLandOn({Port(1)});
+    lock.Query("UNLOCK TABLES");
+  }
+  CHECK(PoolsBecome(AtRest(), 10s));
+}
+
+TEST_CASE("a frozen replica (SIGSTOP) leaves the pools, and returns when it runs again") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  const pid_t pid = ReadPidFile(kDir + "/replica1/mysqld.pid");
+  REQUIRE(pid > 0);
+  kill(pid, SIGSTOP);
+  const auto left = PoolsBecome({Replica(2), Primary() + "_primary"}, 5s);
+  CHECK_MESSAGE(left, E().agent->Log());
+  if (left) MESSAGE("replica frozen: out of every pool within " << *left << " ms");
+  CheckReadsLandOn({Port(2)});
+  kill(pid, SIGCONT);
+  CHECK(PoolsBecome(AtRest(), 15s));
+}
+
+TEST_CASE("a manual change is undone at the next resync") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
+  const double before = Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1);
+  auto r = HaproxyExchange(*socket, "set server push_reads/" + Replica(1) + " state maint",
+                           Clock::now() + 1s);
+  REQUIRE(r.ok());
+  REQUIRE(Pool("push_reads").count(Replica(1)) == 0);
+  const auto back = PoolsBecome(AtRest(), 3s, {{"push_reads", kPushFront}});
+  REQUIRE(back);
+  CHECK(*back <= kResyncMs + 300);
+  CHECK(Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1) > before);
+}
+
+TEST_CASE("after HAProxy restarts or reloads, lagwatch's verdicts are back within a resync") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  const double restarts = Metric("lagwatch_haproxy_restarts_total{instance=\"lb\"}").value_or(-1);
+  // A restarted HAProxy starts every normal entry in maintenance (the generated `disabled`), so
+  // nothing lagwatch has not judged is read from; each mode puts the replicas back.
+  auto t0 = Clock::now();
+  E().haproxy.Restart();
+  REQUIRE_MESSAGE(PoolsBecome(AtRest(), 5s), E().haproxy.Log() << E().agent->Log());
+  MESSAGE("HAProxy restarted: every pool right " << Ms(Clock::now() - t0) << " ms after it "
+                                                 << "stopped");
+  CHECK(Ms(Clock::now() - t0) <= 2 * kResyncMs + 500);
+  // A reload: a new process, the old one's runtime state forgotten. The replica is out when it
+  // happens, to show the state that comes back is lagwatch's, not the configuration's.
+  AdminQuery(Sock("replica1"), "STOP SLAVE SQL_THREAD");
+  REQUIRE(PoolsBecome({Replica(2), Primary() + "_primary"}, 5s));
+  t0 = Clock::now();
+  E().haproxy.Reload();
+  REQUIRE(PoolsBecome({Replica(2), Primary() + "_primary"}, 5s));
+  MESSAGE("HAProxy reloaded: every pool right " << Ms(Clock::now() - t0) << " ms after");
+  CheckReadsLandOn({Port(2)});
+  AdminQuery(Sock("replica1"), "START SLAVE SQL_THREAD");
+  CHECK(PoolsBecome(AtRest(), 10s));
+  CHECK(WaitFor(
+      [&] {
+        return Metric("lagwatch_haproxy_restarts_total{instance=\"lb\"}").value_or(-1) >=
+               restarts + 2;
+      },
+      3s));
+}
+
+TEST_CASE(
+    "with the agent dead, push and agent-check pools keep their last state, the http pool "
+    "fails closed; a new agent takes over") {
+  REQUIRE(PoolsBecome(AtRest(), 10s));
+  kill(E().agent->pid(), SIGKILL);
+  E().agent.reset();
+  std::this_thread::sleep_for(1500ms);
+  CHECK(Pool("push_reads") == AtRest());
+  CHECK(Pool("agent_reads") == AtRest());
+  CHECK(Pool("http_reads").empty());  // every check fails: no server, not even the backup
+  CHECK(ReadThrough(kPushFront) != 0);
+  CHECK(ReadThrough(kHttpFront) == 0);
+  E().agent.emplace(E().agent_config, kDir + "/agent2.log");
+  const auto back = PoolsBecome(AtRest(), 15s);
+  CHECK_MESSAGE(back, E().agent->Log());
+  if (back) MESSAGE("a new agent: every pool right within " << *back << " ms of its start");
+}
+
+}  // namespace
+}  // namespace lagwatch::test
