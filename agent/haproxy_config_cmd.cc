@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "base/secret_file.h"
 #include "base/strings.h"
+#include "cli/status_cmd.h"
 #include "exporters/haproxy_http_check.h"
 #include "exporters/haproxy_verdict.h"
 
@@ -13,7 +15,8 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "usage: lagwatch haproxy-config --config FILE [--mode push|http|agent] [--backend NAME]\n"
-    "                               [--check-address HOST] [--max-delay-ms N]\n";
+    "                               [--check-address HOST] [--max-delay-ms N]\n"
+    "                               [--ca-file FILE] [--user NAME --password-file FILE]\n";
 
 // An address as HAProxy writes it on a server line: IPv6 in brackets.
 std::string HaproxyAddress(const std::string& host, int port) {
@@ -110,18 +113,25 @@ Result<std::string> HaproxyBackendConfig(const Config& c, const HaproxyConfigOpt
           "    http-check send meth GET uri-lf " + std::string(kHaproxyCheckPath) + "/%[srv_name]" +
           (o.max_delay_ms ? "?max_delay_ms=" + std::to_string(*o.max_delay_ms) : "") +
           " ver HTTP/1.1 hdr Host lagwatch";
-      if (c.http.web.auth()) {
+      if (c.http.web.auth() && o.authorization.empty()) {
         out +=
             "# Basic auth: replace CHANGE-ME with the base64 of user:password "
-            "(printf %s user:password | base64).\n";
+            "(printf %s user:password | base64),\n"
+            "# or generate with --user NAME --password-file FILE.\n";
         send += " hdr Authorization \"Basic CHANGE-ME\"";
+      } else if (c.http.web.auth()) {
+        out += "# Basic auth: this holds a password; keep the file as private as lagwatch's.\n";
+        send += " hdr Authorization \"" + o.authorization + "\"";
       }
       std::string tls;
       if (c.http.web.tls()) {
-        out +=
-            "# TLS: ca-file is the certificate lagwatch serves; name its CA instead if one "
-            "signed it.\n";
-        tls = " check-ssl verify required ca-file " + c.http.web.cert_file;
+        if (o.ca_file.empty()) {
+          out +=
+              "# TLS: ca-file is the certificate lagwatch serves (self-signed); name its CA "
+              "with --ca-file if one signed it.\n";
+        }
+        tls = " check-ssl verify required ca-file " +
+              (o.ca_file.empty() ? c.http.web.cert_file : o.ca_file);
       }
       checks = "    option httpchk\n" + send + "\n    http-check expect status 200\n";
       defaults = "    default-server check addr " + at->first + " port " +
@@ -155,7 +165,7 @@ Result<std::string> HaproxyBackendConfig(const Config& c, const HaproxyConfigOpt
 }
 
 int RunHaproxyConfigCommand(const std::vector<std::string>& args) {
-  std::string path;
+  std::string path, user, password_file;
   HaproxyConfigOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -179,6 +189,12 @@ int RunHaproxyConfigCommand(const std::vector<std::string>& args) {
       o.backend = args[++i];
     } else if (a == "--check-address" && has_value) {
       o.check_address = args[++i];
+    } else if (a == "--ca-file" && has_value) {
+      o.ca_file = args[++i];
+    } else if (a == "--user" && has_value) {
+      user = args[++i];
+    } else if (a == "--password-file" && has_value) {
+      password_file = args[++i];
     } else if (a == "--max-delay-ms" && has_value) {
       auto v = ParseInt<int64_t>(args[++i]);
       if (!v || *v < 0 || *v > 86'400'000) {
@@ -194,6 +210,22 @@ int RunHaproxyConfigCommand(const std::vector<std::string>& args) {
   if (path.empty()) {
     std::fputs(kUsage, stderr);
     return kExitUsage;
+  }
+  if (user.empty() != password_file.empty() || user.find(':') != std::string::npos) {
+    std::fprintf(stderr,
+                 "lagwatch haproxy-config: --user and --password-file go together (a user name "
+                 "without ':')\n");
+    return kExitUsage;
+  }
+  if (!password_file.empty()) {
+    Status st = CheckSecretFile("--password-file", password_file, InsecureFiles::kRefuse);
+    auto password =
+        st.ok() ? ReadSecretLine("--password-file", password_file) : Result<std::string>(st);
+    if (!password.ok()) {
+      std::fprintf(stderr, "lagwatch haproxy-config: %s\n", password.status().message().c_str());
+      return kExitUsage;
+    }
+    o.authorization = BasicAuthorization(user, std::move(password.value()));
   }
   if (o.max_delay_ms && o.mode == HaproxyMode::kPush) {
     std::fprintf(stderr,

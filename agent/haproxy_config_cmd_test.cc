@@ -99,9 +99,16 @@ TEST_CASE("http with basic auth and TLS: the check carries both") {
   Config c = Cluster();
   c.http.web.basic_auth_users["haproxy"] = "$2y$10$x";
   c.http.web.cert_file = "/etc/lagwatch/web.crt";
-  const std::string t = Generate(c, HaproxyMode::kHttp);
+  std::string t = Generate(c, HaproxyMode::kHttp);
   CHECK(t.find(" hdr Authorization \"Basic CHANGE-ME\"\n") != std::string::npos);
   CHECK(t.find(" check-ssl verify required ca-file /etc/lagwatch/web.crt ") != std::string::npos);
+  HaproxyConfigOptions o;
+  o.ca_file = "/etc/haproxy/lagwatch-ca.pem";
+  o.authorization = "Basic aGFwcm94eTpzZWNyZXQ=";
+  t = Generate(c, HaproxyMode::kHttp, o);
+  CHECK(t.find(" hdr Authorization \"Basic aGFwcm94eTpzZWNyZXQ=\"\n") != std::string::npos);
+  CHECK(t.find(" check-ssl verify required ca-file /etc/haproxy/lagwatch-ca.pem ") !=
+        std::string::npos);
 }
 
 TEST_CASE("IPv6 servers get a bracketed address and keep their id as the name") {
@@ -132,6 +139,8 @@ TEST_CASE("the command line: usage errors exit 2") {
   CHECK(RunHaproxyConfigCommand({"--config", "x", "--mode", "pull"}) == 2);
   CHECK(RunHaproxyConfigCommand({"--config", "x", "--max-delay-ms", "-1"}) == 2);
   CHECK(RunHaproxyConfigCommand({"--config", "x", "--max-delay-ms", "100"}) == 2);  // push
+  CHECK(RunHaproxyConfigCommand({"--config", "x", "--user", "haproxy"}) == 2);
+  CHECK(RunHaproxyConfigCommand({"--config", "x", "--user", "a:b", "--password-file", "f"}) == 2);
 }
 
 }  // namespace

@@ -4,14 +4,17 @@
 // frontend of its own, and the real agent binary. Replicas are stopped, locked, frozen, the agent
 // is killed and HAProxy restarted and reloaded; each time the servers' states (`show servers
 // state`) and where reads through each frontend land (`SELECT @@port`) are checked.
+#include <crypt.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -33,9 +36,13 @@ const std::string kDir = "/tmp/lw-hx";
 constexpr int kBasePort = 30606;    // the sandbox: 30606..30610
 constexpr int kAgentCheck = 30611;  // lagwatch's agent-check port
 // HAProxy's frontends, one per backend.
-constexpr int kPushFront = 30612, kAgentFront = 30613, kHttpFront = 30614;
-const std::vector<std::pair<std::string, int>> kBackends = {
-    {"push_reads", kPushFront}, {"agent_reads", kAgentFront}, {"http_reads", kHttpFront}};
+constexpr int kPushFront = 30612, kAgentFront = 30613, kHttpFront = 30614, kSecureFront = 30616;
+// A second agent's HTTP listener, with TLS and basic auth, checked by the secure_reads backend.
+constexpr int kSecureHttp = 30615;
+const std::vector<std::pair<std::string, int>> kBackends = {{"push_reads", kPushFront},
+                                                            {"agent_reads", kAgentFront},
+                                                            {"http_reads", kHttpFront},
+                                                            {"secure_reads", kSecureFront}};
 constexpr int kResyncMs = 500;
 
 long Ms(Clock::duration d) {
@@ -131,19 +138,52 @@ std::string AgentConfig(const Sandbox& sandbox) {
   return path;
 }
 
-// The generated backend of `mode`, named `backend`.
+// A second agent (agent_id 2) whose HTTP listener has TLS (a certificate of a test CA) and basic
+// auth (user haproxy), as docs/configuration.md "HTTP security" sets it up; its files in DIR/hx.
+std::string SecureAgentConfig(const Sandbox& sandbox) {
+  const std::string d = sandbox.dir() + "/hx";
+  TestPki pki(d);
+  pki.Ca("ca");
+  pki.Cert("web", "ca", "IP:127.0.0.1");
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  REQUIRE(crypt_gensalt_rn("$2y$", 10, nullptr, 0, salt, sizeof salt) != nullptr);
+  crypt_data data{};
+  const std::string password = "haproxy-check-pw";
+  const char* hash = crypt_rn(password.c_str(), salt, &data, sizeof data);
+  REQUIRE(hash != nullptr);
+  std::ofstream(d + "/web.yml") << "tls_server_config:\n  cert_file: " << pki.Pem("web")
+                                << "\n  key_file: " << pki.Key("web")
+                                << "\nbasic_auth_users:\n  haproxy: " << hash << "\n";
+  WriteTempFile(d, "check.pw", password + "\n");
+  REQUIRE(chmod((d + "/check.pw").c_str(), 0600) == 0);
+  REQUIRE(chmod(pki.Key("web").c_str(), 0600) == 0);
+  std::ifstream in(sandbox.config_path());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, true, true);
+  j["agent_id"] = 2;
+  j["http"] = {{"listen", "127.0.0.1:" + std::to_string(kSecureHttp)},
+               {"web_config_file", d + "/web.yml"}};
+  const std::string path = sandbox.dir() + "/hx-secure.json";
+  std::ofstream(path) << j.dump(2);
+  return path;
+}
+
+// The generated backend of `mode`, named `backend` (`extra`: more flags).
 std::string Generated(const std::string& config, const std::string& mode,
-                      const std::string& backend) {
-  RunResult r = RunCommand({LagwatchBinary(), "haproxy-config", "--config", config, "--mode", mode,
-                            "--backend", backend});
+                      const std::string& backend, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {
+      LagwatchBinary(), "haproxy-config", "--config", config, "--mode", mode, "--backend", backend};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = RunCommand(args);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return r.output;
 }
 
 // HAProxy's whole configuration: a stats socket lagwatch may use, one frontend per backend, and
-// the three generated backends.
-std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_config) {
+// the generated backends: push, agent and http from the first agent's configuration, and http over
+// TLS with basic auth from the second's.
+std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_config,
+                          const std::string& secure_config) {
   const std::string d = sandbox.dir() + "/hx";
   std::string cfg = "global\n    stats socket " + d +
                     "/admin.sock mode 600 level admin\n"
@@ -156,6 +196,9 @@ std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_confi
   cfg += Generated(agent_config, "push", "push_reads");
   cfg += Generated(agent_config, "agent", "agent_reads");
   cfg += Generated(agent_config, "http", "http_reads");
+  cfg += Generated(
+      secure_config, "http", "secure_reads",
+      {"--ca-file", d + "/ca.pem", "--user", "haproxy", "--password-file", d + "/check.pw"});
   const std::string path = d + "/haproxy.cfg";
   std::ofstream(path) << cfg;
   return path;
@@ -165,8 +208,9 @@ struct Env {
   Sandbox sandbox{kDir, kBasePort};
   const std::string agent_config = AgentConfig(sandbox);
   std::optional<Agent> agent{std::in_place, agent_config, kDir + "/agent.log"};
-  const bool made_dir = RunCommand({"/bin/mkdir", "-p", kDir + "/hx"}).exit_code == 0;
-  const std::string haproxy_config = HaproxyConfig(sandbox, agent_config);
+  const std::string secure_config = SecureAgentConfig(sandbox);
+  Agent secure_agent{secure_config, kDir + "/agent-secure.log"};
+  const std::string haproxy_config = HaproxyConfig(sandbox, agent_config, secure_config);
   Haproxy haproxy{haproxy_config, kDir + "/hx/haproxy.log", kDir + "/hx/admin.sock"};
 };
 
@@ -224,27 +268,42 @@ std::optional<long> PoolsBecome(
 
 std::set<std::string> AtRest() { return {Replica(1), Replica(2), Primary() + "_primary"}; }
 
-// One read through the frontend on `port`, as the sandbox's probe user: the port of the server
-// that answered (0: no answer).
-int ReadThrough(int port) {
-  MYSQL* m = mysql_init(nullptr);
-  unsigned timeout = 2;
-  mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-  mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &timeout);
-  const std::string cnf = E().sandbox.dir() + "/replica.cnf";
-  mysql_options(m, MYSQL_READ_DEFAULT_FILE, cnf.c_str());
-  int answered = 0;
-  if (mysql_real_connect(m, "127.0.0.1", nullptr, nullptr, nullptr, static_cast<unsigned>(port),
-                         nullptr, 0) &&
-      mysql_query(m, "SELECT @@port") == 0) {
-    if (MYSQL_RES* res = mysql_store_result(m)) {
-      if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) answered = std::atoi(row[0]);
+// A client connection through the frontend on `port`, as the sandbox's probe user, kept open as a
+// pool keeps it.
+class Session {
+ public:
+  explicit Session(int port) : m_(mysql_init(nullptr)) {
+    unsigned timeout = 2;
+    mysql_options(m_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(m_, MYSQL_OPT_READ_TIMEOUT, &timeout);
+    const std::string cnf = E().sandbox.dir() + "/replica.cnf";
+    mysql_options(m_, MYSQL_READ_DEFAULT_FILE, cnf.c_str());
+    connected_ = mysql_real_connect(m_, "127.0.0.1", nullptr, nullptr, nullptr,
+                                    static_cast<unsigned>(port), nullptr, 0) != nullptr;
+  }
+  ~Session() { mysql_close(m_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  // The port of the server that answers SELECT @@port; 0 when none does (never connected, or
+  // the connection was cut: no reconnection).
+  int Port() {
+    if (!connected_ || mysql_query(m_, "SELECT @@port") != 0) return 0;
+    int port = 0;
+    if (MYSQL_RES* res = mysql_store_result(m_)) {
+      if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) port = std::atoi(row[0]);
       mysql_free_result(res);
     }
+    return port;
   }
-  mysql_close(m);
-  return answered;
-}
+
+ private:
+  MYSQL* m_;
+  bool connected_ = false;
+};
+
+// One read on a connection of its own through the frontend on `port`: the port of the server
+// that answered (0: no answer).
+int ReadThrough(int port) { return Session(port).Port(); }
 
 // Where `n` reads through each frontend land.
 std::map<std::string, std::set<int>> ReadsLand(int n = 8) {
@@ -278,6 +337,11 @@ TEST_CASE("the generated backends pass haproxy -c, and each lists every server t
     CHECK(cfg.find("    server " + id + " " + id + " weight 100") != std::string::npos);
     CHECK(cfg.find("    server " + id + "_primary " + id + " backup") != std::string::npos);
   }
+  // The secure backend's check: TLS verified with the test CA, the user's credentials.
+  CHECK(cfg.find(" check-ssl verify required ca-file " + kDir + "/hx/ca.pem ") !=
+        std::string::npos);
+  CHECK(cfg.find("hdr Authorization \"Basic aGFwcm94eTpoYXByb3h5LWNoZWNrLXB3\"") !=
+        std::string::npos);
 }
 
 TEST_CASE(
@@ -293,11 +357,25 @@ TEST_CASE(
     "a replica whose SQL thread stops leaves every pool at once and comes back when it "
     "starts") {
   REQUIRE(PoolsBecome(AtRest(), 10s));
+  // Open connections through every frontend, as a pool keeps them: leastconn puts two on two
+  // servers, one on each replica.
+  std::map<std::string, std::vector<std::unique_ptr<Session>>> sessions;
+  for (const auto& [backend, port] : kBackends) {
+    for (int i = 0; i < 2; ++i) sessions[backend].push_back(std::make_unique<Session>(port));
+  }
   AdminQuery(Sock("replica1"), "STOP SLAVE SQL_THREAD");
   const auto left = PoolsBecome({Replica(2), Primary() + "_primary"}, 5s);
   CHECK_MESSAGE(left, E().agent->Log());
   if (left) MESSAGE("SQL thread stopped: replica1 out of every pool within " << *left << " ms");
   CheckReadsLandOn({Port(2)});
+  // The connections to replica1 were cut (a pooled connection would keep reading stale data), the
+  // others still read.
+  for (auto& [backend, list] : sessions) {
+    CAPTURE(backend);
+    std::multiset<int> ports;
+    for (auto& session : list) ports.insert(session->Port());
+    CHECK(ports == std::multiset<int>{0, Port(2)});
+  }
   // Both replicas out: reads go to the primary, the backup.
   AdminQuery(Sock("replica2"), "STOP SLAVE SQL_THREAD");
   CHECK(PoolsBecome({Primary() + "_primary"}, 5s));
