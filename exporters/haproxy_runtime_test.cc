@@ -259,7 +259,7 @@ class FakeHaproxy {
         return Send(c, "1\n" + std::string(5 << 20, 'x'));
       case Mode::kSilent:
         // Hung (a stopped process): no answer, the connection held.
-        for (int i = 0; i < 100 && !stop_; ++i) std::this_thread::sleep_for(10ms);
+        for (int i = 0; i < 300 && !stop_; ++i) std::this_thread::sleep_for(10ms);
         return;
       case Mode::kRefuse:
         if (line.rfind("set", 0) == 0) return Send(c, "Permission denied\n");
@@ -396,7 +396,9 @@ struct PushFixture {
     HaproxyPushOptions o;
     o.instances = std::move(instances);
     o.resync_ms = 300;
-    o.timeout_ms = 100;
+    // Generous: the sanitizer suites run these beside other tests on a loaded host, where a
+    // timed-out exchange (HAProxy acting, its answer late) would make a counter miss one.
+    o.timeout_ms = 2000;
     o.ttl_ms = 60'000;  // records do not expire during a test unless it says so
     o.max_backoff_ms = 200;
     return o;
@@ -410,8 +412,9 @@ TEST_CASE("the pusher sets lagwatch's servers at once and leaves others alone") 
   PushFixture f;
   FakeHaproxy haproxy(f.dir.path + "/admin.sock", f.names);
   f.board.Put(Record("r:2", "ok", true));
-  HaproxyPusher pusher(f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}}), &f.board,
-                       &f.metrics.haproxy);
+  HaproxyPushOptions o = f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}});
+  o.resync_ms = 5000;  // what follows is pushed at each change, not found at a resync
+  HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   // The first sync: the replica and the primary's backup ready, the rest in maintenance.
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
@@ -420,9 +423,9 @@ TEST_CASE("the pusher sets lagwatch's servers at once and leaves others alone") 
   CHECK(haproxy.State("p:1").forced_maint());
   CHECK(haproxy.State("r:2_primary").forced_maint());
   CHECK(haproxy.State("other").admin_state == 5);  // not lagwatch's: untouched
-  CHECK(f.metrics.haproxy.up.Add({{"instance", "lb1"}}).Value() == 1);
+  CHECK(Eventually([&] { return f.metrics.haproxy.up.Add({{"instance", "lb1"}}).Value() == 1; }));
 
-  // A verdict change is pushed at once, not at the next resync (300 ms), sessions cut.
+  // A verdict change is pushed at once, sessions cut.
   const auto before = haproxy.Commands().size();
   const auto t0 = std::chrono::steady_clock::now();
   f.board.Put(Record("r:2", "lagging", false));
@@ -430,12 +433,12 @@ TEST_CASE("the pusher sets lagwatch's servers at once and leaves others alone") 
   const auto took = std::chrono::steady_clock::now() - t0;
   MESSAGE("verdict to HAProxy: " << std::chrono::duration<double, std::milli>(took).count()
                                  << " ms");
-  CHECK(took < 150ms);
+  CHECK(took < 500ms);
   const auto commands = haproxy.Commands();
   REQUIRE(commands.size() == before + 2);
   CHECK(commands[before] == "set server reads/r:2 state maint");
   CHECK(commands[before + 1] == "shutdown sessions server reads/r:2");
-  CHECK(Value(f.metrics.haproxy.commands, {{"instance", "lb1"}}) >= 2);
+  CHECK(Eventually([&] { return Value(f.metrics.haproxy.commands, {{"instance", "lb1"}}) >= 2; }));
 
   // Weight 0 drains; back with a weight, ready with it.
   f.board.Put(Record("r:2", "ok", true, 0));
@@ -466,14 +469,21 @@ TEST_CASE("the pusher sets again what a restart, a reload or a hand changed, wit
                        &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
-  haproxy.Restart();  // every server back to `disabled`
-  REQUIRE(haproxy.State("r:2").forced_maint());
-  REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }, 1000ms));
+  haproxy.Restart();  // every server back to `disabled`, then set again at the next resync
+  REQUIRE(Eventually(
+      [&] {
+        return Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1;
+      },
+      3000ms));
+  REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }, 3000ms));
   CHECK(!haproxy.State("p:1_primary").forced_maint());
   CHECK(Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1);
-  CHECK(Value(f.metrics.haproxy.corrections, {{"instance", "lb1"}}) >= 2);
+  // Counted once HAProxy has answered, a moment after it acted.
+  CHECK(Eventually([&] {
+    return Value(f.metrics.haproxy.corrections, {{"instance", "lb1"}}) >= 2;
+  }));
   haproxy.SetByHand("r:2_primary", 0);  // `set server ... state ready` by hand
-  REQUIRE(Eventually([&] { return haproxy.State("r:2_primary").forced_maint(); }, 1000ms));
+  REQUIRE(Eventually([&] { return haproxy.State("r:2_primary").forced_maint(); }, 3000ms));
   CHECK(Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1);
 }
 
@@ -481,25 +491,27 @@ TEST_CASE("a record nobody refreshes takes its replica out when it expires") {
   PushFixture f;
   FakeHaproxy haproxy(f.dir.path + "/admin.sock", f.names);
   HaproxyPushOptions o = f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}});
-  o.ttl_ms = 150;
+  o.ttl_ms = 400;
   o.resync_ms = 5000;  // the expiry, not a resync, must do it
-  f.board.Put(Record("r:2", "ok", true));
-  const auto t0 = std::chrono::steady_clock::now();
   HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
+  REQUIRE(Eventually([&] { return !haproxy.State("p:1_primary").forced_maint(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  f.board.Put(Record("r:2", "ok", true));  // and never again, as from a hung prober
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
-  REQUIRE(Eventually([&] { return haproxy.State("r:2").forced_maint(); }, 1000ms));
+  REQUIRE(Eventually([&] { return haproxy.State("r:2").forced_maint(); }, 3000ms));
   const auto took = std::chrono::steady_clock::now() - t0;
-  CHECK(took >= 150ms);
-  CHECK(took < 400ms);
+  CHECK(took >= 400ms);
+  CHECK(took < 2000ms);  // the expiry, not the resync 5 s away
 }
 
 TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived") {
   PushFixture f;
   FakeHaproxy haproxy(f.dir.path + "/admin.sock", f.names);
   f.board.Put(Record("r:2", "ok", true));
-  HaproxyPusher pusher(f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}}), &f.board,
-                       &f.metrics.haproxy);
+  HaproxyPushOptions o = f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}});
+  o.timeout_ms = 300;  // for the silent socket
+  HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
   auto up = [&] { return f.metrics.haproxy.up.Add({{"instance", "lb1"}}).Value(); };
@@ -516,12 +528,12 @@ TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived")
     haproxy.SetMode(c.mode);
     // The refusal shows only when there is something to set.
     f.board.Put(Record("r:2", "lagging", false));
-    REQUIRE(Eventually([&] { return f.Errors("lb1", c.reason) > errors; }, 2000ms));
+    REQUIRE(Eventually([&] { return f.Errors("lb1", c.reason) > errors; }, 5000ms));
     CHECK(up() == 0);
     haproxy.SetMode(FakeHaproxy::Mode::kNormal);
-    REQUIRE(Eventually([&] { return up() == 1 && haproxy.State("r:2").forced_maint(); }, 2000ms));
+    REQUIRE(Eventually([&] { return up() == 1 && haproxy.State("r:2").forced_maint(); }, 5000ms));
     f.board.Put(Record("r:2", "ok", true));
-    REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }, 2000ms));
+    REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }, 5000ms));
   }
 }
 
@@ -534,21 +546,21 @@ TEST_CASE("an unreachable or hung instance delays no other, and is retried with 
   HaproxyPushOptions o = f.Options({{"gone", f.dir.path + "/nothing.sock", "reads"},
                                     {"hung", f.dir.path + "/hung.sock", "reads"},
                                     {"good", f.dir.path + "/good.sock", "reads"}});
-  o.timeout_ms = 400;  // what the good one would wait for, were it behind the hung one
+  o.timeout_ms = 1500;  // what the good one would wait for, were it behind the hung one
   HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !good.State("r:2").forced_maint(); }));
   const auto t0 = std::chrono::steady_clock::now();
   f.board.Put(Record("r:2", "lagging", false));
   REQUIRE(Eventually([&] { return good.State("r:2").forced_maint(); }));
-  CHECK(std::chrono::steady_clock::now() - t0 < 200ms);
-  std::this_thread::sleep_for(1000ms);
+  CHECK(std::chrono::steady_clock::now() - t0 < 750ms);
+  std::this_thread::sleep_for(1600ms);
   CHECK(f.Errors("gone", "unavailable") >= 2);
   CHECK(f.Errors("hung", "timeout") >= 1);
   // 100, 200, 200, ... ms apart (max_backoff_ms 200), each attempt bounded by its deadline: a few
-  // in a second, not hundreds.
-  CHECK(f.Errors("gone", "unavailable") <= 10);
-  CHECK(hung.connections() <= 4);
+  // in 1.6 s, not hundreds.
+  CHECK(f.Errors("gone", "unavailable") <= 16);
+  CHECK(hung.connections() <= 3);
 }
 
 }  // namespace

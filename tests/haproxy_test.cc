@@ -466,7 +466,12 @@ TEST_CASE("a manual change is undone at the next resync") {
   const auto back = PoolsBecome(AtRest(), 3s, {{"push_reads", kPushFront}});
   REQUIRE(back);
   CHECK(*back <= kResyncMs + 1000);  // a resync, with room for a loaded host
-  CHECK(Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1) > before);
+  // Counted once HAProxy has answered, a moment after it acted.
+  CHECK(WaitFor(
+      [&] {
+        return Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1) > before;
+      },
+      2s));
 }
 
 TEST_CASE("after HAProxy restarts or reloads, lagwatch's verdicts are back within a resync") {
