@@ -130,10 +130,8 @@ struct HttpAuthMetrics {
 //   lagwatch_haproxy_restarts_total{instance}          restarts and reloads seen
 //   lagwatch_haproxy_last_sync_timestamp_seconds{instance}
 //   lagwatch_haproxy_push_seconds{instance}            verdict change to HAProxy's acknowledgement
-//   lagwatch_haproxy_checks_total{protocol, answer}    pull checks answered (kHaproxyCheckAnswers)
+//   lagwatch_haproxy_checks_total{protocol, answer}    pull checks answered
 // Thread-safe.
-inline constexpr const char* kHaproxyCheckAnswers[] = {"up",      "drain",     "down",    "maint",
-                                                       "unknown", "malformed", "timeout", "busy"};
 struct HaproxyMetrics {
   // Registers the families on `registry`, which must outlive this.
   explicit HaproxyMetrics(prometheus::Registry& registry);
@@ -146,7 +144,8 @@ struct HaproxyMetrics {
   prometheus::Family<prometheus::Gauge>& last_sync_seconds;
   prometheus::Family<prometheus::Histogram>& push_seconds;
   prometheus::Family<prometheus::Counter>& checks;
-  // The check counter of `protocol` ("agent" or "http") and `answer` (kHaproxyCheckAnswers).
+  // The check counter of `protocol` ("agent" or "http") and `answer`: a verdict's name (up,
+  // drain, down, maint) or unknown, malformed, timeout, busy.
   prometheus::Counter& Check(const char* protocol, const char* answer);
 };
 

@@ -428,6 +428,11 @@ TEST_CASE(
   MESSAGE("push: " << *count << " verdict changes sent, " << *sum / *count * 1000
                    << " ms on average from the verdict to HAProxy's acknowledgement");
   CHECK(*sum / *count < 0.05);
+  // The new series pass promtool as the others do.
+  const std::string path = WriteTempFile(kDir, "scrape.txt", metrics);
+  RunResult promtool = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + path});
+  INFO(promtool.output);
+  CHECK(promtool.exit_code == 0);
 }
 
 TEST_CASE("a replica held by FLUSH TABLES WITH READ LOCK leaves the pools, and returns after") {
