@@ -364,18 +364,18 @@ class HaproxyPusher::Instance {
         max_backoff_(options.max_backoff_ms),
         board_(board),
         clock_(clock),
-        up_(metrics->up.Add({{"instance", config_.name}})),
-        commands_(metrics->commands.Add({{"instance", config_.name}})),
-        corrections_(metrics->corrections.Add({{"instance", config_.name}})),
-        restarts_(metrics->restarts.Add({{"instance", config_.name}})),
-        last_sync_(metrics->last_sync_seconds.Add({{"instance", config_.name}})),
+        up_(metrics->up.Add({{"haproxy", config_.name}})),
+        commands_(metrics->commands.Add({{"haproxy", config_.name}})),
+        corrections_(metrics->corrections.Add({{"haproxy", config_.name}})),
+        restarts_(metrics->restarts.Add({{"haproxy", config_.name}})),
+        last_sync_(metrics->last_sync_seconds.Add({{"haproxy", config_.name}})),
         push_seconds_(metrics->push_seconds.Add(
-            {{"instance", config_.name}},
+            {{"haproxy", config_.name}},
             prometheus::Histogram::BucketBoundaries(kLatencyBucketsSeconds.begin(),
                                                     kLatencyBucketsSeconds.end()))),
         metrics_(metrics) {
     for (const char* reason : kErrorReasons) {
-      metrics_->errors.Add({{"instance", config_.name}, {"reason", reason}});
+      metrics_->errors.Add({{"haproxy", config_.name}, {"reason", reason}});
     }
     up_.Set(0);
   }
@@ -565,7 +565,7 @@ class HaproxyPusher::Instance {
   }
 
   void Failed(const Status& st) {
-    metrics_->errors.Add({{"instance", config_.name}, {"reason", st.reason()}}).Increment();
+    metrics_->errors.Add({{"haproxy", config_.name}, {"reason", st.reason()}}).Increment();
     up_.Set(0);
     synced_ = false;
     backoff_ = std::min(backoff_ == Millis(0) ? kFirstBackoff : backoff_ * 2, max_backoff_);

@@ -92,7 +92,7 @@ void ApplyToState(const HaproxyAnswer& answer, HaproxyEntry entry, HaproxyServer
 
 // One HAProxy to drive: `haproxy.instances[]` of the configuration.
 struct HaproxyInstance {
-  std::string name;     // for logs and the instance label
+  std::string name;     // for logs and the `haproxy` label of the metrics
   std::string socket;   // ParseHaproxySocket's text
   std::string backend;  // the backend whose servers are lagwatch's
   bool operator==(const HaproxyInstance&) const = default;

@@ -404,7 +404,7 @@ struct PushFixture {
     return o;
   }
   double Errors(const std::string& instance, const char* reason) {
-    return Value(metrics.haproxy.errors, {{"instance", instance}, {"reason", reason}});
+    return Value(metrics.haproxy.errors, {{"haproxy", instance}, {"reason", reason}});
   }
 };
 
@@ -423,7 +423,7 @@ TEST_CASE("the pusher sets lagwatch's servers at once and leaves others alone") 
   CHECK(haproxy.State("p:1").forced_maint());
   CHECK(haproxy.State("r:2_primary").forced_maint());
   CHECK(haproxy.State("other").admin_state == 5);  // not lagwatch's: untouched
-  CHECK(Eventually([&] { return f.metrics.haproxy.up.Add({{"instance", "lb1"}}).Value() == 1; }));
+  CHECK(Eventually([&] { return f.metrics.haproxy.up.Add({{"haproxy", "lb1"}}).Value() == 1; }));
 
   // A verdict change is pushed at once, sessions cut.
   const auto before = haproxy.Commands().size();
@@ -438,7 +438,7 @@ TEST_CASE("the pusher sets lagwatch's servers at once and leaves others alone") 
   REQUIRE(commands.size() == before + 2);
   CHECK(commands[before] == "set server reads/r:2 state maint");
   CHECK(commands[before + 1] == "shutdown sessions server reads/r:2");
-  CHECK(Eventually([&] { return Value(f.metrics.haproxy.commands, {{"instance", "lb1"}}) >= 2; }));
+  CHECK(Eventually([&] { return Value(f.metrics.haproxy.commands, {{"haproxy", "lb1"}}) >= 2; }));
 
   // Weight 0 drains; back with a weight, ready with it.
   f.board.Put(Record("r:2", "ok", true, 0));
@@ -472,19 +472,19 @@ TEST_CASE("the pusher sets again what a restart, a reload or a hand changed, wit
   haproxy.Restart();  // every server back to `disabled`, then set again at the next resync
   REQUIRE(Eventually(
       [&] {
-        return Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1;
+        return Value(f.metrics.haproxy.restarts, {{"haproxy", "lb1"}}) == 1;
       },
       3000ms));
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }, 3000ms));
   CHECK(!haproxy.State("p:1_primary").forced_maint());
-  CHECK(Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1);
+  CHECK(Value(f.metrics.haproxy.restarts, {{"haproxy", "lb1"}}) == 1);
   // Counted once HAProxy has answered, a moment after it acted.
   CHECK(Eventually([&] {
-    return Value(f.metrics.haproxy.corrections, {{"instance", "lb1"}}) >= 2;
+    return Value(f.metrics.haproxy.corrections, {{"haproxy", "lb1"}}) >= 2;
   }));
   haproxy.SetByHand("r:2_primary", 0);  // `set server ... state ready` by hand
   REQUIRE(Eventually([&] { return haproxy.State("r:2_primary").forced_maint(); }, 3000ms));
-  CHECK(Value(f.metrics.haproxy.restarts, {{"instance", "lb1"}}) == 1);
+  CHECK(Value(f.metrics.haproxy.restarts, {{"haproxy", "lb1"}}) == 1);
 }
 
 TEST_CASE("a record nobody refreshes takes its replica out when it expires") {
@@ -514,7 +514,7 @@ TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived")
   HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
-  auto up = [&] { return f.metrics.haproxy.up.Add({{"instance", "lb1"}}).Value(); };
+  auto up = [&] { return f.metrics.haproxy.up.Add({{"haproxy", "lb1"}}).Value(); };
   struct Case {
     FakeHaproxy::Mode mode;
     const char* reason;

@@ -122,14 +122,15 @@ struct HttpAuthMetrics {
 };
 
 // HAProxy (docs/operations.md, "HAProxy"), registered by Metrics; series appear with the
-// instances (the pusher creates them) and the first checks:
-//   lagwatch_haproxy_up{instance}                      1 while the last exchange succeeded
-//   lagwatch_haproxy_commands_total{instance}          state and weight commands sent
-//   lagwatch_haproxy_errors_total{instance, reason}    failed exchanges (kErrorReasons' tokens)
-//   lagwatch_haproxy_corrections_total{instance}       servers set again at a resync
-//   lagwatch_haproxy_restarts_total{instance}          restarts and reloads seen
-//   lagwatch_haproxy_last_sync_timestamp_seconds{instance}
-//   lagwatch_haproxy_push_seconds{instance}            verdict change to HAProxy's acknowledgement
+// instances (the pusher creates them) and the first checks. An instance is labelled `haproxy`
+// (its name): `instance` is Prometheus's own target label.
+//   lagwatch_haproxy_up{haproxy}                      1 while the last exchange succeeded
+//   lagwatch_haproxy_commands_total{haproxy}          state and weight commands sent
+//   lagwatch_haproxy_errors_total{haproxy, reason}    failed exchanges (kErrorReasons' tokens)
+//   lagwatch_haproxy_corrections_total{haproxy}       servers set again at a resync
+//   lagwatch_haproxy_restarts_total{haproxy}          restarts and reloads seen
+//   lagwatch_haproxy_last_sync_timestamp_seconds{haproxy}
+//   lagwatch_haproxy_push_seconds{haproxy}            verdict change to HAProxy's acknowledgement
 //   lagwatch_haproxy_checks_total{protocol, answer}    pull checks answered
 // Thread-safe.
 struct HaproxyMetrics {

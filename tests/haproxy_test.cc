@@ -416,14 +416,14 @@ TEST_CASE(
   if (back) MESSAGE("SQL threads started: both replicas back within " << *back << " ms");
   CheckReadsLandOn({Port(1), Port(2)});
   // The push went through the runtime API with no error, each within milliseconds.
-  CHECK(Metric("lagwatch_haproxy_up{instance=\"lb\"}") == 1);
-  CHECK(Metric("lagwatch_haproxy_commands_total{instance=\"lb\"}").value_or(0) >= 4);
+  CHECK(Metric("lagwatch_haproxy_up{haproxy=\"lb\"}") == 1);
+  CHECK(Metric("lagwatch_haproxy_commands_total{haproxy=\"lb\"}").value_or(0) >= 4);
   CHECK(Metric("lagwatch_haproxy_checks_total{answer=\"down\",protocol=\"agent\"}").value_or(0) >
         0);
   CHECK(Metric("lagwatch_haproxy_checks_total{answer=\"down\",protocol=\"http\"}").value_or(0) > 0);
   const std::string metrics = HttpGet(E().sandbox.http_port(), "/metrics").second;
-  const auto count = MetricValue(metrics, "lagwatch_haproxy_push_seconds_count{instance=\"lb\"}");
-  const auto sum = MetricValue(metrics, "lagwatch_haproxy_push_seconds_sum{instance=\"lb\"}");
+  const auto count = MetricValue(metrics, "lagwatch_haproxy_push_seconds_count{haproxy=\"lb\"}");
+  const auto sum = MetricValue(metrics, "lagwatch_haproxy_push_seconds_sum{haproxy=\"lb\"}");
   REQUIRE(count.value_or(0) > 0);
   MESSAGE("push: " << *count << " verdict changes sent, " << *sum / *count * 1000
                    << " ms on average from the verdict to HAProxy's acknowledgement");
@@ -463,7 +463,7 @@ TEST_CASE("a frozen replica (SIGSTOP) leaves the pools, and returns when it runs
 TEST_CASE("a manual change is undone at the next resync") {
   REQUIRE(PoolsBecome(AtRest(), 10s));
   const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
-  const double before = Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1);
+  const double before = Metric("lagwatch_haproxy_corrections_total{haproxy=\"lb\"}").value_or(-1);
   auto r = HaproxyExchange(*socket, "set server push_reads/" + Replica(1) + " state maint",
                            Clock::now() + 1s);
   REQUIRE(r.ok());
@@ -474,14 +474,14 @@ TEST_CASE("a manual change is undone at the next resync") {
   // Counted once HAProxy has answered, a moment after it acted.
   CHECK(WaitFor(
       [&] {
-        return Metric("lagwatch_haproxy_corrections_total{instance=\"lb\"}").value_or(-1) > before;
+        return Metric("lagwatch_haproxy_corrections_total{haproxy=\"lb\"}").value_or(-1) > before;
       },
       2s));
 }
 
 TEST_CASE("after HAProxy restarts or reloads, lagwatch's verdicts are back within a resync") {
   REQUIRE(PoolsBecome(AtRest(), 10s));
-  const double restarts = Metric("lagwatch_haproxy_restarts_total{instance=\"lb\"}").value_or(-1);
+  const double restarts = Metric("lagwatch_haproxy_restarts_total{haproxy=\"lb\"}").value_or(-1);
   // A restarted HAProxy starts every normal entry in maintenance (the generated `disabled`), so
   // nothing lagwatch has not judged is read from; each mode puts the replicas back.
   auto t0 = Clock::now();
@@ -504,7 +504,7 @@ TEST_CASE("after HAProxy restarts or reloads, lagwatch's verdicts are back withi
   CHECK(PoolsBecome(AtRest(), 10s));
   CHECK(WaitFor(
       [&] {
-        return Metric("lagwatch_haproxy_restarts_total{instance=\"lb\"}").value_or(-1) >=
+        return Metric("lagwatch_haproxy_restarts_total{haproxy=\"lb\"}").value_or(-1) >=
                restarts + 2;
       },
       3s));
