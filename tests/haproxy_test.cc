@@ -33,12 +33,12 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 const std::string kDir = "/tmp/lw-hx";
-constexpr int kBasePort = 30606;    // the sandbox: 30606..30610
-constexpr int kAgentCheck = 30611;  // lagwatch's agent-check port
+constexpr int kBasePort = 30906;    // the sandbox: 30906..30910
+constexpr int kAgentCheck = 30911;  // lagwatch's agent-check port
 // HAProxy's frontends, one per backend.
-constexpr int kPushFront = 30612, kAgentFront = 30613, kHttpFront = 30614, kSecureFront = 30616;
+constexpr int kPushFront = 30912, kAgentFront = 30913, kHttpFront = 30914, kSecureFront = 30916;
 // A second agent's HTTP listener, with TLS and basic auth, checked by the secure_reads backend.
-constexpr int kSecureHttp = 30615;
+constexpr int kSecureHttp = 30915;
 const std::vector<std::pair<std::string, int>> kBackends = {{"push_reads", kPushFront},
                                                             {"agent_reads", kAgentFront},
                                                             {"http_reads", kHttpFront},
