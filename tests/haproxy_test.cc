@@ -1,7 +1,8 @@
 // HAProxy in front of the sandbox's replicas, driven by lagwatch (docs/operations.md, "HAProxy"):
-// one HAProxy 2.6 on loopback with the three backends `lagwatch haproxy-config` writes, push
-// (the runtime API), agent (the agent-check port) and http (GET /check/<name>), each behind a
-// frontend of its own, and the real agent binary. Replicas are stopped, locked, frozen, the agent
+// one HAProxy 2.6 on loopback with the backends `lagwatch haproxy-config` writes, push (the
+// runtime API), agent (the agent-check port) and http (GET /check/<name>; also over TLS with basic
+// auth, and with a fixed URI and send-state's header), each behind a frontend of its own, and the
+// real agent binary. Replicas are stopped, locked, frozen, the agent
 // is killed and HAProxy restarted and reloaded; each time the servers' states (`show servers
 // state`) and where reads through each frontend land (`SELECT @@port`) are checked.
 #include <crypt.h>
@@ -36,13 +37,15 @@ const std::string kDir = "/tmp/lw-hx";
 constexpr int kBasePort = 30906;    // the sandbox: 30906..30910
 constexpr int kAgentCheck = 30911;  // lagwatch's agent-check port
 // HAProxy's frontends, one per backend.
-constexpr int kPushFront = 30912, kAgentFront = 30913, kHttpFront = 30914, kSecureFront = 30916;
+constexpr int kPushFront = 30912, kAgentFront = 30913, kHttpFront = 30914, kSecureFront = 30916,
+              kStateFront = 30917;
 // A second agent's HTTP listener, with TLS and basic auth, checked by the secure_reads backend.
 constexpr int kSecureHttp = 30915;
 const std::vector<std::pair<std::string, int>> kBackends = {{"push_reads", kPushFront},
                                                             {"agent_reads", kAgentFront},
                                                             {"http_reads", kHttpFront},
-                                                            {"secure_reads", kSecureFront}};
+                                                            {"secure_reads", kSecureFront},
+                                                            {"state_reads", kStateFront}};
 constexpr int kResyncMs = 500;
 
 long Ms(Clock::duration d) {
@@ -180,8 +183,8 @@ std::string Generated(const std::string& config, const std::string& mode,
 }
 
 // HAProxy's whole configuration: a stats socket lagwatch may use, one frontend per backend, and
-// the generated backends: push, agent and http from the first agent's configuration, and http over
-// TLS with basic auth from the second's.
+// the generated backends: push, agent and http from the first agent's configuration, http over
+// TLS with basic auth from the second's, and http with a fixed URI and send-state.
 std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_config,
                           const std::string& secure_config) {
   const std::string d = sandbox.dir() + "/hx";
@@ -199,6 +202,16 @@ std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_confi
   cfg += Generated(
       secure_config, "http", "secure_reads",
       {"--ca-file", d + "/ca.pem", "--user", "haproxy", "--password-file", d + "/check.pw"});
+  // The HTTP check with a fixed URI, the server named by send-state's header instead.
+  std::string state = Generated(agent_config, "http", "state_reads");
+  const std::string uri_lf = "uri-lf /check/%[srv_name]";
+  const size_t at = state.find(uri_lf);
+  REQUIRE(at != std::string::npos);
+  state.replace(at, uri_lf.size(), "uri /check");
+  const size_t expect = state.find("    http-check expect");
+  REQUIRE(expect != std::string::npos);
+  state.insert(expect, "    http-check send-state\n");
+  cfg += state;
   const std::string path = d + "/haproxy.cfg";
   std::ofstream(path) << cfg;
   return path;
