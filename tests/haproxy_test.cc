@@ -102,14 +102,16 @@ class Haproxy {
     }
     const auto s = ParseHaproxySocket(socket_);
     // Up once this process answers on the socket.
-    REQUIRE_MESSAGE(WaitFor(
-                        [&] {
-                          auto info = HaproxyExchange(*s, "show info", Clock::now() + 1s);
-                          auto p = info.ok() ? ParseShowInfo(*info) : info.status();
-                          return p.ok() && p->pid == pid_;
-                        },
-                        10s),
-                    Log());
+    const bool up = WaitFor(
+        [&] {
+          auto info = HaproxyExchange(*s, "show info", Clock::now() + 1s);
+          auto p = info.ok() ? ParseShowInfo(*info) : info.status();
+          return p.ok() && p->pid == pid_;
+        },
+        10s);
+    // A failure here may be in the constructor, whose object no destructor stops: stop it now.
+    if (!up) Stop();
+    REQUIRE_MESSAGE(up, Log());
   }
   void Stop() {
     if (pid_ <= 0) return;
