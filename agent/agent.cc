@@ -16,6 +16,7 @@ namespace lagwatch {
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
       metrics_(LAGWATCH_VERSION, clock_),
+      board_(clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       stream_(StreamHistoryOptions{4096,
                                    // Heartbeats every heartbeat_ms prove it alive; a few missed, or
@@ -65,6 +66,12 @@ Agent::Agent(Config config, const Clock& clock)
     probers_[r.endpoint.Id()] = MakeProber(r);
     servers_.push_back(r.endpoint.Id());
   }
+  board_.SetServers(servers_);
+  board_.SetPrimary(initial_.primary.Id());
+  if (!initial_.haproxy.push.instances.empty()) {
+    haproxy_pusher_ =
+        std::make_unique<HaproxyPusher>(initial_.haproxy.push, &board_, &metrics_.haproxy, clock_);
+  }
   WatchTls(config_.Servers());
   if (initial_.discovery.enabled) {
     discovery_ = std::make_unique<ReplicaDiscovery>(
@@ -91,6 +98,10 @@ void Agent::MovePrimary(const Endpoint& primary) {
   positions_.Reset();
   stream_.Reset();
   heartbeat_log_.Clear();
+  // HAProxy's pools follow at once: the new primary's backup entry, and no replica on a verdict
+  // against the old one.
+  board_.ClearRecords();
+  board_.SetPrimary(primary.Id());
   writer_.SetPrimary(PrimaryTarget(primary));
   sampler_.SetPrimary(PrimaryTarget(primary));
   if (listener_) listener_->SetPrimary(PrimaryTarget(primary));
@@ -233,7 +244,7 @@ std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
   return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
                                          listener_ ? &stream_ : nullptr, &topology_, &publisher_,
-                                         &metrics_, clock_,
+                                         &board_, &metrics_, clock_,
                                          [this](const std::string& server, int64_t not_after) {
                                            tls_watch_.Learned(server, not_after);
                                          });
@@ -248,9 +259,17 @@ void Agent::StartProber(ReplicaProber& p) {
 }
 
 Status Agent::Start() {
-  auto http = HttpServer::Start(initial_.http_listen, initial_.http, &metrics_, Routes());
+  auto http =
+      HttpServer::Start(initial_.http_listen, initial_.http, &metrics_, Routes(), PrefixRoutes());
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
+  if (!initial_.haproxy.agent_check.listen.empty()) {
+    auto agent_check = AgentCheckServer::Start(
+        initial_.haproxy.agent_check, [this](const CheckTarget& t) { return HaproxyAnswerFor(t); },
+        &metrics_.haproxy);
+    if (!agent_check.ok()) return agent_check.status();
+    agent_check_ = std::move(agent_check).value();
+  }
 
   std::lock_guard lock(mu_);
   PublishReplicaSet();
@@ -279,6 +298,7 @@ Status Agent::Start() {
                                "(needs root, CAP_SYS_NICE or LimitRTPRIO=1)");
   }
   started_ = true;
+  if (haproxy_pusher_) haproxy_pusher_->Start();
   if (discovery_) discovery_->Start();
   tls_watch_.Start();
   Log(LogLevel::kInfo, "lagwatch " LAGWATCH_VERSION " watching " +
@@ -291,6 +311,9 @@ Status Agent::Start() {
 }
 
 void Agent::Stop() {
+  // HAProxy keeps the state it was last given (docs/operations.md, "HAProxy").
+  if (haproxy_pusher_) haproxy_pusher_->Stop();
+  agent_check_.reset();
   if (discovery_) discovery_->Stop();  // before mu_: its listings take it
   {
     std::lock_guard lock(mu_);
@@ -405,6 +428,7 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
     std::lock_guard servers_lock(servers_mu_);
     servers_.clear();
     for (const auto& [id, p] : probers_) servers_.push_back(id);
+    board_.SetServers(servers_);
   }
   PublishReplicaSet();
   return n;

@@ -22,10 +22,13 @@
 #include "agent/windows.h"
 #include "base/clock.h"
 #include "base/status.h"
+#include "exporters/haproxy_agent_check.h"
+#include "exporters/haproxy_runtime.h"
 #include "exporters/http_server.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
 #include "exporters/router_feedback.h"
+#include "exporters/verdict_board.h"
 #include "heartbeat/binlog_listener.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sampler.h"
@@ -85,8 +88,13 @@ class Agent {
   // A listing of the primary's replicas (on the discovery thread): probers for replicas found,
   // none for those gone for the grace period.
   void OnListed(const std::vector<ListedReplica>& listed, int skipped);
-  // The HTTP API's routes (docs/api.md).
+  // The HTTP API's routes (docs/api.md), and those that serve a path and what is under it (the
+  // HAProxy check, /check/<name>).
   std::map<std::string, HttpServer::Handler> Routes();
+  std::map<std::string, HttpServer::RequestHandler> PrefixRoutes();
+  // A HAProxy check's answer from the verdict board (exporters/haproxy_verdict.h); nullopt for a
+  // server lagwatch does not know.
+  std::optional<HaproxyAnswer> HaproxyAnswerFor(const CheckTarget& target) const;
   // Following the primary (agent/topology_monitor.h). MovePrimary runs under the monitor's lock:
   // it forgets the old primary's histories and moves the writer and the sampler. TopologyChanged
   // runs on a probe loop: the log, the metrics, an event and the replica set. Neither takes mu_
@@ -101,6 +109,8 @@ class Agent {
 
   const Clock& clock_;
   Metrics metrics_;
+  // Every server's latest verdict for HAProxy; declared before the probers, which write it.
+  VerdictBoard board_;
   HeartbeatLog heartbeat_log_;
   PositionHistory positions_;
   StreamHistory stream_;
@@ -142,6 +152,9 @@ class Agent {
   bool started_ = false;                                           // GUARDED_BY(mu_)
   DiscoveredSet discovered_;                                       // GUARDED_BY(mu_)
   std::unique_ptr<HttpServer> http_;
+  // HAProxy: the runtime API pusher (haproxy.instances) and the agent-check port, when configured.
+  std::unique_ptr<HaproxyPusher> haproxy_pusher_;
+  std::unique_ptr<AgentCheckServer> agent_check_;
 };
 
 }  // namespace lagwatch

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "base/contract.h"
 #include "exporters/api.h"
+#include "exporters/haproxy_http_check.h"
 
 namespace lagwatch {
 
@@ -75,6 +76,21 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     return HttpResponse{200, "text/plain", "ready\n"};
   };
   return routes;
+}
+
+std::map<std::string, HttpServer::RequestHandler> Agent::PrefixRoutes() {
+  return {{std::string(kHaproxyCheckPath), [this](const HttpRequest& request) {
+             return HaproxyHttpCheck(
+                 request, [this](const CheckTarget& t) { return HaproxyAnswerFor(t); },
+                 &metrics_.haproxy);
+           }}};
+}
+
+std::optional<HaproxyAnswer> Agent::HaproxyAnswerFor(const CheckTarget& target) const {
+  auto facts = board_.Facts(target.server.id);
+  if (!facts) return std::nullopt;
+  return JudgeForHaproxy(*facts, target.server.entry, clock_.Now(), Millis(initial_.redis.ttl_ms),
+                         target.max_delay_ms);
 }
 
 nlohmann::json Agent::RouterJson() {

@@ -391,6 +391,68 @@ void ReadDiscovery(const json& j, Config& c) {
   }
 }
 
+// REQUIRES: c.http_listen and c.redis read.
+void ReadHaproxy(const json& j, Config& c) {
+  Obj o(j, "haproxy");
+  HaproxyConfig& h = c.haproxy;
+  h.backend = o.Str("backend", h.backend);
+  if (!IsHaproxyName(h.backend, 100)) {
+    Fail("haproxy.backend", "must match [A-Za-z0-9_.:-]{1,100} (a HAProxy proxy name)");
+  }
+  h.push.resync_ms = static_cast<int>(o.Int("resync_ms", h.push.resync_ms, 100, 600000));
+  h.push.timeout_ms = static_cast<int>(o.Int("timeout_ms", h.push.timeout_ms, 10, 60000));
+  if (h.push.timeout_ms > h.push.resync_ms) {
+    Fail("haproxy.timeout_ms",
+         "must not exceed haproxy.resync_ms (" + std::to_string(h.push.resync_ms) + ")");
+  }
+  if (const json* list = o.Get("instances")) {
+    if (!list->is_array() || list->size() > 32) {
+      Fail("haproxy.instances", "must be an array of at most 32 instances");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < list->size(); ++i) {
+      Obj in((*list)[i], "haproxy.instances[" + std::to_string(i) + "]");
+      HaproxyInstance instance;
+      instance.name = in.Str("name", "", true);
+      if (!IsToken(instance.name, "_.-", 1, 64)) {
+        Fail(in.Key("name"), "must match [A-Za-z0-9_.-]{1,64}");
+      }
+      if (!names.insert(instance.name).second) {
+        Fail(in.Key("name"), "duplicate instance \"" + instance.name + "\"");
+      }
+      instance.socket = in.Str("socket", "", true);
+      if (!ParseHaproxySocket(instance.socket)) {
+        Fail(in.Key("socket"),
+             "must be the stats socket's absolute path (\"/run/haproxy/admin.sock\") or "
+             "\"host:port\"");
+      }
+      instance.backend = in.Str("backend", h.backend);
+      if (!IsHaproxyName(instance.backend, 100)) {
+        Fail(in.Key("backend"), "must match [A-Za-z0-9_.:-]{1,100} (a HAProxy proxy name)");
+      }
+      in.RejectUnknownKeys();
+      h.push.instances.push_back(std::move(instance));
+    }
+  }
+  if (const json* a = o.Get("agent_check")) {
+    Obj ac(*a, "haproxy.agent_check");
+    h.agent_check.listen = ac.Str("listen", "", true);
+    auto address = ParseListenAddress(h.agent_check.listen);
+    if (!address || address->port == 0) {
+      Fail("haproxy.agent_check.listen", "must be \"address:port\", e.g. \"127.0.0.1:9878\"");
+    }
+    if (h.agent_check.listen == c.http_listen) {
+      Fail("haproxy.agent_check.listen", "must differ from http.listen");
+    }
+    h.agent_check.max_connections =
+        static_cast<int>(ac.Int("max_connections", h.agent_check.max_connections, 1, 4096));
+    h.agent_check.timeout_ms =
+        static_cast<int>(ac.Int("timeout_ms", h.agent_check.timeout_ms, 10, 60000));
+    ac.RejectUnknownKeys();
+  }
+  o.RejectUnknownKeys();
+}
+
 Config Parse(const json& root) {
   Config c;
   Obj top(root, "");
@@ -431,6 +493,8 @@ Config Parse(const json& root) {
     c.slo_delay_ms = ReadSingleInt(*j, "slo", "delay_ms", 200, 1, 3'600'000);
   }
   if (const json* j = top.Get("discovery")) ReadDiscovery(*j, c);
+  if (const json* j = top.Get("haproxy")) ReadHaproxy(*j, c);
+  c.haproxy.push.ttl_ms = c.redis.ttl_ms;
   top.RejectUnknownKeys();
   return c;
 }

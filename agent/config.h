@@ -13,6 +13,8 @@
 #include "base/redis_conn.h"
 #include "base/secret_file.h"
 #include "base/status.h"
+#include "exporters/haproxy_agent_check.h"
+#include "exporters/haproxy_runtime.h"
 #include "exporters/web_config.h"
 #include "heartbeat/heartbeat_sql.h"
 
@@ -78,6 +80,15 @@ struct StreamConfig {
   }
 };
 
+// HAProxy (docs/configuration.md, "haproxy"): the instances lagwatch pushes to, the agent-check
+// port, and the backend name `lagwatch haproxy-config` writes.
+struct HaproxyConfig {
+  std::string backend = "mysql_reads";
+  HaproxyPushOptions push;  // push.ttl_ms is redis.ttl_ms
+  AgentCheckOptions agent_check;
+  bool operator==(const HaproxyConfig&) const = default;
+};
+
 struct Config {
   int64_t agent_id = 1;
   // Which positions give the tight bounds (docs/measurement.md, "Position bounds"): nullopt is
@@ -111,6 +122,7 @@ struct Config {
   HttpConfig http;
   int slo_delay_ms = 200;
   DiscoveryConfig discovery;
+  HaproxyConfig haproxy;
 
   // The TLS for `server`: the primary's or a configured replica's own, else mysql_tls.
   const TlsOptions& MysqlTlsFor(const Endpoint& server) const;

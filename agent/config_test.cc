@@ -538,6 +538,100 @@ TEST_CASE("TLS files are checked at load: unreadable certificates, exposed keys"
   rmdir(dir);
 }
 
+TEST_CASE("haproxy: off by default; instances, resync, the agent-check port read and checked") {
+  Config c = ParseConfig(Valid().dump()).value();
+  CHECK(c.haproxy.backend == "mysql_reads");
+  CHECK(c.haproxy.push.instances.empty());
+  CHECK(c.haproxy.push.resync_ms == 1000);
+  CHECK(c.haproxy.push.timeout_ms == 500);
+  CHECK(c.haproxy.push.ttl_ms == 1000);  // redis.ttl_ms
+  CHECK(c.haproxy.agent_check.listen.empty());
+  json j = Valid();
+  j["redis"]["ttl_ms"] = 2000;
+  j["haproxy"] = json::parse(R"({
+    "backend": "reads",
+    "instances": [ { "name": "lb1", "socket": "/run/haproxy/admin.sock" },
+                   { "name": "lb2", "socket": "10.0.0.5:9999", "backend": "reads_b" } ],
+    "resync_ms": 2000, "timeout_ms": 300,
+    "agent_check": { "listen": "127.0.0.1:9878", "max_connections": 16, "timeout_ms": 500 } })");
+  auto r = ParseConfig(j.dump());
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  const HaproxyConfig& h = r->haproxy;
+  CHECK(h.backend == "reads");
+  REQUIRE(h.push.instances.size() == 2);
+  CHECK(h.push.instances[0] == HaproxyInstance{"lb1", "/run/haproxy/admin.sock", "reads"});
+  CHECK(h.push.instances[1] == HaproxyInstance{"lb2", "10.0.0.5:9999", "reads_b"});
+  CHECK(h.push.resync_ms == 2000);
+  CHECK(h.push.timeout_ms == 300);
+  CHECK(h.push.ttl_ms == 2000);
+  CHECK(h.agent_check == AgentCheckOptions{"127.0.0.1:9878", 16, 500});
+
+  Rejects([](json& j) { j["haproxy"] = {{"backend", "a b"}}; }, "haproxy.backend");
+  Rejects([](json& j) { j["haproxy"] = {{"backend", "reads;shutdown"}}; }, "haproxy.backend");
+  Rejects([](json& j) { j["haproxy"] = {{"resync_ms", 10}}; }, "haproxy.resync_ms");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"resync_ms", 500}, {"timeout_ms", 501}};
+      },
+      "haproxy.timeout_ms");
+  Rejects([](json& j) { j["haproxy"] = {{"instances", "lb1"}}; }, "haproxy.instances");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"instances", {{{"socket", "/s"}}}}};
+      },
+      "haproxy.instances[0].name");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"instances", {{{"name", "a/b"}, {"socket", "/s"}}}}};
+      },
+      "haproxy.instances[0].name");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {
+            {"instances", {{{"name", "a"}, {"socket", "/s"}}, {{"name", "a"}, {"socket", "/t"}}}}};
+      },
+      "haproxy.instances[1].name");
+  for (const char* socket : {"admin.sock", "run/admin.sock", "10.0.0.5", "host:0", "/a\nb"}) {
+    CAPTURE(socket);
+    Rejects(
+        [&](json& j) {
+          j["haproxy"] = {{"instances", {{{"name", "a"}, {"socket", socket}}}}};
+        },
+        "haproxy.instances[0].socket");
+  }
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"instances", {{{"name", "a"}, {"socket", "/s"}, {"backend", "x y"}}}}};
+      },
+      "haproxy.instances[0].backend");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"instances", {{{"name", "a"}, {"socket", "/s"}, {"other", 1}}}}};
+      },
+      "haproxy.instances[0].other");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"agent_check", json::object()}};
+      },
+      "haproxy.agent_check.listen");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"agent_check", {{"listen", "9878"}}}};
+      },
+      "haproxy.agent_check.listen");
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"agent_check", {{"listen", "127.0.0.1:9877"}}}};
+      },
+      "haproxy.agent_check.listen");  // http.listen's
+  Rejects(
+      [](json& j) {
+        j["haproxy"] = {{"agent_check", {{"listen", "127.0.0.1:1"}, {"max_connections", 0}}}};
+      },
+      "haproxy.agent_check.max_connections");
+  Rejects([](json& j) { j["haproxy"] = {{"agent", 1}}; }, "haproxy.agent");
+}
+
 TEST_CASE("a syntax error is reported, not thrown") {
   auto r = ParseConfig("{ \"agent_id\": 1,, }");
   REQUIRE_FALSE(r.ok());

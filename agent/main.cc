@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/check_cmd.h"
 #include "agent/config.h"
+#include "agent/haproxy_config_cmd.h"
 #include "base/log.h"
 #include "cli/status_cmd.h"
 #include "version.h"
@@ -58,6 +59,10 @@ void Usage(FILE* out) {
                "       lagwatch check --config FILE  connect to every configured server and print\n"
                "                                     what lagwatch will use and any problem\n"
                "                                     (0 all can be monitored, 1 some cannot)\n"
+               "       lagwatch haproxy-config --config FILE [--mode push|http|agent]\n"
+               "                       [--backend NAME] [--check-address HOST] [--max-delay-ms N]\n"
+               "                                     print the HAProxy backend for the configured\n"
+               "                                     servers (docs/operations.md, HAProxy)\n"
                "       lagwatch --version\n"
                "       lagwatch --help\n"
                "Signals: SIGTERM/SIGINT stop, SIGHUP reloads FILE.\n"
@@ -197,6 +202,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 3 && !std::strcmp(argv[1], "--config")) return Run(argv[2]);
+  if (argc >= 2 && !std::strcmp(argv[1], "haproxy-config")) {
+    return lagwatch::RunHaproxyConfigCommand(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (argc >= 2 && !std::strcmp(argv[1], "check")) {
     return lagwatch::RunCheckCommand(std::vector<std::string>(argv + 2, argv + argc));
   }

@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "exporters/metrics.h"
 #include "exporters/redis_publisher.h"
+#include "exporters/verdict_board.h"
 
 namespace lagwatch {
 namespace {
@@ -41,7 +42,8 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
 ReplicaProber::ReplicaProber(
     std::shared_ptr<const Config> settings, const ReplicaConfig& replica, EventLoop* loop,
     const HeartbeatLog* log, const PositionHistory* history, const StreamHistory* stream,
-    TopologyMonitor* topology, RedisPublisher* publisher, Metrics* metrics, const Clock& clock,
+    TopologyMonitor* topology, RedisPublisher* publisher, VerdictBoard* board, Metrics* metrics,
+    const Clock& clock,
     std::function<void(const std::string& server, int64_t not_after_unix)> certificate_seen)
     : settings_(std::move(settings)),
       config_(*settings_),
@@ -53,6 +55,7 @@ ReplicaProber::ReplicaProber(
       stream_(stream),
       topology_(topology),
       publisher_(publisher),
+      board_(board),
       metrics_(metrics),
       clock_(clock),
       loop_(loop),
@@ -522,7 +525,10 @@ void ReplicaProber::PublishVerdict(const Judgement& j, const std::string& why) {
   // A replica is published once it has been measured with what the agent will keep comparing;
   // before that its key stays absent, which routers read as "unusable" (docs/redis.md). A bound
   // comes with the first measurement, and the positions kind decides how tight it is.
-  if (judge_.bounds() && session_.positions_decided()) publisher_->Publish(snap);
+  if (judge_.bounds() && session_.positions_decided()) {
+    publisher_->Publish(snap);
+    if (board_) board_->Put(snap);
+  }
   if (!j.verdict.changed) return;
   std::optional<contract::PreviousVerdict> previous;
   if (had_verdict_)

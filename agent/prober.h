@@ -38,6 +38,7 @@ namespace lagwatch {
 
 class Metrics;
 class RedisPublisher;
+class VerdictBoard;
 struct ReplicaMetrics;
 
 // `config` without its replica list: what every prober of that configuration shares.
@@ -48,7 +49,8 @@ class ReplicaProber {
   // `settings` is shared by every prober of one configuration (ProberSettings: the
   // configuration without its replica list, which a copy per prober would make memory grow with
   // the square of the fleet). `loop`, `log`, `history`, `stream` (null: no binary log stream),
-  // `topology`, `publisher` and `metrics` must outlive the prober. `certificate_seen` (may be
+  // `topology`, `publisher`, `board` (null: none; it gets every record Redis gets, for HAProxy)
+  // and `metrics` must outlive the prober. `certificate_seen` (may be
   // empty) is told the server certificate's expiry (unix seconds) at every new TLS connection,
   // on the prober's loop.
   //
@@ -60,7 +62,7 @@ class ReplicaProber {
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
                 const StreamHistory* stream, TopologyMonitor* topology, RedisPublisher* publisher,
-                Metrics* metrics, const Clock& clock,
+                VerdictBoard* board, Metrics* metrics, const Clock& clock,
                 std::function<void(const std::string& server, int64_t not_after_unix)>
                     certificate_seen = nullptr);
   ~ReplicaProber() { Stop(); }
@@ -150,6 +152,7 @@ class ReplicaProber {
   const StreamHistory* const stream_;
   TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;
+  VerdictBoard* const board_;
   Metrics* const metrics_;
   const Clock& clock_;
 

@@ -51,6 +51,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   if (a.redis != b.redis) return "redis";
   if (a.http_listen != b.http_listen || a.http != b.http) return "http";
   if (a.discovery != b.discovery) return "discovery";
+  if (a.haproxy != b.haproxy) return "haproxy";
   return "";
 }
 

@@ -26,21 +26,6 @@ constexpr char kUsage[] =
 // lagwatch status gives up on an agent that has not answered within this time.
 constexpr Millis kStatusTimeout{3000};
 
-// "Basic base64(user:password)"; the password is wiped from the intermediate buffer.
-std::string BasicAuthorization(const std::string& user, std::string password) {
-  std::string plain = user + ":" + password;
-  std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(plain.data()),
-                          static_cast<int>(plain.size()));
-  out.resize(static_cast<size_t>(n));
-  std::string header = "Basic " + out;
-  OPENSSL_cleanse(out.data(), out.size());
-  OPENSSL_cleanse(plain.data(), plain.size());
-  OPENSSL_cleanse(password.data(), password.size());
-  return header;
-}
-
 // A field as text for the terminal (control bytes escaped), or "-".
 std::string Field(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -80,6 +65,20 @@ std::string ServerCell(const nlohmann::json& r) {
 }
 
 }  // namespace
+
+std::string BasicAuthorization(const std::string& user, std::string password) {
+  std::string plain = user + ":" + password;
+  std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(plain.data()),
+                          static_cast<int>(plain.size()));
+  out.resize(static_cast<size_t>(n));
+  std::string header = "Basic " + out;
+  OPENSSL_cleanse(out.data(), out.size());
+  OPENSSL_cleanse(plain.data(), plain.size());
+  OPENSSL_cleanse(password.data(), password.size());
+  return header;
+}
 
 std::string RenderPrimaryLine(const std::string& primary_json) {
   auto doc = nlohmann::json::parse(primary_json, nullptr, /*allow_exceptions=*/false);

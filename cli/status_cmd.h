@@ -31,6 +31,10 @@ using ListenerFromConfig = std::function<Result<AgentListener>(const std::string
 // issued for another name works when the agent listens on 0.0.0.0).
 int RunStatusCommand(const std::vector<std::string>& args, const ListenerFromConfig& from_config);
 
+// "Basic base64(user:password)", an Authorization header's value; the password is wiped from the
+// buffers it passed through. `lagwatch haproxy-config` writes HAProxy's check header with it.
+std::string BasicAuthorization(const std::string& user, std::string password);
+
 // Renders GET /api/v1/replicas's JSON as the status table; sets *unhealthy to the number of
 // replicas whose "healthy" is not the number 1, or to -1 (and returns "") when the text is not
 // that JSON (not JSON, no "replicas" array, an entry that is not an object). Fields of the wrong

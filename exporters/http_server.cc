@@ -21,6 +21,7 @@
 #include <prometheus/family.h>
 
 #include "base/log.h"
+#include "base/strings.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {
@@ -229,11 +230,21 @@ void WarnIfExposed(const std::string& listen, const std::string& host, const Web
 
 }  // namespace
 
+const std::string* HttpRequest::Header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (AsciiLower(n) == AsciiLower(name)) return &v;
+  }
+  return nullptr;
+}
+
 class HttpServer::Route : public CivetHandler {
  public:
   // `path` empty: the catch-all that answers 404. `auth` null: open to everyone.
   Route(std::string path, Handler h, const BasicAuth* auth, const HttpAuthMetrics* failures)
       : path_(std::move(path)), handler_(std::move(h)), auth_(auth), failures_(failures) {}
+  // A prefix route: `path` and the paths under it.
+  Route(std::string path, RequestHandler h, const BasicAuth* auth, const HttpAuthMetrics* failures)
+      : path_(std::move(path)), request_handler_(std::move(h)), auth_(auth), failures_(failures) {}
   bool handleGet(CivetServer*, mg_connection* conn) override { return Serve(conn, true); }
   bool handleHead(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
   bool handlePost(CivetServer*, mg_connection* conn) override { return Serve(conn, false); }
@@ -260,8 +271,12 @@ class HttpServer::Route : public CivetHandler {
         return true;
       }
     }
-    // CivetWeb matches handlers by prefix ("/metrics" also takes "/metricsfoo"); serve exact paths.
-    if (path_.empty() || path_ != ri->local_uri) {
+    // CivetWeb matches handlers by prefix ("/metrics" also takes "/metricsfoo"); serve exact paths,
+    // and a prefix route's path and what is under it.
+    const std::string_view uri = ri->local_uri;
+    const bool under = request_handler_ && uri.starts_with(path_) && uri.size() > path_.size() &&
+                       uri[path_.size()] == '/';
+    if (path_.empty() || (path_ != uri && !under)) {
       SendText(conn, 404, "not found\n");
       return true;
     }
@@ -271,15 +286,17 @@ class HttpServer::Route : public CivetHandler {
     }
     HttpResponse resp;
     try {
-      resp = handler_();
+      resp = request_handler_ ? request_handler_(Request(ri)) : handler_();
     } catch (const std::exception& e) {
       resp = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
     }
+    std::string extra;
+    for (const auto& [name, value] : resp.headers) extra += name + ": " + value + "\r\n";
     mg_printf(conn,
               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-              "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+              "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n",
               resp.code, mg_get_response_code_text(conn, resp.code), resp.content_type.c_str(),
-              resp.body.size());
+              resp.body.size(), extra.c_str());
     mg_write(conn, resp.body.data(), resp.body.size());
     const bool large = resp.body.size() >= kTrimAfterBytes;
     resp = {};
@@ -289,16 +306,26 @@ class HttpServer::Route : public CivetHandler {
     return true;
   }
 
+  static HttpRequest Request(const mg_request_info* ri) {
+    HttpRequest r;
+    r.path = ri->local_uri;
+    if (ri->query_string) r.query = ri->query_string;
+    for (int i = 0; i < ri->num_headers; ++i) {
+      r.headers.emplace_back(ri->http_headers[i].name, ri->http_headers[i].value);
+    }
+    return r;
+  }
+
   const std::string path_;
   const Handler handler_;
+  const RequestHandler request_handler_;
   const BasicAuth* const auth_;
   const HttpAuthMetrics* const failures_;
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
-                                                      const HttpConfig& http,
-                                                      const Metrics* metrics,
-                                                      std::map<std::string, Handler> routes) {
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& listen, const HttpConfig& http, const Metrics* metrics,
+    std::map<std::string, Handler> routes, std::map<std::string, RequestHandler> prefix_routes) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   const WebConfig& web = http.web;
   s->auth_failures_ = &metrics->http_auth;
@@ -314,7 +341,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
   const std::string host = listen.substr(0, listen.rfind(':'));
   s->wake_address_ = WakeAddress(host);
   if (Status st = s->Listen(options, pem.fd, pem.path, web, listen); !st.ok()) return st;
-  s->AddRoutes(std::move(routes), metrics);
+  s->AddRoutes(std::move(routes), std::move(prefix_routes), metrics);
   WarnIfExposed(listen, host, web);
   return s;
 }
@@ -339,7 +366,9 @@ Status HttpServer::Listen(const std::vector<std::string>& options, int pem_fd,
   return Status::Ok();
 }
 
-void HttpServer::AddRoutes(std::map<std::string, Handler> routes, const Metrics* metrics) {
+void HttpServer::AddRoutes(std::map<std::string, Handler> routes,
+                           std::map<std::string, RequestHandler> prefix_routes,
+                           const Metrics* metrics) {
   routes["/metrics"] = [metrics] {
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics->TextExposition()};
   };
@@ -350,8 +379,12 @@ void HttpServer::AddRoutes(std::map<std::string, Handler> routes, const Metrics*
         path, std::move(handler), kOpenPaths.count(path) ? nullptr : auth, auth_failures_));
     server_->addHandler(path, routes_.back().get());
   }
+  for (auto& [path, handler] : prefix_routes) {
+    routes_.push_back(std::make_unique<Route>(path, std::move(handler), auth, auth_failures_));
+    server_->addHandler(path, routes_.back().get());
+  }
   // Everything else: 401 without credentials, like any protected path, then 404.
-  routes_.push_back(std::make_unique<Route>("", nullptr, auth, auth_failures_));
+  routes_.push_back(std::make_unique<Route>("", Handler(), auth, auth_failures_));
   server_->addHandler("/", routes_.back().get());
 }
 

@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -31,20 +33,36 @@ struct HttpResponse {
   int code = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // Extra response headers (names and values made by lagwatch, never by the client).
+  std::vector<std::pair<std::string, std::string>> headers = {};
+};
+
+// What a prefix route sees of a GET request.
+struct HttpRequest {
+  std::string path;   // decoded, e.g. "/check/10.0.0.12:3306"
+  std::string query;  // after "?", as sent; "" without one
+  std::vector<std::pair<std::string, std::string>> headers;
+  // The first value of header `name` (ASCII case-insensitive), or nullptr.
+  const std::string* Header(std::string_view name) const;
 };
 
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse()>;
+  // A route for a path and everything under it ("/check" serves "/check" and "/check/...").
+  using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
 
   // Serves GET /metrics from `metrics` (Metrics::TextExposition; `metrics` must outlive the
   // server) plus `routes` (exact path -> GET handler); other methods get 405, other paths 404
-  // (after authentication). Counts refusals in metrics->http_auth.
+  // (after authentication), and `prefix_routes` (prefix -> GET handler of that path and the
+  // paths under it), behind authentication like the others. Counts refusals in
+  // metrics->http_auth.
   // Returns InvalidArgument naming http.listen if the address cannot be bound, or
   // http.web_config_file if TLS cannot start (certificate or key rejected, OpenSSL missing).
-  static Result<std::unique_ptr<HttpServer>> Start(const std::string& listen,
-                                                   const HttpConfig& http, const Metrics* metrics,
-                                                   std::map<std::string, Handler> routes);
+  static Result<std::unique_ptr<HttpServer>> Start(
+      const std::string& listen, const HttpConfig& http, const Metrics* metrics,
+      std::map<std::string, Handler> routes,
+      std::map<std::string, RequestHandler> prefix_routes = {});
   ~HttpServer();
 
   // The port actually bound (useful with port 0).
@@ -60,7 +78,8 @@ class HttpServer {
                 const WebConfig& web, const std::string& listen);
   // Serves `routes`, /metrics from `metrics` and /healthz (unless `routes` has one), and a
   // catch-all 404, each behind auth_ unless it is an open path.
-  void AddRoutes(std::map<std::string, Handler> routes, const Metrics* metrics);
+  void AddRoutes(std::map<std::string, Handler> routes,
+                 std::map<std::string, RequestHandler> prefix_routes, const Metrics* metrics);
 
   // Declared before server_: CivetWeb's workers use them until server_ is closed.
   std::unique_ptr<BasicAuth> auth_;  // null: no authentication

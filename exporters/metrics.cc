@@ -352,6 +352,31 @@ HttpAuthMetrics::HttpAuthMetrics(prometheus::Registry& r)
       malformed(failures.Add({{"reason", "malformed"}})),
       bad_credentials(failures.Add({{"reason", "bad_credentials"}})) {}
 
+HaproxyMetrics::HaproxyMetrics(prometheus::Registry& r)
+    : up(Gauges(r, "lagwatch_haproxy_up",
+                "1 while the last exchange with the HAProxy instance's runtime API succeeded.")),
+      commands(Counters(r, "lagwatch_haproxy_commands_total",
+                        "Server state and weight commands sent to the HAProxy instance.")),
+      errors(Counters(r, "lagwatch_haproxy_errors_total",
+                      "Failed exchanges with the HAProxy instance's runtime API, by reason.")),
+      corrections(Counters(r, "lagwatch_haproxy_corrections_total",
+                           "Servers found unlike lagwatch's verdict at a resync and set again (a "
+                           "restart, a reload, a change by hand).")),
+      restarts(Counters(r, "lagwatch_haproxy_restarts_total",
+                        "Restarts and reloads of the HAProxy instance seen (a new Pid).")),
+      last_sync_seconds(Gauges(r, "lagwatch_haproxy_last_sync_timestamp_seconds",
+                               "Unix time of the last resync that succeeded.")),
+      push_seconds(Histograms(r, "lagwatch_haproxy_push_seconds",
+                              "From a verdict change to the HAProxy instance acknowledging its "
+                              "commands.")),
+      checks(
+          Counters(r, "lagwatch_haproxy_checks_total",
+                   "HAProxy checks answered by lagwatch, by protocol (agent, http) and answer.")) {}
+
+prometheus::Counter& HaproxyMetrics::Check(const char* protocol, const char* answer) {
+  return checks.Add({{"protocol", protocol}, {"answer", answer}});
+}
+
 Metrics::Metrics(const std::string& version, const Clock& clock)
     : registry_(std::make_shared<prometheus::Registry>()),
       build_info(Gauges(*registry_, "lagwatch_build_info",
@@ -489,6 +514,7 @@ Metrics::Metrics(const std::string& version, const Clock& clock)
           Gauges(*registry_, "lagwatch_tls_certificate_soonest_expiry_timestamp_seconds",
                  "The soonest expiry of any certificate of a server reached over TLS (unix "
                  "time).")),
+      haproxy(*registry_),
       applier_signal_errors(Counters(
           *registry_, "lagwatch_mysql_applier_signal_errors_total",
           "MySQL 8.0+ applier signals (performance_schema) a replica refused (denied: no SELECT; "

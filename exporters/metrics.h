@@ -123,6 +123,35 @@ struct HttpAuthMetrics {
   prometheus::Counter& bad_credentials;               // unknown user or wrong password
 };
 
+// HAProxy (docs/operations.md, "HAProxy"), registered by Metrics; series appear with the
+// instances (the pusher creates them) and the first checks. An instance is labelled `haproxy`
+// (its name): `instance` is Prometheus's own target label.
+//   lagwatch_haproxy_up{haproxy}                      1 while the last exchange succeeded
+//   lagwatch_haproxy_commands_total{haproxy}          state and weight commands sent
+//   lagwatch_haproxy_errors_total{haproxy, reason}    failed exchanges (kErrorReasons' tokens)
+//   lagwatch_haproxy_corrections_total{haproxy}       servers set again at a resync
+//   lagwatch_haproxy_restarts_total{haproxy}          restarts and reloads seen
+//   lagwatch_haproxy_last_sync_timestamp_seconds{haproxy}
+//   lagwatch_haproxy_push_seconds{haproxy}            verdict change to HAProxy's acknowledgement
+//   lagwatch_haproxy_checks_total{protocol, answer}    pull checks answered
+// Thread-safe.
+struct HaproxyMetrics {
+  // Registers the families on `registry`, which must outlive this.
+  explicit HaproxyMetrics(prometheus::Registry& registry);
+
+  prometheus::Family<prometheus::Gauge>& up;
+  prometheus::Family<prometheus::Counter>& commands;
+  prometheus::Family<prometheus::Counter>& errors;
+  prometheus::Family<prometheus::Counter>& corrections;
+  prometheus::Family<prometheus::Counter>& restarts;
+  prometheus::Family<prometheus::Gauge>& last_sync_seconds;
+  prometheus::Family<prometheus::Histogram>& push_seconds;
+  prometheus::Family<prometheus::Counter>& checks;
+  // The check counter of `protocol` ("agent" or "http") and `answer`: a verdict's name (up,
+  // drain, down, maint) or unknown, malformed, timeout, busy.
+  prometheus::Counter& Check(const char* protocol, const char* answer);
+};
+
 // One replica's series in one allocation, created by Metrics::Replica and valid until
 // Metrics::RemoveReplica. Its prober updates them; a scrape reads them. Thread-safe (lock-free).
 struct ReplicaMetrics {
@@ -283,6 +312,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& tls_errors;
   prometheus::Family<prometheus::Gauge>& tls_certificate_expiry;
   prometheus::Family<prometheus::Gauge>& tls_certificate_soonest_expiry;
+  // HAProxy's pusher and pull checks, registered last.
+  HaproxyMetrics haproxy;
   // Counts `st` in tls_errors under `target` when it is a TLS failure (Status::Code::kTls).
   void CountTlsError(const char* target, const Status& st);
 
