@@ -200,6 +200,11 @@ std::optional<std::string> SqlResult::First() const {
 Sql::Sql(std::string socket, unsigned timeout_s)
     : socket_(std::move(socket)), timeout_s_(timeout_s) {}
 
+Sql::Sql(Tcp tcp, unsigned timeout_s)
+    : socket_(tcp.host + ":" + std::to_string(tcp.port)),
+      tcp_(std::move(tcp)),
+      timeout_s_(timeout_s) {}
+
 Sql::~Sql() { Disconnect(); }
 
 void Sql::Disconnect() {
@@ -217,7 +222,13 @@ bool Sql::Connect() {
   mysql_options(conn_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout_s_);
   mysql_options(conn_, MYSQL_OPT_READ_TIMEOUT, &timeout_s_);
   mysql_options(conn_, MYSQL_OPT_WRITE_TIMEOUT, &timeout_s_);
-  if (!mysql_real_connect(conn_, nullptr, "root", nullptr, nullptr, 0, socket_.c_str(), 0)) {
+  const bool connected =
+      tcp_ ? mysql_real_connect(conn_, tcp_->host.c_str(), tcp_->user.c_str(),
+                                tcp_->password.c_str(), nullptr, static_cast<unsigned>(tcp_->port),
+                                nullptr, 0) != nullptr
+           : mysql_real_connect(conn_, nullptr, "root", nullptr, nullptr, 0, socket_.c_str(), 0) !=
+                 nullptr;
+  if (!connected) {
     error_ = "connect to " + socket_ + ": " + mysql_error(conn_);
     errno_ = mysql_errno(conn_);
     Disconnect();

@@ -85,7 +85,16 @@ struct SqlResult {
 // Not thread-safe: one per thread.
 class Sql {
  public:
+  // As root over the server's unix socket (the sandbox's root logs in by unix_socket).
   explicit Sql(std::string socket, unsigned timeout_s = 10);
+  // As `user` over TCP to host:port (e.g. through a load balancer).
+  struct Tcp {
+    std::string host;
+    int port = 0;
+    std::string user;
+    std::string password;
+  };
+  explicit Sql(Tcp tcp, unsigned timeout_s = 10);
   ~Sql();
   Sql(const Sql&) = delete;
   Sql& operator=(const Sql&) = delete;
@@ -105,6 +114,7 @@ class Sql {
   void Disconnect();
 
   std::string socket_;
+  std::optional<Tcp> tcp_;
   unsigned timeout_s_;
   MYSQL* conn_ = nullptr;
   uint64_t last_insert_id_ = 0;

@@ -41,6 +41,7 @@
 #include "bench/bench_util.h"
 #include "bench/flags.h"
 #include "bench/stale_reads_analysis.h"
+#include "bench/stale_reads_haproxy.h"
 #include "client/contract_reader.h"
 #include "client/read_your_writes.h"
 #include "client/record.h"
@@ -57,7 +58,19 @@ constexpr int64_t kLimitUs = 200'000;  // the sandbox's tier1
 constexpr int kThinkMs[] = {0, 5, 20, 50, 100, 200, 500, 1000};
 constexpr int kOrders = 1000;
 
-enum class Policy { kRandom, kSbm, kNaive, kLagwatch, kRywPublished, kRywAsk };
+enum class Policy {
+  kRandom,
+  kSbm,
+  kNaive,
+  kLagwatch,
+  kRywPublished,
+  kRywAsk,
+  // Reads through a HAProxy pool (bench/stale_reads_haproxy.h), one per way of checking.
+  kHaproxyStock,
+  kHaproxySbm,
+  kHaproxyPull,
+  kHaproxyPush,
+};
 // Each policy with the name --policy takes and the name the report prints, in report order.
 struct PolicyInfo {
   Policy policy;
@@ -72,11 +85,46 @@ constexpr PolicyInfo kPolicies[] = {
     {Policy::kRywPublished, "ryw-published", "lagwatch + RYW + bounded staleness (published)"},
     {Policy::kRywAsk, "ryw-ask", "lagwatch + RYW + bounded staleness (ask)"},
 };
+// Only when asked for (bench/stale_reads --haproxy): they need HAProxy set up.
+constexpr PolicyInfo kHaproxyPolicies[] = {
+    {Policy::kHaproxyStock, "haproxy-stock", "HAProxy, mysql-check (stock, inter 2s)"},
+    {Policy::kHaproxySbm, "haproxy-sbm", "HAProxy, SBM <= 1 s external check (inter 2s, fall 2)"},
+    {Policy::kHaproxyPull, "haproxy-pull", "HAProxy + lagwatch pull (HTTP check, inter 100ms)"},
+    {Policy::kHaproxyPush, "haproxy-push", "HAProxy + lagwatch push (runtime API)"},
+};
 const char* PolicyName(Policy p) {
   for (const PolicyInfo& i : kPolicies) {
     if (i.policy == p) return i.name;
   }
+  for (const PolicyInfo& i : kHaproxyPolicies) {
+    if (i.policy == p) return i.name;
+  }
   return "?";
+}
+std::optional<Policy> PolicyByFlag(const std::string& flag) {
+  for (const PolicyInfo& i : kPolicies) {
+    if (flag == i.flag) return i.policy;
+  }
+  for (const PolicyInfo& i : kHaproxyPolicies) {
+    if (flag == i.flag) return i.policy;
+  }
+  return std::nullopt;
+}
+bool Haproxy(Policy p) {
+  return p == Policy::kHaproxyStock || p == Policy::kHaproxySbm || p == Policy::kHaproxyPull ||
+         p == Policy::kHaproxyPush;
+}
+HaproxyPool PoolOf(Policy p) {
+  switch (p) {
+    case Policy::kHaproxySbm:
+      return HaproxyPool::kSbm;
+    case Policy::kHaproxyPull:
+      return HaproxyPool::kPull;
+    case Policy::kHaproxyPush:
+      return HaproxyPool::kPush;
+    default:
+      return HaproxyPool::kStock;
+  }
 }
 bool Ryw(Policy p) { return p == Policy::kRywPublished || p == Policy::kRywAsk; }
 
@@ -84,7 +132,9 @@ constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                         [--policy NAME]... [--php-worker PATH [--php-router MODE]...]\n"
     "                         [--name NAME] [--command TEXT] [--git-rev REV] [--tls]\n"
-    "  --policy: random, sbm, naive, lagwatch, ryw-published, ryw-ask (default: all six)\n"
+    "  --policy: random, sbm, naive, lagwatch, ryw-published, ryw-ask (default: all six), and\n"
+    "    haproxy-stock, haproxy-sbm, haproxy-pull, haproxy-push (reads through HAProxy 2.6 pools\n"
+    "    on ports P+11..P+14; only when named)\n"
     "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n"
     "  --tls: the sandbox was built with --tls: the routers read Redis over TLS, the PHP\n"
     "    worker's too (its SandboxRedis reads DIR/env); results NAME-tls-<quick|full>\n";
@@ -108,8 +158,9 @@ struct Shared {
   const RedisConfig router_redis;
   std::atomic<bool> stop{false};
   std::mutex mu;
-  OracleLog oracle;               // GUARDED_BY(mu)
-  std::vector<ReadRecord> reads;  // GUARDED_BY(mu)
+  OracleLog oracle;                    // GUARDED_BY(mu)
+  std::vector<ReadRecord> reads;       // GUARDED_BY(mu)
+  std::optional<HaproxyRows> haproxy;  // set before the sessions start, when a row needs it
   Shared(const Options& o, RedisConfig redis) : opt(o), router_redis(std::move(redis)) {}
   void Add(const ReadRecord& r) {
     std::lock_guard lock(mu);
@@ -235,6 +286,37 @@ void Judge(ReadRecord& r, const OracleLog& oracle, int server, std::optional<int
   r.stale = written ? *got < *written : r.staleness_us > kLimitUs;
 }
 
+// A read through a HAProxy pool by a plain client: connect as the reader, read (the answering
+// server's @@port says which it was), disconnect; once more on a failure (a connection HAProxy cut
+// as its server left the pool, as a pool's reconnect would).
+ReadRecord ReadThroughHaproxy(Shared& s, Router& router, ReadRecord r, int id,
+                              std::optional<int64_t> written, int64_t start) {
+  const std::string query =
+      "SELECT o.seq, d.version, @@port AS port FROM lwbench.oracle o JOIN lwbench.orders d "
+      "WHERE o.id = 1 AND d.id = " +
+      std::to_string(id);
+  std::optional<SqlResult> res;
+  for (int attempt = 0; attempt < 2 && !res; ++attempt) {
+    Sql sql(s.haproxy->Reader(PoolOf(router.policy())), 2);
+    res = sql.Query(query);
+  }
+  r.answer_us = NowUs();
+  r.latency_us = r.answer_us - start;
+  auto field = [&](const char* name) {
+    auto v = res ? res->Get(name) : std::nullopt;
+    return v ? ParseInt<int64_t>(*v) : std::nullopt;
+  };
+  const auto port = field("port");
+  const int server = port ? static_cast<int>(*port) - s.opt.base_port : -1;
+  std::lock_guard lock(s.mu);
+  if (server < 0 || server > 2) {
+    r.served_by = -1;
+    return r;
+  }
+  Judge(r, s.oracle, server, field("seq"), field("version"), written);
+  return r;
+}
+
 // Reads order `id` through `router`; judged as a read of its own write (version `written`,
 // `think_ms` after it) or of another session's row.
 ReadRecord Read(Shared& s, Router& router, Connections& c, const client::Session& session,
@@ -245,6 +327,7 @@ ReadRecord Read(Shared& s, Router& router, Connections& c, const client::Session
   r.own_write = written.has_value();
   r.think_ms = think_ms;
   const int64_t start = NowUs();
+  if (Haproxy(router.policy())) return ReadThroughHaproxy(s, router, r, id, written, start);
   Router::Choice choice = router.ForRead(session, random);
   if (choice.ask && session.token) {
     auto q = client::CatchUpQuery(*session.token);
@@ -632,11 +715,38 @@ std::string Render(const json& r, bool markdown) {
   return out;
 }
 
+// Until every pool reads from a replica (push: lagwatch has set its servers; pull: the first
+// checks passed; stock and SBM: theirs), or 15 s: the steady state starts with the pools settled.
+void WaitForPools(const HaproxyRows& rows, int base_port) {
+  const auto until = SteadyClock::now() + 15s;
+  for (HaproxyPool p :
+       {HaproxyPool::kStock, HaproxyPool::kSbm, HaproxyPool::kPull, HaproxyPool::kPush}) {
+    for (;;) {
+      Sql sql(rows.Reader(p), 2);
+      auto res = sql.Query("SELECT @@port AS port");
+      auto port = res ? res->Get("port") : std::nullopt;
+      if (port && *port != std::to_string(base_port)) break;
+      if (SteadyClock::now() > until) {
+        Progress("pool on port " + std::to_string(rows.PoolPort(p)) +
+                 " still reads the primary after 15 s");
+        break;
+      }
+      Pause(100ms);
+    }
+  }
+}
+
 int RunBenchmark(const Options& o) {
   const SandboxEnv env = o.Sandbox();
+  const bool with_haproxy = std::any_of(o.policies.begin(), o.policies.end(), Haproxy);
+  std::optional<HaproxyRows> haproxy_rows;
+  if (with_haproxy) {
+    Progress("setting up HAProxy's pools");
+    haproxy_rows = PrepareHaproxy(o.dir, o.base_port, Socket(o, 0), o.lagwatch);
+  }
   Progress("setting up the tables");
   Setup(o);
-  const std::string config = o.dir + "/lagwatch.json";
+  const std::string config = with_haproxy ? haproxy_rows->lagwatch : o.dir + "/lagwatch.json";
   auto agent = Child::Spawn({o.lagwatch, "--config", config}, o.out_dir + "/stale-reads-agent.log");
   {
     Redis redis(SandboxRedis(env, RedisUser::kAdmin));
@@ -654,6 +764,12 @@ int RunBenchmark(const Options& o) {
     }
   }
   Shared shared(o, SandboxRedis(env, RedisUser::kRouter));
+  std::unique_ptr<Child> haproxy;
+  if (with_haproxy) {
+    shared.haproxy = haproxy_rows;
+    haproxy = StartHaproxy(*haproxy_rows, o.out_dir + "/stale-reads-haproxy.log");
+    WaitForPools(*haproxy_rows, o.base_port);
+  }
   // The rows: the policies in this process, then the PHP routers (arguments for the worker).
   std::vector<std::string> names;
   std::vector<Policy> policies = o.policies;
@@ -720,6 +836,7 @@ int RunBenchmark(const Options& o) {
   stop_all();
   routers.clear();
   agent->Stop();
+  if (haproxy) haproxy->Stop();
   int64_t junk = 0;
   for (const auto& p : php) {
     auto reads = p->Collect(shared.oracle, junk);
@@ -741,36 +858,35 @@ int RunBenchmark(const Options& o) {
 int main(int argc, char** argv) {
   using namespace lagwatch::bench;
   Options opt;
-  return BenchmarkMain(
-      argc, argv, opt,
-      {.name = "bench_stale_reads",
-       .usage = kUsage,
-       .flag =
-           [&](FlagReader& f) {
-             if (f.flag() == "--php-worker") {
-               opt.php_worker = f.Value();
-             } else if (f.flag() == "--php-router") {
-               opt.php_routers.push_back(f.Value());
-             } else if (f.flag() == "--name") {
-               opt.name = f.Value();
-             } else if (f.flag() == "--policy") {
-               const std::string v = f.Value();
-               auto it = std::find_if(std::begin(kPolicies), std::end(kPolicies),
-                                      [&](const PolicyInfo& i) { return v == i.flag; });
-               if (it == std::end(kPolicies)) {
-                 std::fprintf(stderr, "bench_stale_reads: unknown --policy '%s'\n", v.c_str());
-                 std::exit(2);
-               }
-               opt.policies.push_back(it->policy);
-             } else {
-               return false;
-             }
-             return true;
-           },
-       .valid =
-           [&] {
-             return (opt.php_routers.empty() || !opt.php_worker.empty()) &&
-                    lagwatch::IsToken(opt.name, "_.-", 1, 64);
-           },
-       .run = [&] { return RunBenchmark(opt); }});
+  return BenchmarkMain(argc, argv, opt,
+                       {.name = "bench_stale_reads",
+                        .usage = kUsage,
+                        .flag =
+                            [&](FlagReader& f) {
+                              if (f.flag() == "--php-worker") {
+                                opt.php_worker = f.Value();
+                              } else if (f.flag() == "--php-router") {
+                                opt.php_routers.push_back(f.Value());
+                              } else if (f.flag() == "--name") {
+                                opt.name = f.Value();
+                              } else if (f.flag() == "--policy") {
+                                const std::string v = f.Value();
+                                auto policy = PolicyByFlag(v);
+                                if (!policy) {
+                                  std::fprintf(stderr, "bench_stale_reads: unknown --policy '%s'\n",
+                                               v.c_str());
+                                  std::exit(2);
+                                }
+                                opt.policies.push_back(*policy);
+                              } else {
+                                return false;
+                              }
+                              return true;
+                            },
+                        .valid =
+                            [&] {
+                              return (opt.php_routers.empty() || !opt.php_worker.empty()) &&
+                                     lagwatch::IsToken(opt.name, "_.-", 1, 64);
+                            },
+                        .run = [&] { return RunBenchmark(opt); }});
 }
