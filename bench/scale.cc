@@ -63,6 +63,7 @@
 #include "bench/bench_util.h"
 #include "bench/collectors.h"
 #include "bench/flags.h"
+#include "bench/host.h"
 #include "bench/scale_report.h"
 #include "bench/scrape.h"
 #include "bench/table.h"
@@ -74,7 +75,6 @@ using json = nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr int kAddressesPerSubnet = 250;  // 127.0.x.1 .. 127.0.x.250
 constexpr int kMaxAliases = 250 * 254;
 // Scrapes inside the steady window besides its first and last: one every 12 s in a 60 s window,
 // close to the common 15 s scrape interval.
@@ -133,14 +133,6 @@ struct Paths {
   std::string SandboxConfig() const { return dir + "/lagwatch.json"; }
 };
 
-// One of the N replicas lagwatch is given.
-struct Alias {
-  std::string host;
-  int port = 0;
-  int replica = 0;  // 0: replica1, 1: replica2
-  std::string Id() const { return host + ":" + std::to_string(port); }
-};
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -149,102 +141,11 @@ double Median(std::vector<double> v) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes, from /proc
-
-// utime + stime of a process (all its threads), in seconds; nullopt if it is gone.
-std::optional<double> CpuSeconds(pid_t pid) {
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream in(stat.substr(paren + 2));
-  std::vector<std::string> f;  // f[0] is field 3 (state)
-  for (std::string x; in >> x && f.size() < 13;) f.push_back(x);
-  if (f.size() < 13) return std::nullopt;
-  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-struct Memory {
-  double rss_mb = 0;
-  double hwm_mb = 0;  // peak RSS
-  int threads = 0;
-};
-
-Memory MemoryOf(pid_t pid) {
-  Memory m;
-  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string line; std::getline(in, line);) {
-    auto value = [&] { return std::strtod(line.c_str() + line.find(':') + 1, nullptr); };
-    if (line.starts_with("VmRSS:")) m.rss_mb = value() / 1024.0;  // kB
-    if (line.starts_with("VmHWM:")) m.hwm_mb = value() / 1024.0;
-    if (line.starts_with("Threads:")) m.threads = static_cast<int>(value());
-  }
-  return m;
-}
-
-size_t OpenFds(pid_t pid) {
-  std::error_code ec;
-  auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
-  return ec ? 0 : static_cast<size_t>(std::distance(it, std::filesystem::directory_iterator()));
-}
-
-// Busy and total jiffies of the whole host, from /proc/stat's "cpu" line.
-struct HostCpu {
-  double busy = 0, total = 0;
-};
-HostCpu ReadHostCpu() {
-  std::istringstream in(ReadFile("/proc/stat"));
-  std::string cpu;
-  in >> cpu;
-  HostCpu h;
-  double v[8] = {};  // user nice system idle iowait irq softirq steal
-  for (double& x : v) in >> x;
-  for (double x : v) h.total += x;
-  h.busy = h.total - v[3] - v[4];
-  return h;
-}
-
-// How busy the whole host is over `d`, in cores: other work here skews every timing.
-double HostBusyCores(milliseconds d) {
-  const HostCpu a = ReadHostCpu();
-  Pause(d);
-  const HostCpu b = ReadHostCpu();
-  return (b.busy - a.busy) / (b.total - a.total) *
-         static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
-}
-
-// Waits (up to kQuietWait) until the host is nearly idle; returns how busy it was last.
-double WaitQuiet() {
-  const auto until = std::chrono::steady_clock::now() + kQuietWait;
-  for (;;) {
-    const double busy = HostBusyCores(milliseconds(2000));
-    if (busy < kQuietCores || std::chrono::steady_clock::now() >= until) return busy;
-  }
-}
-
-// lagwatch (a child) needs a descriptor per replica: children inherit our limit.
-rlim_t RaiseFdLimit(rlim_t want) {
-  rlimit lim{};
-  getrlimit(RLIMIT_NOFILE, &lim);
-  if (lim.rlim_cur >= want) return lim.rlim_cur;
-  if (lim.rlim_max < want) lim.rlim_max = want;  // allowed as root
-  lim.rlim_cur = lim.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
-    throw std::runtime_error("cannot raise the open-files limit to " + std::to_string(want));
-  }
-  return lim.rlim_cur;
-}
-
-// ---------------------------------------------------------------------------------------------
 // lagwatch under test
 
 std::vector<Alias> MakeAliases(const Paths& p, int n) {
-  std::vector<Alias> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back({"127.0." + std::to_string(1 + i / kAddressesPerSubnet) + "." +
-                       std::to_string(1 + i % kAddressesPerSubnet),
-                   p.ReplicaPort(i % 2), i % 2});
-  }
-  return out;
+  const int ports[2] = {p.ReplicaPort(0), p.ReplicaPort(1)};
+  return bench::MakeAliases(n, ports);
 }
 
 std::vector<std::string> Ids(const std::vector<Alias>& aliases, int replica = -1) {
@@ -501,7 +402,7 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   json res = {
       {"n", n}, {"planned_probes_per_s", n * per_alias_per_s}, {"config", config}, {"log", log}};
 
-  res["host_busy_cores_before"] = WaitQuiet();
+  res["host_busy_cores_before"] = WaitQuiet(kQuietWait, kQuietCores);
   Progress("N=" + std::to_string(n) + ": starting lagwatch (host " +
            Num(res["host_busy_cores_before"].get<double>(), 2) + " cores busy before)");
   auto lagwatch = Child::Spawn({opt.lagwatch, "--config", config}, log);
