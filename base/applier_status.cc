@@ -71,28 +71,11 @@ std::string BuildStatement() {
   return sql;
 }
 
-// One row of a table, its cells looked up by column name.
-struct RowCells {
-  const QueryResult& r;
-  size_t row;
-
-  // nullptr when there is no such column or the row is short of it; nullopt for SQL NULL.
-  const std::optional<std::string>* Cell(std::string_view column) const {
-    const int c = r.Column(column);
-    const auto& cells = r.rows[row];
-    return c < 0 || static_cast<size_t>(c) >= cells.size() ? nullptr : &cells[c];
-  }
-  // "" when missing or NULL.
-  std::string Text(std::string_view column) const {
-    auto v = Cell(column);
-    return v && *v ? **v : std::string();
-  }
-  // The cell when it is a timestamp other than the zero value, else "".
-  std::string Timestamp(std::string_view column) const {
-    std::string v = Text(column);
-    return ParseServerTimestampUs(v) ? v : std::string();
-  }
-};
+// A cell that is a timestamp other than the zero value, else "".
+std::string Timestamp(const RowCells& cells, std::string_view column) {
+  std::string v = cells.Text(column);
+  return ParseServerTimestampUs(v) ? v : std::string();
+}
 
 Status MissingColumn(const char* table, const char* column) {
   return Status::DataError(std::string(table) + " has no " + column + " column");
@@ -101,8 +84,8 @@ Status MissingColumn(const char* table, const char* column) {
 ApplierTransaction ReadTransaction(const RowCells& cells, const char* gtid,
                                    const char* original_commit, const char* immediate_commit,
                                    const char* started) {
-  return {cells.Text(gtid), cells.Timestamp(original_commit), cells.Timestamp(immediate_commit),
-          cells.Timestamp(started)};
+  return {cells.Text(gtid), Timestamp(cells, original_commit), Timestamp(cells, immediate_commit),
+          Timestamp(cells, started)};
 }
 
 // The oldest applying transaction comes first: the earliest readable start of apply, then (none
@@ -180,7 +163,7 @@ Status ReadConnections(const QueryResult& t, Channels& channels) {
     const RowCells cells{t, i};
     ApplierChannel& ch = channels.Get(cells.Text("CHANNEL_NAME"));
     ch.receiver_state = cells.Text("SERVICE_STATE");
-    ch.last_heartbeat = cells.Timestamp("LAST_HEARTBEAT_TIMESTAMP");
+    ch.last_heartbeat = Timestamp(cells, "LAST_HEARTBEAT_TIMESTAMP");
     ch.received_heartbeats = ParseInt<uint64_t>(cells.Text("COUNT_RECEIVED_HEARTBEATS"));
   }
   return Status::Ok();

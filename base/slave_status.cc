@@ -51,30 +51,6 @@ ColumnFamily FamilyOf(const QueryResult& r) {
   return ColumnFamily::kNone;
 }
 
-// One row of a result, its cells looked up by column name.
-struct RowCells {
-  const QueryResult& r;
-  size_t row;
-
-  // nullptr when there is no such column or the row is short of it; nullopt for SQL NULL.
-  const std::optional<std::string>* Cell(std::string_view column) const {
-    const int c = r.Column(column);
-    const auto& cells = r.rows[row];
-    return c < 0 || static_cast<size_t>(c) >= cells.size() ? nullptr : &cells[c];
-  }
-  // "" when missing or NULL.
-  std::string Text(std::string_view column) const {
-    auto v = Cell(column);
-    return v && *v ? **v : std::string();
-  }
-  // nullopt when missing, NULL or not a number of type T.
-  template <typename T>
-  std::optional<T> Number(std::string_view column) const {
-    auto v = Cell(column);
-    return v && *v ? ParseInt<T>(**v) : std::nullopt;
-  }
-};
-
 // Row `row` of a result of `family` (kSlave or kReplica).
 ReplicationStatus ReadRow(const QueryResult& result, size_t row, ColumnFamily family) {
   const bool replica = family == ColumnFamily::kReplica;
