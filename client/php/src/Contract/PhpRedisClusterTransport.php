@@ -120,23 +120,23 @@ final class PhpRedisClusterTransport implements RedisTransport
             return new TransportException("$where: $sending: $detail", 0, $e);
         }
         [$reason, $why] = $this->askSeeds();
-        $message = "$where: no seed gave the slot map ($detail)" . ($why !== '' ? "; $why" : '');
-        return $reason !== ''
-            ? new TransportException("$where: TLS $reason: $why ($detail)", 0, $e, $reason)
-            : new TransportException($message, 0, $e);
+        if ($reason !== '') {
+            return new TransportException("$where: TLS $reason: $why ($detail)", 0, $e, $reason);
+        }
+        return new TransportException("$where: no seed gave the slot map ($detail)" . ($why !== '' ? "; $why" : ''), 0, $e);
     }
 
     /**
      * Why no seed gave the slot map, asked of the seeds in order until one answers: [a TlsReason
-     * or '', what was found]. At most once per PROBE_INTERVAL_S for these seeds and user; the
-     * answer is reused meanwhile.
+     * or '', what was found]. At most once per PROBE_INTERVAL_S for these seeds and credentials;
+     * the answer is reused meanwhile.
      *
      * @return array{string, string}
      */
     private function askSeeds(): array
     {
         $c = $this->config;
-        $key = serialize([$c->cluster, $c->username, $c->tls]);
+        $key = serialize([$c->cluster, $c->username, hash('sha256', (string) $c->password), $c->tls]);
         $now = microtime(true);
         foreach (self::$probed as $k => [$at]) {
             if ($now - $at >= self::PROBE_INTERVAL_S) {
