@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Lagwatch\Router;
 
 use Lagwatch\Router\Contract\ContractReader;
+use Lagwatch\Router\Contract\PhpRedisClusterTransport;
 use Lagwatch\Router\Contract\PhpRedisTransport;
 use Lagwatch\Router\Exception\ConfigException;
 use Lagwatch\Router\Exception\PrimaryUnavailableException;
@@ -71,7 +72,9 @@ final class Router
         $this->config = $c = $config instanceof RouterConfig ? $config : RouterConfig::from($config);
         $this->deps = $d = $dependencies ?? new RouterDependencies();
         $this->reader = new ContractReader(
-            $d->redis ?? new PhpRedisTransport($c->redis),
+            $d->redis ?? ($c->redis->cluster !== []
+                ? new PhpRedisClusterTransport($c->redis)
+                : new PhpRedisTransport($c->redis)),
             $c->redis->keyPrefix,
             $c->redis->ttlMs,
             array_keys($c->replicas),

@@ -24,7 +24,7 @@ final class RouterDependencies
      * @param ?\Closure(ServerConfig): \PDO $connect opens a server's connection; null: PDO with the
      *        server's timeouts and TLS (Connections::connect)
      * @param ?RedisTransport $redis how lagwatch's contract is read; null: phpredis to the
-     *        configuration's `redis`
+     *        configuration's `redis` (RedisCluster when it has `cluster`)
      */
     public function __construct(
         public readonly Clock $clock = new SystemClock(),

@@ -118,21 +118,26 @@ final class TlsConfig
     /**
      * PHP's `ssl` stream context options for this block (phpredis's `stream` context, the
      * probes of TlsProbe): the CA, the client's certificate, verification of the chain and of
-     * $peerName (server_name, else the host), and the protocol versions from min_version.
+     * the name (server_name, else $peerName; with neither, no peer_name: PHP then checks the host
+     * each connection is opened to, as a Redis Cluster's nodes need), and the protocol versions
+     * from min_version.
      *
      * @return array<string, mixed>
      */
-    public function streamOptions(string $peerName): array
+    public function streamOptions(?string $peerName): array
     {
         $o = [
             'verify_peer' => $this->verifyServerCert,
             'verify_peer_name' => $this->verifyServerCert,
             'allow_self_signed' => false,
-            'peer_name' => $this->serverName ?? $peerName,
             'SNI_enabled' => true,
             'crypto_method' => $this->cryptoMethod(),
             'disable_compression' => true,
         ];
+        $name = $this->serverName ?? $peerName;
+        if ($name !== null) {
+            $o['peer_name'] = $name;
+        }
         if ($this->caFile !== null) {
             $o['cafile'] = $this->caFile;
         }

@@ -12,7 +12,8 @@ use Lagwatch\Router\Position\Text;
  * known replica's key, HGETALL of the primary's key `lagwatch:primary:<id>` under the id the
  * application configured (or the pointer named last time) — and, in the same pipeline, the
  * router feedback queued since the last one. Only when the pointer names another primary does a
- * second round trip fetch that primary's key.
+ * second round trip fetch that primary's key. (On a Redis Cluster the transport sends these
+ * commands one by one: a round trip each, PhpRedisClusterTransport.)
  *
  * Caching (docs/routing.md, "Caching"): with cacheMs > 0 a snapshot is served until the earliest
  * of its fetch plus cacheMs (at most 25) and each record's key expiry. PHP has no thread to hold

@@ -47,7 +47,7 @@ final class RouterLog
     {
         $targets = [];
         if ($c->redis->tls->enabled && !$c->redis->tls->verifyServerCert) {
-            $targets['redis.tls'] = 'Redis ' . $c->redis->host . ':' . $c->redis->port;
+            $targets['redis.tls'] = $c->redis->describe();
         }
         foreach (['primary' => $c->primary] + $c->replicas as $name => $server) {
             if ($server->tls->enabled && !$server->tls->verifyServerCert) {

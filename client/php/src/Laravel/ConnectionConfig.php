@@ -13,7 +13,8 @@ use Lagwatch\Router\Exception\ConfigException;
  *
  *   'lagwatch' => [
  *       'app' => 'shop',                          // rw_stats:<app>
- *       'redis' => ['host' => ..., 'port' => ...], // lagwatch's Redis (the Router's `redis`)
+ *       'redis' => ['host' => ..., 'port' => ...], // lagwatch's Redis (the Router's `redis`; or
+ *                                                 // 'cluster' => [seeds] for a Redis Cluster)
  *       'primary' => '10.0.0.1:3306',             // its lagwatch id; default the connection's host:port
  *       'replicas' => [                           // lagwatch id => how to connect (Laravel's keys)
  *           '10.0.0.2:3306' => [],                // host and port from the id, the connection's credentials

@@ -30,7 +30,7 @@ final class Sandbox
     /** @var ?resource */
     private $lagwatch = null;
     private int $lagwatchPid = 0;
-    private ?string $lagwatchConfig = null;
+    private ?string $lagwatchConfigPath = null;
     private ?\Redis $redis = null;
 
     private function __construct()
@@ -81,6 +81,20 @@ final class Sandbox
         }
         $s->waitBothHealthy(20.0);
         return $s;
+    }
+
+    /**
+     * The sandbox brought up on first use, lagwatch neither started nor waited for: for a suite
+     * that runs lagwatch its own way (startLagwatchWith) and publishes elsewhere. Once a suite
+     * took this way, get() would wait for healthy replicas in the sandbox's own Redis: use this.
+     */
+    public static function withoutLagwatch(): self
+    {
+        if (self::$instance === null) {
+            self::$instance = new self();
+            register_shutdown_function([self::class, 'shutdown']);
+        }
+        return self::$instance;
     }
 
     /** Stops lagwatch and takes the sandbox down, if it was brought up. Idempotent. */
@@ -288,14 +302,37 @@ final class Sandbox
      */
     public function startLagwatch(array $changes = []): void
     {
+        if ($changes === []) {
+            $this->launchLagwatch(self::dir() . '/lagwatch.json');
+        } else {
+            $this->startLagwatchWith(array_replace_recursive($this->lagwatchConfig(), $changes));
+        }
+        $this->waitBothHealthy(20.0);
+    }
+
+    /** @return array<string, mixed> the sandbox's own lagwatch.json */
+    public function lagwatchConfig(): array
+    {
+        return json_decode((string) file_get_contents(self::dir() . '/lagwatch.json'), true, 64, JSON_THROW_ON_ERROR);
+    }
+
+    /**
+     * Starts lagwatch with $config (written beside the sandbox's as lagwatch-php-test.json)
+     * without waiting for anything: the caller knows where it publishes.
+     *
+     * @param array<string, mixed> $config
+     */
+    public function startLagwatchWith(array $config): void
+    {
+        $path = self::dir() . '/lagwatch-php-test.json';
+        file_put_contents($path, json_encode($config, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES));
+        $this->launchLagwatch($path);
+    }
+
+    private function launchLagwatch(string $config): void
+    {
         if ($this->lagwatchRunning()) {
             throw new RuntimeException('lagwatch is already running (pid ' . $this->lagwatchPid . ')');
-        }
-        $config = self::dir() . '/lagwatch.json';
-        if ($changes !== []) {
-            $json = json_decode((string) file_get_contents($config), true, 64, JSON_THROW_ON_ERROR);
-            $config = self::dir() . '/lagwatch-php-test.json';
-            file_put_contents($config, json_encode(array_replace_recursive($json, $changes), JSON_PRETTY_PRINT));
         }
         $log = self::dir() . '/lagwatch.log';
         $proc = proc_open(
@@ -308,8 +345,7 @@ final class Sandbox
         }
         $this->lagwatch = $proc;
         $this->lagwatchPid = (int) proc_get_status($proc)['pid'];
-        $this->lagwatchConfig = $config;
-        $this->waitBothHealthy(20.0);
+        $this->lagwatchConfigPath = $config;
     }
 
     public function lagwatchRunning(): bool
@@ -365,7 +401,7 @@ final class Sandbox
     /** Whether lagwatch runs with a configuration other than the sandbox's own. */
     public function lagwatchCustomised(): bool
     {
-        return $this->lagwatchConfig !== null && $this->lagwatchConfig !== self::dir() . '/lagwatch.json';
+        return $this->lagwatchConfigPath !== null && $this->lagwatchConfigPath !== self::dir() . '/lagwatch.json';
     }
 
     public function lagwatchLog(): string
