@@ -58,7 +58,8 @@ constexpr const char* kUsage =
     "                   --clusters K [--n N] [--store single|cluster]... [--seconds S]\n"
     "                   [--command TEXT] [--git-rev REV]\n"
     "  N replicas (default 1000) in K clusters, one agent each; --store: one Redis (the\n"
-    "  sandbox's), a local Redis Cluster (3 masters, 3 replicas, ports P+30..P+35), or both\n"
+    "  sandbox's), a local Redis Cluster (3 masters, 3 replicas, ports P+30..P+35, bus +10), or "
+    "both\n"
     "  (the default), one after the other. Steady window 20 s (--quick) or 60 s.\n";
 
 constexpr double kQuietCores = 0.3;
@@ -75,7 +76,8 @@ struct Options : CommonOptions {
 std::string Prefix(int cluster) { return "slave_delay:{c" + std::to_string(cluster) + "}"; }
 
 // A Redis Cluster of three masters and three replicas on 127.0.0.1 (ports base..base+5, their
-// cluster bus at +10000), made with redis-cli --cluster create; stopped with this object.
+// cluster bus at +10: the default +10000 is in Linux's ephemeral range), made with redis-cli
+// --cluster create; stopped with this object.
 class LocalCluster {
  public:
   LocalCluster(const std::string& dir, int base) : base_(base) {
@@ -85,11 +87,28 @@ class LocalCluster {
       const std::string d = dir + "/rc-" + std::to_string(port);
       std::filesystem::remove_all(d);
       std::filesystem::create_directories(d);
-      nodes_.push_back(Child::Spawn(
-          {"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--dir", d, "--cluster-enabled", "yes", "--cluster-config-file",
-           d + "/nodes.conf", "--cluster-node-timeout", "5000", "--repl-diskless-sync-delay", "0"},
-          d + "/log"));
+      nodes_.push_back(Child::Spawn({"redis-server",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--dir",
+                                     d,
+                                     "--cluster-enabled",
+                                     "yes",
+                                     "--cluster-config-file",
+                                     d + "/nodes.conf",
+                                     "--cluster-port",
+                                     std::to_string(port + 10),
+                                     "--cluster-node-timeout",
+                                     "5000",
+                                     "--repl-diskless-sync-delay",
+                                     "0"},
+                                    d + "/log"));
       create.push_back("127.0.0.1:" + std::to_string(port));
       seeds_.push_back({"127.0.0.1", port});
     }

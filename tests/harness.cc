@@ -453,6 +453,7 @@ RedisCluster3x2::RedisCluster3x2(std::string dir, int base_port, std::vector<std
     const std::string node_dir = dir_ + "/" + std::to_string(port);
     std::vector<std::string> a = {"--port", std::to_string(port), "--cluster-enabled", "yes",
                                   "--cluster-config-file", node_dir + "/nodes.conf",
+                                  "--cluster-port", std::to_string(port + 40),
                                   "--cluster-node-timeout", std::to_string(node_timeout_ms),
                                   // A replica takes over only once it has synced: at once.
                                   "--repl-diskless-sync-delay", "0"};

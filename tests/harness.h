@@ -151,7 +151,8 @@ class RedisServer {
 };
 
 // A Redis Cluster of three masters and three replicas on 127.0.0.1, ports base_port..base_port+5
-// (each node's cluster bus on its port + 10000), made with `redis-cli --cluster create
+// (each node's cluster bus on its port + 40: the default, + 10000, falls in Linux's ephemeral
+// port range, where a client connection may already hold it), made with `redis-cli --cluster create
 // --cluster-replicas 1`; ready when every node reports cluster_state:ok. `node_timeout_ms` is
 // cluster-node-timeout: a killed master's replica takes over within about twice that. `args`
 // are added to every node's (e.g. --requirepass); `cli_args` to every redis-cli call (e.g. -a).

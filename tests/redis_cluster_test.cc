@@ -28,7 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr int kBasePort = 30606;     // 30606..30611, cluster bus 40606..40611
+constexpr int kBasePort = 30606;     // 30606..30611, cluster bus 30646..30651
 constexpr int kSandboxPort = 30616;  // the sandbox: 30616..30619, the agent's HTTP on 30620
 
 RedisCluster3x2& Cluster() {
