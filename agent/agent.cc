@@ -15,7 +15,7 @@
 namespace lagwatch {
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
-      metrics_(LAGWATCH_VERSION, clock_),
+      metrics_(LAGWATCH_VERSION, config.cluster, clock_),
       board_(clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       stream_(StreamHistoryOptions{4096,
