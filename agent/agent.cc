@@ -163,8 +163,8 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
     was_ambiguous_ = change.state == TopologyState::kAmbiguous;
   }
   if (event) {
-    publisher_.PublishEvent(
-        contract::PrimaryEventJson(primary, previous, state, initial_.agent_id, writable_list));
+    publisher_.PublishEvent(contract::PrimaryEventJson(primary, previous, state, initial_.agent_id,
+                                                       initial_.cluster, writable_list));
   }
 }
 
