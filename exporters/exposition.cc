@@ -63,9 +63,8 @@ void AppendEscaped(std::string& out, std::string_view s, bool quote) {
   out.append(s.substr(from));
 }
 
-// Into an empty `out`: `name="value"` pairs of `metric`, comma-separated, without braces; after
-// `constant` (a rendered
-// pair, or "") unless the metric has a label named `constant_name` itself.
+// Into an empty `out`: `name="value"` pairs of `metric`, comma-separated, without braces; first
+// `constant` (a rendered pair, or ""), unless the metric has a label named `constant_name` itself.
 void AppendLabels(std::string& out, const ClientMetric& metric, std::string_view constant,
                   std::string_view constant_name) {
   if (!constant.empty()) {
