@@ -15,7 +15,7 @@
 namespace lagwatch {
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
-      metrics_(LAGWATCH_VERSION, clock_),
+      metrics_(LAGWATCH_VERSION, config.cluster, clock_),
       board_(clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       stream_(StreamHistoryOptions{4096,
@@ -163,8 +163,8 @@ void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
     was_ambiguous_ = change.state == TopologyState::kAmbiguous;
   }
   if (event) {
-    publisher_.PublishEvent(
-        contract::PrimaryEventJson(primary, previous, state, initial_.agent_id, writable_list));
+    publisher_.PublishEvent(contract::PrimaryEventJson(primary, previous, state, initial_.agent_id,
+                                                       initial_.cluster, writable_list));
   }
 }
 

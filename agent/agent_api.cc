@@ -29,7 +29,8 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
       v.windows = p->windows();
       list.push_back(ReplicaJson(p->info(), v));
     }
-    return json({{"agent", initial_.agent_id},
+    return json({{"cluster", initial_.cluster},
+                 {"agent", initial_.agent_id},
                  {"generated_at_ms", UnixMillis(clock_.WallNow())},
                  {"replicas", list}});
   };
@@ -62,6 +63,7 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
     } else {
       j["binlog_stream"] = nullptr;
     }
+    j["cluster"] = initial_.cluster;
     j["topology"] = {{"state", TopologyStateName(topology_.state())},
                      {"configured_primary", initial_.primary.Id()},
                      {"changes", topology_.epoch()}};
@@ -114,7 +116,8 @@ nlohmann::json Agent::RouterJson() {
     }
     apps.push_back(j);
   }
-  return {{"polls", router_feedback_.polls()},
+  return {{"cluster", initial_.cluster},
+          {"polls", router_feedback_.polls()},
           {"connected", router_feedback_.connected()},
           {"apps", apps}};
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -453,7 +454,33 @@ void ReadHaproxy(const json& j, Config& c) {
   o.RejectUnknownKeys();
 }
 
-Config Parse(const json& root) {
+// `s` in double quotes, its control bytes escaped: text from the config or the environment.
+std::string Quoted(const std::string& s) { return "\"" + EscapeControl(s) + "\""; }
+
+// REQUIRES: c.primary read.
+void ReadCluster(Obj& top, const std::optional<std::string>& instance, Config& c) {
+  constexpr char kRule[] = "must be 1..64 of [A-Za-z0-9_.:-]";
+  if (top.Get("cluster")) {
+    c.cluster = top.Str("cluster", "");
+    if (!IsClusterName(c.cluster)) {
+      Fail("cluster", std::string(kRule) + ", got " + Quoted(c.cluster));
+    }
+  } else if (instance) {
+    if (!IsClusterName(*instance)) {
+      Fail("cluster", std::string("not set, and the default from ") + kInstanceVariable + " (" +
+                          Quoted(*instance) + ") " + kRule);
+    }
+    c.cluster = *instance;
+  } else {
+    c.cluster = c.primary.Id();
+    if (!IsClusterName(c.cluster)) {
+      Fail("cluster", "not set, and the default, the primary's \"" + c.cluster + "\", " +
+                          "is longer than 64: set cluster");
+    }
+  }
+}
+
+Config Parse(const json& root, const std::optional<std::string>& instance) {
   Config c;
   Obj top(root, "");
   c.agent_id = top.Int("agent_id", 1, 1, 2147483647);
@@ -471,6 +498,7 @@ Config Parse(const json& root) {
   }
   if (const json* j = top.Get("tls")) c.mysql_tls = ReadTls(*j, "tls", c.mysql_tls, true);
   ReadPrimary(top, c);
+  ReadCluster(top, instance, c);
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
   if (const json* j = top.Get("heartbeat")) ReadHeartbeat(*j, c.heartbeat);
   if (const json* j = top.Get("sampler")) {
@@ -553,7 +581,20 @@ const TierConfig& Config::Tier(const std::string& name) const {
   return tiers.front();
 }
 
+std::optional<std::string> InstanceFromEnvironment() {
+  const char* v = std::getenv(kInstanceVariable);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+bool IsClusterName(const std::string& name) { return IsToken(name, "_.:-", 1, 64); }
+
 Result<Config> ParseConfig(const std::string& json_text) {
+  return ParseConfig(json_text, InstanceFromEnvironment());
+}
+
+Result<Config> ParseConfig(const std::string& json_text,
+                           const std::optional<std::string>& instance) {
   json root;
   try {
     root = json::parse(json_text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
@@ -561,7 +602,7 @@ Result<Config> ParseConfig(const std::string& json_text) {
     return Status::InvalidArgument(std::string("(syntax): ") + e.what());
   }
   try {
-    return Parse(root);
+    return Parse(root, instance);
   } catch (const ConfigError& e) {
     return Status::InvalidArgument(e.what());
   } catch (const json::exception& e) {
@@ -569,13 +610,21 @@ Result<Config> ParseConfig(const std::string& json_text) {
   }
 }
 
-Result<Config> LoadConfig(const std::string& path) {
+Result<Config> ReadConfigFile(const std::string& path, const std::optional<std::string>& instance) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument(path + ": cannot open config file");
   std::stringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Status::InvalidArgument(path + ": cannot read config file");
-  auto config = ParseConfig(buf.str());
+  return ParseConfig(buf.str(), instance);
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  return LoadConfig(path, InstanceFromEnvironment());
+}
+
+Result<Config> LoadConfig(const std::string& path, const std::optional<std::string>& instance) {
+  auto config = ReadConfigFile(path, instance);
   if (!config.ok()) return config;
   Config& c = config.value();
   const std::pair<const char*, const std::string*> secrets[] = {

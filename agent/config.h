@@ -90,6 +90,11 @@ struct HaproxyConfig {
 };
 
 struct Config {
+  // The replication cluster's name (docs/configuration.md, "cluster"): the `cluster` label of every
+  // metric, a field of every record and event, the top of the API's answers. The key's value, else
+  // LAGWATCH_INSTANCE (the instance name lagwatch@<name>.service sets), else the configured
+  // primary's "host:port". Always set after ParseConfig succeeds; not reloadable.
+  std::string cluster;
   int64_t agent_id = 1;
   // Which positions give the tight bounds (docs/measurement.md, "Position bounds"): nullopt is
   // "auto" (the tightest the servers have: MariaDB GTID on MariaDB; on MySQL its GTID sets with
@@ -134,9 +139,25 @@ struct Config {
   std::vector<ReplicaConfig> Servers() const;
 };
 
+// The environment variable that names an instance of the unit template (lagwatch@<name>.service):
+// the cluster's name when the config names none.
+inline constexpr char kInstanceVariable[] = "LAGWATCH_INSTANCE";
+// kInstanceVariable's value in this process's environment; nullopt when unset (an empty value
+// counts as set: it is refused as a cluster name).
+std::optional<std::string> InstanceFromEnvironment();
+
+// Whether `name` is a valid cluster name: 1..64 of [A-Za-z0-9_.:-].
+bool IsClusterName(const std::string& name);
+
 // Parses JSON text (comments allowed). On error returns InvalidArgument whose message starts with
 // the offending key path, e.g. "replicas[1].port: must be an integer in 1..65535".
 // Reads http.web_config_file (and the TLS files it names) when set: see exporters/web_config.h.
+// `instance` is what the cluster defaults to when the text has no `cluster` key
+// (LAGWATCH_INSTANCE's value; nullopt: unset, the primary's "host:port" then); an invalid one is
+// refused naming `cluster` and LAGWATCH_INSTANCE. The one-argument form takes it from this
+// process's environment.
+Result<Config> ParseConfig(const std::string& json_text,
+                           const std::optional<std::string>& instance);
 Result<Config> ParseConfig(const std::string& json_text);
 
 // Reads and parses a file; a read failure names the path.
@@ -145,6 +166,13 @@ Result<Config> ParseConfig(const std::string& json_text);
 // is refused (or only warned about with "insecure_files": "warn"); reads the Redis and sentinel
 // passwords; checks that the TLS blocks' CA files and certificates can be read, and logs a
 // warning for each enabled block with verify_server_cert false.
+// `instance` as ParseConfig's; the one-argument form takes it from this process's environment.
+Result<Config> LoadConfig(const std::string& path, const std::optional<std::string>& instance);
 Result<Config> LoadConfig(const std::string& path);
+
+// Reads and parses a file without LoadConfig's checks of the files it names (only
+// http.web_config_file is read): for a client of a running agent (`lagwatch status`), which needs
+// its listener and its cluster, not its secrets. A read failure names the path.
+Result<Config> ReadConfigFile(const std::string& path, const std::optional<std::string>& instance);
 
 }  // namespace lagwatch

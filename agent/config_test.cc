@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/reload.h"
 #include "heartbeat/writer.h"
 
 namespace lagwatch {
@@ -233,6 +235,67 @@ TEST_CASE("missing required keys are named") {
   Rejects([](json& j) { j.erase("primary"); }, "primary");
   Rejects([](json& j) { j["primary"].erase("defaults_file"); }, "primary.defaults_file");
   Rejects([](json& j) { j.erase("replica_defaults_file"); }, "replica_defaults_file");
+}
+
+TEST_CASE("cluster: the key, else LAGWATCH_INSTANCE, else the configured primary's host:port") {
+  json j = Valid();
+  auto derived = ParseConfig(j.dump(), std::nullopt);
+  REQUIRE(derived.ok());
+  CHECK(derived->cluster == "127.0.0.1:3306");
+  auto instance = ParseConfig(j.dump(), "shop");
+  REQUIRE(instance.ok());
+  CHECK(instance->cluster == "shop");
+  j["cluster"] = "orders-eu.1:a_b";
+  for (const auto& env : {std::optional<std::string>(), std::optional<std::string>("shop")}) {
+    auto named = ParseConfig(j.dump(), env);
+    REQUIRE(named.ok());
+    CHECK(named->cluster == "orders-eu.1:a_b");  // the key wins over the instance name
+  }
+}
+
+TEST_CASE("a bad cluster name is refused naming cluster, and where a bad default came from") {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "shop eu", "shop/eu", "a{b}", "a\nb", "sh\u00f6p", "a\"b", std::string(65, 'c')}) {
+    json j = Valid();
+    j["cluster"] = bad;
+    INFO("cluster: " << bad);
+    ExpectRejected(j, "cluster");
+    auto from_env = ParseConfig(Valid().dump(), bad);
+    REQUIRE_FALSE(from_env.ok());
+    CHECK(from_env.status().message().rfind("cluster: ", 0) == 0);
+    CHECK(from_env.status().message().find("LAGWATCH_INSTANCE") != std::string::npos);
+  }
+  Rejects([](json& j) { j["cluster"] = 7; }, "cluster");
+  CHECK(ParseConfig(Valid().dump(), std::string(64, 'c')).ok());
+  // A primary whose host:port is too long to be the default must be named.
+  json j = Valid();
+  j["primary"]["host"] = std::string(60, 'h') + ".example";
+  auto r = ParseConfig(j.dump(), std::nullopt);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().rfind("cluster: not set", 0) == 0);
+  j["cluster"] = "long";
+  CHECK(ParseConfig(j.dump(), std::nullopt).ok());
+}
+
+TEST_CASE("InstanceFromEnvironment reads LAGWATCH_INSTANCE; ParseConfig uses it by default") {
+  REQUIRE(unsetenv("LAGWATCH_INSTANCE") == 0);
+  CHECK(InstanceFromEnvironment() == std::nullopt);
+  CHECK(ParseConfig(Valid().dump())->cluster == "127.0.0.1:3306");
+  REQUIRE(setenv("LAGWATCH_INSTANCE", "shop", 1) == 0);
+  CHECK(InstanceFromEnvironment() == "shop");
+  CHECK(ParseConfig(Valid().dump())->cluster == "shop");
+  REQUIRE(setenv("LAGWATCH_INSTANCE", "", 1) == 0);
+  CHECK(InstanceFromEnvironment() == "");
+  CHECK_FALSE(ParseConfig(Valid().dump()).ok());
+  REQUIRE(unsetenv("LAGWATCH_INSTANCE") == 0);
+}
+
+TEST_CASE("the cluster cannot change on a reload: the refusal names the key") {
+  Config running = ParseConfig(Valid().dump(), "shop").value();
+  Config next = running;
+  CHECK(FirstUnreloadableChange(running, next).empty());
+  next.cluster = "orders";
+  CHECK(FirstUnreloadableChange(running, next) == "cluster");
 }
 
 TEST_CASE("bad listen addresses and key prefixes are rejected") {

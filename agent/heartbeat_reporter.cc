@@ -32,6 +32,7 @@ void HeartbeatReporter::PrimaryState(const PrimarySnapshot& primary,
   metrics_->primary_consecutive_failures.Set(primary.consecutive_failures);
   metrics_->primary_read_only.Set(primary.read_only ? 1 : 0);
   PrimarySnapshot published = primary;
+  published.cluster = metrics_->cluster();  // the agent's, as every series carries it
   const TopologyMonitor* topology;
   {
     std::lock_guard lock(mu_);

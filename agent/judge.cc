@@ -9,6 +9,7 @@ ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
     : replica_(replica),
       tier_(tier),
       agent_id_(config.agent_id),
+      cluster_(config.cluster),
       health_(HealthPolicy{config.health.recover_ratio, config.health.recover_probes,
                            config.health.keep_caught_up_when_primary_unknown}) {}
 
@@ -145,6 +146,7 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   snap.seq = last_seq_;
   snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
   snap.agent_id = agent_id_;
+  snap.cluster = cluster_;
   // The position the last probe read (positions only move forward, so an earlier read is still a
   // proof). Binary log coordinates of a chained replica are its source's, not the primary's.
   if (applied_ && !(chained_ && applied_->kind() == PositionsKind::kBinlog)) {

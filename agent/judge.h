@@ -133,6 +133,7 @@ class ReplicaJudge {
   const ReplicaConfig replica_;
   const TierConfig tier_;
   const int64_t agent_id_;
+  const std::string cluster_;
 
   std::optional<LagBounds> bounds_;  // the last proven
   std::optional<Position> applied_;  // the replica's position as the last probe read it

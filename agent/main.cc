@@ -51,11 +51,13 @@ void Usage(FILE* out) {
   std::fprintf(out,
                "usage: lagwatch --config FILE        run in the foreground (logs to stderr)\n"
                "       lagwatch --check-config FILE  validate FILE and exit (0 ok, 2 invalid)\n"
-               "       lagwatch status [--url http[s]://HOST:PORT | --config FILE]\n"
+               "       lagwatch status [--url http[s]://HOST:PORT | --config FILE |\n"
+               "                        --all [--dir /etc/lagwatch]]\n"
                "                       [--cacert FILE] [--user NAME --password-file FILE]\n"
-               "                                     a running agent's replicas; exit 1 if any\n"
-               "                                     is unhealthy, 3 if the agent is unreachable\n"
-               "                                     or refuses us\n"
+               "                                     a running agent's cluster and replicas\n"
+               "                                     (--all: every agent configured in DIR);\n"
+               "                                     exit 1 if any is unhealthy, 3 if an agent\n"
+               "                                     is unreachable or refuses us\n"
                "       lagwatch check --config FILE  connect to every configured server and print\n"
                "                                     what lagwatch will use and any problem\n"
                "                                     (0 all can be monitored, 1 some cannot)\n"
@@ -211,12 +213,15 @@ int main(int argc, char** argv) {
   if (argc >= 2 && !std::strcmp(argv[1], "status")) {
     return lagwatch::RunStatusCommand(
         std::vector<std::string>(argv + 2, argv + argc),
-        [](const std::string& path) -> lagwatch::Result<lagwatch::AgentListener> {
-          auto config = lagwatch::LoadConfig(path);
+        [](const std::string& path, const std::optional<std::string>& instance)
+            -> lagwatch::Result<lagwatch::AgentListener> {
+          // The listener and the cluster, not the agent's secrets: no need to be able to read
+          // the MySQL option files to ask the agent.
+          auto config = lagwatch::ReadConfigFile(path, instance);
           if (!config.ok()) return config.status();
           const lagwatch::WebConfig& web = config->http.web;
           return lagwatch::AgentListener{(web.tls() ? "https://" : "http://") + config->http_listen,
-                                         web.tls() ? web.cert_file : ""};
+                                         web.tls() ? web.cert_file : "", config->cluster};
         });
   }
   Usage(stderr);

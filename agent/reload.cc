@@ -29,6 +29,8 @@ bool ProberSettingsChanged(const Config& a, const Config& b) {
 }
 
 std::string FirstUnreloadableChange(const Config& a, const Config& b) {
+  // Every series, record and event carries it: a new name would leave the old ones behind.
+  if (a.cluster != b.cluster) return "cluster";
   if (a.agent_id != b.agent_id) return "agent_id";
   if (a.positions != b.positions) return "positions";
   if (a.primary.Id() != b.primary.Id() || a.primary_defaults_file != b.primary_defaults_file) {

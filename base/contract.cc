@@ -39,7 +39,8 @@ std::string ReplicaEventJson(const ReplicaSnapshot& record,
                       {"previous_healthy", nullptr},
                       {field::kDelayMs, record.delay_ms},
                       {field::kMeasuredAtMs, record.measured_at_ms},
-                      {field::kAgent, record.agent_id}};
+                      {field::kAgent, record.agent_id},
+                      {field::kCluster, record.cluster}};
   if (previous) {
     e["previous_state"] = previous->state;
     e["previous_healthy"] = previous->healthy ? 1 : 0;
@@ -48,13 +49,11 @@ std::string ReplicaEventJson(const ReplicaSnapshot& record,
 }
 
 std::string PrimaryEventJson(std::string_view primary, const std::optional<std::string>& previous,
-                             std::string_view topology, int64_t agent_id,
+                             std::string_view topology, int64_t agent_id, std::string_view cluster,
                              const std::optional<std::string>& writable) {
-  nlohmann::json e = {{"event", "primary"},
-                      {primary_field::kPrimary, primary},
-                      {"previous_primary", nullptr},
-                      {primary_field::kTopology, topology},
-                      {field::kAgent, agent_id}};
+  nlohmann::json e = {{"event", "primary"},          {primary_field::kPrimary, primary},
+                      {"previous_primary", nullptr}, {primary_field::kTopology, topology},
+                      {field::kAgent, agent_id},     {field::kCluster, cluster}};
   if (previous) e["previous_primary"] = *previous;
   if (writable) e["writable"] = *writable;
   return e.dump();

@@ -46,6 +46,9 @@ inline constexpr char kMeasuredAtMs[] = "measured_at_ms";
 inline constexpr char kAgent[] = "agent";
 inline constexpr char kPosition[] = "position";
 inline constexpr char kPositionKind[] = "position_kind";
+// The replication cluster the agent that wrote it watches (its `cluster`: docs/configuration.md);
+// also a field of the primary's hash and pointer, and of every event.
+inline constexpr char kCluster[] = "cluster";
 }  // namespace field
 
 // The replica states a record may carry, in the order of lagwatch_replica_state's series and of
@@ -79,6 +82,8 @@ inline constexpr char kTopology[] = "topology";
 inline constexpr char kLastWriteMs[] = "last_write_ms";
 inline constexpr char kConsecutiveFailures[] = "consecutive_failures";
 inline constexpr char kReadOnly[] = "read_only";
+// Both carry the cluster, as a replica's record does.
+using field::kCluster;
 }  // namespace primary_field
 
 // ---- Events (`<prefix>:events`) ---------------------------------------------------------------
@@ -89,15 +94,16 @@ struct PreviousVerdict {
   bool healthy = false;
 };
 // A replica's verdict change: {"replica", "state", "previous_state", "healthy",
-// "previous_healthy", "delay_ms", "measured_at_ms", "agent"} (previous_* null for the first).
+// "previous_healthy", "delay_ms", "measured_at_ms", "agent", "cluster"} (previous_* null for the
+// first).
 std::string ReplicaEventJson(const ReplicaSnapshot& record,
                              const std::optional<PreviousVerdict>& previous);
 
 // The primary moved, or the topology became ambiguous or stopped being so: {"event": "primary",
-// "primary", "previous_primary" (null unless it moved), "topology", "agent"} and, while ambiguous,
-// "writable" (the writable servers, ", "-separated).
+// "primary", "previous_primary" (null unless it moved), "topology", "agent", "cluster"} and, while
+// ambiguous, "writable" (the writable servers, ", "-separated).
 std::string PrimaryEventJson(std::string_view primary, const std::optional<std::string>& previous,
-                             std::string_view topology, int64_t agent_id,
+                             std::string_view topology, int64_t agent_id, std::string_view cluster,
                              const std::optional<std::string>& writable);
 
 // ---- Router feedback (`rw_stats:<app>` fields) ------------------------------------------------

@@ -32,6 +32,7 @@ struct ReplicaSnapshot {
   uint64_t seq = 0;                     // last heartbeat seq seen on the replica
   int64_t measured_at_ms = 0;           // agent wall clock, unix ms
   int64_t agent_id = 0;
+  std::string cluster;  // the agent's Config::cluster
   // The replica's applied position at the probe (read-your-writes: docs/redis.md), as the server
   // prints it, and its kind's name (PositionsKindName); "" and "none" when there is none to
   // compare with the primary's.
@@ -50,6 +51,7 @@ struct PrimarySnapshot {
   // The topology's state (agent/topology.h): "ok", "unknown" or "ambiguous" (then `state` says
   // "ambiguous" too: writes have no one primary to go to).
   std::string topology = "ok";
+  std::string cluster;     // the agent's Config::cluster
   MonoTime measured_mono;  // when this was decided (not published)
 };
 

@@ -116,3 +116,130 @@ TEST_CASE("RenderStatusTable: the SERVER column names the flavor and version, es
 
 }  // namespace
 }  // namespace lagwatch
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace lagwatch {
+namespace {
+
+TEST_CASE("RenderClusterLine names the cluster of the replicas' answer, escaped, or nothing") {
+  CHECK(RenderClusterLine(R"({"cluster": "shop", "replicas": []})") == "cluster shop\n");
+  CHECK(RenderClusterLine(R"({"cluster": "a\u001b[2J", "replicas": []})") == "cluster a\\x1b[2J\n");
+  for (const char* none : {"", "[]", "nonsense", R"({"replicas": []})", R"({"cluster": 7})"}) {
+    CAPTURE(none);
+    CHECK(RenderClusterLine(none).empty());
+  }
+}
+
+// What `lagwatch status ARGS` printed on stdout, and its exit code.
+struct Ran {
+  int code;
+  std::string out;
+};
+
+Ran RunStatus(const std::vector<std::string>& args, const ListenerFromConfig& from_config) {
+  char path[] = "/tmp/lw-status-test-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::fflush(stdout);
+  const int saved = dup(1);
+  dup2(fd, 1);
+  const int code = RunStatusCommand(args, from_config);
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  return {code, out};
+}
+
+// A loopback port that nothing listens on (bound once, then closed).
+int ClosedPort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(s);
+  return ntohs(addr.sin_port);
+}
+
+TEST_CASE("status --all: a block per configuration, down ones said, others passed over quietly") {
+  const std::filesystem::path dir = "/tmp/lw-status-all-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string config = R"({"primary": {}, "replicas": []})";
+  std::ofstream(dir / "shop.json") << config;
+  std::ofstream(dir / "lagwatch.json") << "// the single unit's\n" << config;
+  std::ofstream(dir / "broken.json") << config;
+  std::ofstream(dir / "notes.json") << R"({"owner": "dba"})";  // not a lagwatch config
+  std::ofstream(dir / "web.yml") << "basic_auth_users: {}\n";
+  std::filesystem::create_directories(dir / "old.json");
+  const int port = ClosedPort();
+  std::vector<std::pair<std::string, std::optional<std::string>>> asked;
+  auto from_config = [&](const std::string& path,
+                         const std::optional<std::string>& instance) -> Result<AgentListener> {
+    asked.emplace_back(std::filesystem::path(path).filename().string(), instance);
+    if (instance == "broken") return Status::InvalidArgument("replicas: must be a non-empty array");
+    return AgentListener{"http://127.0.0.1:" + std::to_string(port), "",
+                         instance.value_or("127.0.0.1:3306")};
+  };
+
+  Ran r = RunStatus({"--all", "--dir", dir.string()}, from_config);
+  INFO(r.out);
+  CHECK(r.code == 3);
+  // In name order; NAME.json as lagwatch@NAME reads it, lagwatch.json as the single unit does.
+  using Asked = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  CHECK(asked ==
+        Asked{{"broken.json", "broken"}, {"lagwatch.json", std::nullopt}, {"shop.json", "shop"}});
+  CHECK(r.out.find("== " + (dir / "broken.json").string() +
+                   ": NOT LOADED: replicas: must be a non-empty array\n") == 0);
+  CHECK(r.out.find("\n== " + (dir / "shop.json").string() + " (http://127.0.0.1:" +
+                   std::to_string(port) + ")\ncluster shop: NOT ANSWERING: ") != std::string::npos);
+  CHECK(r.out.find("cluster 127.0.0.1:3306: NOT ANSWERING") != std::string::npos);
+  CHECK(r.out.find("notes") == std::string::npos);
+  CHECK(r.out.find("web.yml") == std::string::npos);
+  CHECK(r.out.find("old.json") == std::string::npos);
+
+  // Nothing that is a configuration: a usage error, and nobody asked.
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "notes.json") << "[]";
+  asked.clear();
+  CHECK(RunStatus({"--all", "--dir", dir.string()}, from_config).code == 2);
+  CHECK(asked.empty());
+  std::filesystem::remove_all(dir);
+  CHECK(RunStatus({"--all", "--dir", dir.string()}, from_config).code == 2);
+}
+
+TEST_CASE("status flags: --all excludes --url and --config; --dir needs --all") {
+  auto never = [](const std::string&, const std::optional<std::string>&) -> Result<AgentListener> {
+    FAIL("not to be asked");
+    return Status::InvalidArgument("");
+  };
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--all", "--url", "http://127.0.0.1:1"},
+                                             {"--config", "/x.json", "--all"},
+                                             {"--dir", "/etc/lagwatch"},
+                                             {"--all", "--all"},
+                                             {"--all", "--dir"},
+                                             {"--all", "--user", "alice"}}) {
+    CAPTURE(bad.size());
+    CHECK(RunStatus(bad, never).code == 2);
+  }
+}
+
+}  // namespace
+}  // namespace lagwatch

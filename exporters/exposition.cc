@@ -63,10 +63,17 @@ void AppendEscaped(std::string& out, std::string_view s, bool quote) {
   out.append(s.substr(from));
 }
 
-// `name="value"` pairs of `metric`, comma-separated, without braces.
-void AppendLabels(std::string& out, const ClientMetric& metric) {
+// Into an empty `out`: `name="value"` pairs of `metric`, comma-separated, without braces; first
+// `constant` (a rendered pair, or ""), unless the metric has a label named `constant_name` itself.
+void AppendLabels(std::string& out, const ClientMetric& metric, std::string_view constant,
+                  std::string_view constant_name) {
+  if (!constant.empty()) {
+    bool own = false;
+    for (const auto& label : metric.label) own = own || label.name == constant_name;
+    if (!own) out.append(constant);
+  }
   for (const auto& label : metric.label) {
-    if (&label != &metric.label.front()) out.push_back(',');
+    if (!out.empty()) out.push_back(',');
     out.append(label.name);
     out.append("=\"");
     AppendEscaped(out, label.value, true);
@@ -103,13 +110,16 @@ class BoundCache {
 // Writes the lines of a family's metrics, one metric at a time.
 class MetricWriter {
  public:
-  MetricWriter(std::string& out, const MetricFamily& family) : out_(out), family_(family) {}
+  // `constant`: the rendered constant label (`name="value"`), or "" for none.
+  MetricWriter(std::string& out, const MetricFamily& family, std::string_view constant,
+               std::string_view constant_name)
+      : out_(out), family_(family), constant_(constant), constant_name_(constant_name) {}
 
   // Starts a metric: renders its labels once for all its lines.
   void Begin(const ClientMetric& metric) {
     metric_ = &metric;
     labels_.clear();
-    AppendLabels(labels_, metric);
+    AppendLabels(labels_, metric, constant_, constant_name_);
   }
 
   // `<name><suffix>{<labels>} ` for a line without an extra label.
@@ -193,6 +203,8 @@ class MetricWriter {
  private:
   std::string& out_;
   const MetricFamily& family_;
+  const std::string_view constant_;
+  const std::string_view constant_name_;
   const ClientMetric* metric_ = nullptr;
   std::string labels_;
   std::string scratch_;
@@ -200,8 +212,9 @@ class MetricWriter {
 };
 
 // An upper bound on the output's size unless label values or help need escaping, so the output
-// is allocated once: every number at its longest, every line with the longest suffix.
-size_t EstimateSize(const std::vector<MetricFamily>& families) {
+// is allocated once: every number at its longest, every line with the longest suffix, and
+// `constant_size` more bytes on every line for the constant label.
+size_t EstimateSize(const std::vector<MetricFamily>& families, size_t constant_size) {
   constexpr size_t kSuffixMax = sizeof "_bucket" - 1;
   constexpr size_t kExtraLabelMax = sizeof ",quantile=\"\"" - 1 + kNumberMax;
   size_t total = 0;
@@ -209,7 +222,7 @@ size_t EstimateSize(const std::vector<MetricFamily>& families) {
     total += 2 * family.name.size() + family.help.size() + 32;  // HELP and TYPE lines.
     for (const auto& metric : family.metric) {
       // `<name><suffix>{<labels>} <value>[ <timestamp>]\n`, labels as `name="value",`.
-      size_t line = family.name.size() + kSuffixMax + 2 + 1 + kNumberMax + 1;
+      size_t line = family.name.size() + kSuffixMax + 2 + 1 + kNumberMax + 1 + constant_size;
       for (const auto& label : metric.label) line += label.name.size() + label.value.size() + 4;
       if (metric.timestamp_ms != 0) line += 1 + kNumberMax;
       size_t lines = 1, extra_label_lines = 0;
@@ -274,16 +287,23 @@ void AppendSampleValue(std::string& out, uint64_t v) { AppendUint(out, v); }
 
 void AppendLabelValue(std::string& out, std::string_view value) { AppendEscaped(out, value, true); }
 
-std::string SerializeText(const std::vector<MetricFamily>& families) {
+std::string SerializeText(const std::vector<MetricFamily>& families,
+                          const ClientMetric::Label& constant) {
+  std::string rendered;  // `name="value"`, or "" without a constant label
+  if (!constant.name.empty()) {
+    rendered = constant.name + "=\"";
+    AppendEscaped(rendered, constant.value, true);
+    rendered.push_back('"');
+  }
   std::string out;
-  out.reserve(EstimateSize(families));
+  out.reserve(EstimateSize(families, rendered.empty() ? 0 : rendered.size() + 1));
   for (const auto& family : families) {
     AppendHelp(out, family.name, family.help);
     const char* type = TypeName(family.type);
     if (type == nullptr) continue;  // As TextSerializer: no TYPE line, no samples.
     AppendType(out, family.name, type);
 
-    MetricWriter w(out, family);
+    MetricWriter w(out, family, rendered, constant.name);
     for (const auto& metric : family.metric) {
       w.Begin(metric);
       switch (family.type) {

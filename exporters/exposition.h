@@ -25,8 +25,16 @@ namespace lagwatch {
 // It departs from TextSerializer only where that one breaks the format: NaN is written "NaN" (not
 // "Nan"), and HELP text escapes `\` and newline (not written raw, which would end the line).
 //
+// With a `constant` label (a name that is not empty), every sample line carries it once, first
+// in its braces (`{cluster="shop",reason="io"}`; a line without labels gains braces): a label the
+// whole process shares, such as the agent's cluster, added at the one place every series passes
+// through. Its value is escaped as any label value; REQUIRES: its name is a valid label name. A
+// metric that has a label of that name already keeps its own, and the constant is not added to
+// it. Without one (the default), the output is TextSerializer's, byte for byte.
+//
 // Throws nothing but std::bad_alloc.
-std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);
+std::string SerializeText(const std::vector<prometheus::MetricFamily>& families,
+                          const prometheus::ClientMetric::Label& constant = {});
 
 // The pieces SerializeText is made of, for writers that render series straight from their own
 // storage (Metrics' per-replica series) and must format them exactly as SerializeText would.

@@ -426,5 +426,83 @@ TEST_CASE("SerializeText says what TextSerializer says of a large random registr
   }
 }
 
+TEST_CASE("SerializeText with a constant label: once on every sample line, first; else the same") {
+  const ClientMetric::Label cluster{"cluster", "shop \"eu\"\\1"};
+  const std::string rendered = R"(cluster="shop \"eu\"\\1")";
+  for (unsigned seed : {1u, 2u}) {
+    CAPTURE(seed);
+    RandomRegistry random(seed);
+    const auto families = random.Collect();
+    const std::string plain = SerializeText(families);
+    const std::string text = SerializeText(families, cluster);
+
+    // Every sample line has it exactly once, as the first label; HELP and TYPE lines are untouched.
+    std::istringstream in(text);
+    std::string line;
+    size_t samples = 0;
+    while (std::getline(in, line)) {
+      if (line.rfind("# ", 0) == 0) continue;
+      ++samples;
+      CAPTURE(line);
+      const size_t open = line.find('{');
+      REQUIRE(open != std::string::npos);
+      CHECK(line.compare(open + 1, rendered.size(), rendered) == 0);
+      CHECK(line.find("cluster=\"", open + 1 + rendered.size()) == std::string::npos);
+    }
+    CHECK(samples > 1000);
+
+    // As a scraper reads it: the same series with the label added, the same values.
+    Parsed with = Parse(text), without = Parse(plain);
+    CHECK(with.errors.empty());
+    CHECK(with.types == without.types);
+    CHECK(with.helps == without.helps);
+    REQUIRE(with.values.size() == without.values.size());
+    for (const auto& [key, value] : without.values) {
+      SeriesKey labelled = key;
+      labelled.second.emplace("cluster", cluster.value);
+      REQUIRE(with.values.count(labelled) == 1);
+      CHECK(SameValue(with.values[labelled], value));
+    }
+
+    // Taking it out again gives the output without it, byte for byte.
+    std::string stripped = text;
+    for (const std::string& piece : {"{" + rendered + "}", "{" + rendered + ","}) {
+      const std::string replacement = piece.back() == ',' ? "{" : "";
+      for (size_t at = 0; (at = stripped.find(piece, at)) != std::string::npos;) {
+        stripped.replace(at, piece.size(), replacement);
+        at += replacement.size();
+      }
+    }
+    INFO(FirstDifference(stripped, plain));
+    CHECK(stripped == plain);
+  }
+}
+
+TEST_CASE("SerializeText's constant label: braces for a bare series, a metric's own label kept") {
+  prometheus::Registry registry;
+  prometheus::BuildGauge().Name("g").Help("G").Register(registry).Add({}).Set(1);
+  auto& own = prometheus::BuildCounter().Name("c_total").Help("C").Register(registry);
+  own.Add({{"cluster", "other"}, {"reason", "io"}}).Increment(2);
+  prometheus::BuildHistogram()
+      .Name("h")
+      .Help("H")
+      .Register(registry)
+      .Add({}, prometheus::Histogram::BucketBoundaries{0.5})
+      .Observe(0.25);
+  CHECK(SerializeText(Collected(registry), {"cluster", "shop"}) ==
+        "# HELP c_total C\n"
+        "# TYPE c_total counter\n"
+        "c_total{cluster=\"other\",reason=\"io\"} 2\n"
+        "# HELP g G\n"
+        "# TYPE g gauge\n"
+        "g{cluster=\"shop\"} 1\n"
+        "# HELP h H\n"
+        "# TYPE h histogram\n"
+        "h_count{cluster=\"shop\"} 1\n"
+        "h_sum{cluster=\"shop\"} 0.25\n"
+        "h_bucket{cluster=\"shop\",le=\"0.5\"} 1\n"
+        "h_bucket{cluster=\"shop\",le=\"+Inf\"} 1\n");
+}
+
 }  // namespace
 }  // namespace lagwatch

@@ -115,10 +115,13 @@ constexpr FamilyInfo kApplierOldestAge = {
 
 // Writes the per-replica families' text, every series as prometheus-cpp's registry and
 // SerializeText wrote it: labels sorted by name, a histogram's `le` last.
+// Every line opens with `cluster_label` (`cluster="…",`, or ""): first, so the labels stay in
+// name order for every family (`cluster` sorts before all of theirs).
 class ReplicaTextWriter {
  public:
-  ReplicaTextWriter(std::string& out, const std::vector<const ReplicaMetrics*>& replicas)
-      : out_(out), replicas_(replicas) {}
+  ReplicaTextWriter(std::string& out, const std::vector<const ReplicaMetrics*>& replicas,
+                    std::string_view cluster_label)
+      : out_(out), replicas_(replicas), cluster_label_(cluster_label) {}
 
   // A gauge or counter family with one series per replica.
   template <typename Series>
@@ -237,11 +240,12 @@ class ReplicaTextWriter {
   }
 
  private:
-  // `<name><suffix>{`
+  // `<name><suffix>{` and the cluster's label.
   void Open(std::string_view name, std::string_view suffix = {}) {
     out_.append(name);
     out_.append(suffix);
     out_.push_back('{');
+    out_.append(cluster_label_);
   }
 
   // `} <value>` and the line's end.
@@ -260,6 +264,7 @@ class ReplicaTextWriter {
 
   std::string& out_;
   const std::vector<const ReplicaMetrics*>& replicas_;
+  const std::string_view cluster_label_;
 };
 
 // Lines per replica (with every probe error reason) and an upper bound of a line's length
@@ -277,6 +282,15 @@ void AppendLabel(std::string& out, std::string_view name, std::string_view value
   out.append("=\"");
   AppendLabelValue(out, value);
   out.push_back('"');
+}
+
+// `cluster="…",` for the start of a per-replica line, or "" without a cluster.
+std::string RenderClusterLabel(std::string_view cluster) {
+  if (cluster.empty()) return "";
+  std::string label;
+  AppendLabel(label, "cluster", cluster);
+  label.push_back(',');
+  return label;
 }
 
 std::string RenderLabels(std::string_view replica, std::string_view tier) {
@@ -377,8 +391,10 @@ prometheus::Counter& HaproxyMetrics::Check(const char* protocol, const char* ans
   return checks.Add({{"protocol", protocol}, {"answer", answer}});
 }
 
-Metrics::Metrics(const std::string& version, const Clock& clock)
+Metrics::Metrics(const std::string& version, std::string_view cluster, const Clock& clock)
     : registry_(std::make_shared<prometheus::Registry>()),
+      cluster_(cluster),
+      cluster_label_(RenderClusterLabel(cluster)),
       build_info(Gauges(*registry_, "lagwatch_build_info",
                         "Always 1; the version label says which lagwatch is running.")),
       start_time_seconds(
@@ -594,7 +610,10 @@ void Metrics::RemoveReplica(const std::string& replica) {
 }
 
 std::string Metrics::TextExposition() const {
-  std::string out = SerializeText(registry_->Collect());
+  std::string out =
+      SerializeText(registry_->Collect(),
+                    cluster_.empty() ? prometheus::ClientMetric::Label{}
+                                     : prometheus::ClientMetric::Label{"cluster", cluster_});
   std::lock_guard lock(mu_);
   if (replicas_.empty()) return out;
   std::vector<const ReplicaMetrics*> replicas;
@@ -602,11 +621,11 @@ std::string Metrics::TextExposition() const {
   size_t size = out.size();
   for (const auto& [key, m] : replicas_) {
     replicas.push_back(m.get());
-    size += kLinesPerReplica * (kLineMax + m->labels.size());
+    size += kLinesPerReplica * (kLineMax + cluster_label_.size() + m->labels.size());
   }
   out.reserve(size);
 
-  ReplicaTextWriter w(out, replicas);
+  ReplicaTextWriter w(out, replicas, cluster_label_);
   w.Scalars(kLagUpper, &ReplicaMetrics::lag_upper_seconds);
   w.Scalars(kLagLower, &ReplicaMetrics::lag_lower_seconds);
   w.Histograms(kLagHistogram, &ReplicaMetrics::lag_seconds);

@@ -1,5 +1,6 @@
 // Every Prometheus metric lagwatch exports (docs/metrics.md), declared in one place with its help
-// text. Base units, `lagwatch_` namespace, `replica="host:port"` and `tier` labels.
+// text. Base units, `lagwatch_` namespace, `replica="host:port"` and `tier` labels, and on every
+// series the agent's `cluster` (added by TextExposition, not by each family).
 //
 // Agent-wide series are prometheus-cpp metrics in registry(). Per-replica series (~70 per replica)
 // are lagwatch's own lock-free ReplicaMetrics, which a scrape (TextExposition) writes straight
@@ -201,9 +202,10 @@ struct ReplicaMetrics {
   // Whether ShowApplier was called: the applier series are in /metrics.
   bool applier_shown() const { return applier_shown_.load(std::memory_order_acquire); }
 
-  // `replica="…",tier="…"` with the values escaped: the labels every series of the replica carries,
-  // in prometheus-cpp's order (by name). A family's own label goes before them (`percentile`,
-  // `reason`), after them (`window`, `le`) or at tier_at (`state`).
+  // `replica="…",tier="…"` with the values escaped: the labels every series of the replica carries
+  // besides the agent's `cluster` (written before them, first in every series), in prometheus-cpp's
+  // order (by name). A family's own label goes before them (`percentile`, `reason`), after them
+  // (`window`, `le`) or at tier_at (`state`).
   const std::string labels;
   const size_t tier_at;  // where `,tier=` starts in `labels`
 
@@ -214,10 +216,18 @@ struct ReplicaMetrics {
 class Metrics {
   // Declared first: the public references below are initialised from it.
   std::shared_ptr<prometheus::Registry> registry_;
+  // Constant after construction.
+  const std::string cluster_;
+  const std::string cluster_label_;  // `cluster="<escaped>",`, or "" without a cluster
 
  public:
-  // `clock` stamps lagwatch_start_time_seconds (its wall time now).
-  explicit Metrics(const std::string& version, const Clock& clock = SystemClock::Get());
+  // `cluster` is the `cluster` label of every series TextExposition writes (the agent's
+  // Config::cluster), known from the start so that no series is ever written without it; ""
+  // (tests) writes none. `clock` stamps lagwatch_start_time_seconds (its wall time now).
+  Metrics(const std::string& version, std::string_view cluster,
+          const Clock& clock = SystemClock::Get());
+  explicit Metrics(const std::string& version, const Clock& clock = SystemClock::Get())
+      : Metrics(version, "", clock) {}
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
@@ -234,12 +244,16 @@ class Metrics {
 
   // The /metrics body in the text format (0.0.4): registry()'s families as SerializeText writes
   // them, then the per-replica families, each with its HELP and TYPE once and its series sorted by
-  // replica and tier. A per-replica family is left out while there are no replicas (as
+  // replica and tier. Every sample carries `cluster="<cluster>"` as its first label (none with the
+  // cluster ""). A per-replica family is left out while there are no replicas (as
   // prometheus-cpp leaves out a family without series). Series, labels and number formatting are
   // those prometheus-cpp's serializer gave the same values.
   // Holds the replica map's mutex while it writes their series (probers' updates never take it).
   // Throws nothing but std::bad_alloc.
   std::string TextExposition() const;
+
+  // The `cluster` label's value; "" when there is none.
+  const std::string& cluster() const { return cluster_; }
 
   // Agent-wide series.
   prometheus::Family<prometheus::Gauge>& build_info;  // label version

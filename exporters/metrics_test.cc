@@ -72,10 +72,12 @@ class OldReplicaFamilies {
     }
   };
 
-  Replica Add(const std::string& replica, const std::string& tier) {
+  // `cluster`: a `cluster` label like any other ("": none).
+  Replica Add(const std::string& replica, const std::string& tier, const std::string& cluster) {
     using prometheus::Histogram;
     Replica m;
-    const prometheus::Labels l = {{"replica", replica}, {"tier", tier}};
+    prometheus::Labels l = {{"replica", replica}, {"tier", tier}};
+    if (!cluster.empty()) l.emplace("cluster", cluster);
     m.labels = l;
     m.lag_upper_seconds = &lag_upper_.Add(l);
     m.lag_lower_seconds = &lag_lower_.Add(l);
@@ -388,37 +390,53 @@ TEST_CASE("lagwatch_start_time_seconds is the wall time of the clock the metrics
 }
 
 TEST_CASE("/metrics has the series prometheus-cpp wrote for the same per-replica updates") {
-  Metrics metrics("test");
-  OldReplicaFamilies old_families;
-  struct Twin {
-    ReplicaMetrics* now;
-    OldReplicaFamilies::Replica old;
-  };
-  // A tier that needs escaping, and one replica in two tiers.
-  const std::pair<std::string, std::string> replicas[] = {{"10.0.0.2:3306", "standard"},
-                                                          {"10.0.0.1:3306", "critical"},
-                                                          {"db\"3\\x:3306", "odd\nname"},
-                                                          {"10.0.0.1:3306", "standard"}};
-  std::vector<Twin> twins;
-  for (const auto& [replica, tier] : replicas) {
-    twins.push_back({&metrics.Replica(replica, tier), old_families.Add(replica, tier)});
-  }
-  TwinUpdates updates(7);
-  for (int round = 0; round < 3; ++round) {
-    for (auto& t : twins) updates.Apply(*t.now, t.old, 200);
-    CAPTURE(round);
+  // Without a cluster, and with one that needs escaping: then prometheus-cpp's series carry it as
+  // a label of their own.
+  for (const std::string cluster : {"", "shop\"eu\\1"}) {
+    CAPTURE(cluster);
+    Metrics metrics("test", cluster);
+    OldReplicaFamilies old_families;
+    struct Twin {
+      ReplicaMetrics* now;
+      OldReplicaFamilies::Replica old;
+    };
+    // A tier that needs escaping, and one replica in two tiers.
+    const std::pair<std::string, std::string> replicas[] = {{"10.0.0.2:3306", "standard"},
+                                                            {"10.0.0.1:3306", "critical"},
+                                                            {"db\"3\\x:3306", "odd\nname"},
+                                                            {"10.0.0.1:3306", "standard"}};
+    std::vector<Twin> twins;
+    for (const auto& [replica, tier] : replicas) {
+      twins.push_back({&metrics.Replica(replica, tier), old_families.Add(replica, tier, cluster)});
+    }
+    TwinUpdates updates(7);
+    for (int round = 0; round < 3; ++round) {
+      for (auto& t : twins) updates.Apply(*t.now, t.old, 200);
+      CAPTURE(round);
 
+      const std::string text = metrics.TextExposition();
+      const std::string old_text =
+          SerializeText(metrics.registry()->Collect(),
+                        cluster.empty() ? prometheus::ClientMetric::Label{}
+                                        : prometheus::ClientMetric::Label{"cluster", cluster}) +
+          old_families.Text();
+      CHECK(SortedSamples(text).size() > 250);
+      CHECK(SortedSamples(text) == SortedSamples(old_text));
+      CHECK(Headers(text) == Headers(old_text));
+    }
+    // What was printed: `cancelled` appeared with the first such error; labels are escaped.
     const std::string text = metrics.TextExposition();
-    const std::string old_text = SerializeText(metrics.registry()->Collect()) + old_families.Text();
-    CHECK(SortedSamples(text).size() > 250);
-    CHECK(SortedSamples(text) == SortedSamples(old_text));
-    CHECK(Headers(text) == Headers(old_text));
+    const std::string first = cluster.empty() ? "" : R"(cluster="shop\"eu\\1",)";
+    CHECK(text.find("lagwatch_probe_errors_total{" + first +
+                    "reason=\"cancelled\",replica=\"10.0.0.2:3306\"") != std::string::npos);
+    CHECK(text.find("{" + first + "replica=\"db\\\"3\\\\x:3306\",tier=\"odd\\nname\"}") !=
+          std::string::npos);
+    // Every sample has the cluster, or none has.
+    for (const std::string& sample : SortedSamples(text)) {
+      CAPTURE(sample);
+      CHECK((sample.find("cluster=") != std::string::npos) == !cluster.empty());
+    }
   }
-  // What was printed: `cancelled` appeared with the first such error; labels are escaped.
-  const std::string text = metrics.TextExposition();
-  CHECK(text.find("lagwatch_probe_errors_total{reason=\"cancelled\",replica=\"10.0.0.2:3306\"") !=
-        std::string::npos);
-  CHECK(text.find("{replica=\"db\\\"3\\\\x:3306\",tier=\"odd\\nname\"}") != std::string::npos);
 }
 
 TEST_CASE("/metrics writes every family once, and no per-replica family without replicas") {

@@ -97,7 +97,7 @@ std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s) {
           f::kMeasuredAtMs, std::to_string(s.measured_at_ms), f::kAgent, std::to_string(s.agent_id),
           // Always written, "" when unknown: a record without them must not leave another
           // record's position in the key.
-          f::kPosition, s.position, f::kPositionKind, s.position_kind};
+          f::kPosition, s.position, f::kPositionKind, s.position_kind, f::kCluster, s.cluster};
 }
 
 std::vector<std::string> MergeRecordArgs(const std::string& sha, const std::string& key,

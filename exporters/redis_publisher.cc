@@ -101,7 +101,9 @@ std::vector<std::string> RedisPublisher::HsetArgs(const PrimarySnapshot& s) {
           pf::kReadOnly,
           s.read_only ? "1" : "0",
           pf::kTopology,
-          s.topology};
+          s.topology,
+          pf::kCluster,
+          s.cluster};
 }
 
 bool RedisPublisher::Connect() {
@@ -200,10 +202,11 @@ void RedisPublisher::AppendPrimary(std::vector<RedisUnit>& units,
   // Which server is the primary, under a name routers know without knowing it: the pointer.
   const std::string pointer = contract::PrimaryPointerKey(config_.key_prefix);
   namespace pf = contract::primary_field;
-  units.push_back({pointer,
-                   {HashWithExpiryArgs(hash_sha_, pointer, remaining.count(),
-                                       {pf::kPrimary, primary->id, pf::kState, primary->state,
-                                        pf::kTopology, primary->topology})}});
+  units.push_back(
+      {pointer,
+       {HashWithExpiryArgs(hash_sha_, pointer, remaining.count(),
+                           {pf::kPrimary, primary->id, pf::kState, primary->state, pf::kTopology,
+                            primary->topology, pf::kCluster, primary->cluster})}});
 }
 
 void RedisPublisher::AppendEvents(std::vector<RedisUnit>& units,

@@ -309,6 +309,31 @@ Answer LabelValues(int port, const std::string& variable_query,
   return a;
 }
 
+// Why `expr` could mix clusters (docs/operations.md, "Fleets"), or nothing: every selector of a
+// lagwatch series or recording rule must filter on the Cluster variable (`cluster=~"$cluster"`),
+// and every aggregation must keep `cluster` (`by (cluster, ...)`; one without `by` sums
+// clusters together).
+std::vector<std::string> ClusterProblems(const std::string& expr) {
+  static const std::regex kSelector(R"((lagwatch[_:][A-Za-z0-9_:]*)\s*(\{[^}]*\})?)");
+  static const std::regex kAggregation(
+      R"(\b(sum|max|min|avg|count|group|topk|bottomk)\b\s*(by\s*\(([^)]*)\))?\s*\()");
+  static const std::regex kClusterLabel(R"((^|[\s,(])cluster\s*(,|$))");
+  std::vector<std::string> problems;
+  for (std::sregex_iterator it(expr.begin(), expr.end(), kSelector), end; it != end; ++it) {
+    if ((*it)[2].str().find("cluster=~\"$cluster\"") == std::string::npos) {
+      problems.push_back((*it)[1].str() + " without cluster=~\"$cluster\"");
+    }
+  }
+  for (std::sregex_iterator it(expr.begin(), expr.end(), kAggregation), end; it != end; ++it) {
+    if (!(*it)[2].matched) {
+      problems.push_back((*it)[1].str() + " without by (cluster, ...)");
+    } else if (!std::regex_search((*it)[3].str(), kClusterLabel)) {
+      problems.push_back((*it)[0].str() + " drops cluster");
+    }
+  }
+  return problems;
+}
+
 void Hincrby(const Sandbox& sandbox, const std::string& field, int by) {
   RunResult r = RedisCli(sandbox.redis_port(), sandbox.RouterLogin(),
                          {"HINCRBY", "rw_stats:shop", field, std::to_string(by)});
@@ -317,6 +342,21 @@ void Hincrby(const Sandbox& sandbox, const std::string& field, int by) {
 }
 
 }  // namespace
+
+TEST_CASE("ClusterProblems finds a selector without the cluster filter and a mixing aggregation") {
+  CHECK(ClusterProblems(R"(max by (cluster, replica) (lagwatch_x{cluster=~"$cluster", a="b"}))")
+            .empty());
+  CHECK(ClusterProblems(R"(histogram_quantile(0.9, sum by (le, cluster) (rate(lagwatch_y_bucket{)"
+                        R"(cluster=~"$cluster"}[1m]))) + count_over_time(lagwatch:r{)"
+                        R"(cluster=~"$cluster"}[5m]))")
+            .empty());
+  CHECK(ClusterProblems(R"(lagwatch_x)").size() == 1);
+  CHECK(ClusterProblems(R"(lagwatch:r:count{tier=~"$tier"})").size() == 1);
+  CHECK(ClusterProblems(R"(lagwatch_x{cluster="shop"})").size() == 1);
+  CHECK(ClusterProblems(R"(max(lagwatch_x{cluster=~"$cluster"}))").size() == 1);
+  CHECK(ClusterProblems(R"(sum by (replica) (lagwatch_x{cluster=~"$cluster"}))").size() == 1);
+  CHECK(ClusterProblems(R"(sum by (clusters) (lagwatch_x{cluster=~"$cluster"}))").size() == 1);
+}
 
 TEST_CASE("the dashboard JSON is complete and consistent") {
   const json d = LoadDashboard();
@@ -329,9 +369,11 @@ TEST_CASE("the dashboard JSON is complete and consistent") {
   CHECK(vars["datasource"]["type"] == "datasource");
   CHECK(vars["datasource"]["query"] == "prometheus");
   const std::map<std::string, std::string> want = {
-      {"tier", "label_values(lagwatch_replica_healthy, tier)"},
-      {"replica", "label_values(lagwatch_replica_healthy{tier=~\"$tier\"}, replica)"},
-      {"app", "label_values(lagwatch_router_reads_total, app)"}};
+      {"cluster", "label_values(lagwatch_build_info, cluster)"},
+      {"tier", "label_values(lagwatch_replica_healthy{cluster=~\"$cluster\"}, tier)"},
+      {"replica",
+       "label_values(lagwatch_replica_healthy{cluster=~\"$cluster\", tier=~\"$tier\"}, replica)"},
+      {"app", "label_values(lagwatch_router_reads_total{cluster=~\"$cluster\"}, app)"}};
   const auto queries = VariableQueries(d);
   for (const auto& [name, query] : want) {
     INFO("variable " << name);
@@ -370,6 +412,9 @@ TEST_CASE("the dashboard JSON is complete and consistent") {
                     "unknown template variable in " << t.value("expr", ""));
       CHECK(t["datasource"]["uid"] == "${datasource}");
       CHECK(refs.insert(t.value("refId", "")).second);
+      for (const std::string& problem : ClusterProblems(t.value("expr", ""))) {
+        FAIL_CHECK(t.value("refId", "") << ": " << problem);
+      }
     }
   }
 

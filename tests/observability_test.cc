@@ -156,6 +156,7 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   CHECK(first["previous_healthy"] == 1);
   CHECK(first["healthy"] == 0);
   CHECK(first["agent"] == 1);
+  CHECK(first["cluster"] == E().sandbox.primary_id());
   CHECK(first["delay_ms"].is_number_integer());
   CHECK(first["measured_at_ms"].is_number_integer());
   for (const auto& e : events) CHECK(e["replica"] == E().sandbox.replica_id(1));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -77,14 +78,11 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
 
 TEST_CASE("each replica's key carries every Redis contract field with a TTL within ttl_ms") {
   Redis redis(E().sandbox.redis_port());
-  const std::set<std::string> fields = {"delay_ms",       "delay_lower_ms",
-                                        "state",          "healthy",
-                                        "tier",           "weight",
-                                        "max_delay_ms",   "seq",
-                                        "measured_at_ms", "agent",
-                                        "position",       "position_kind",
-                                        "agent:1"};  // this agent's own record, for merging
-                                                     // with other agents' (docs/redis.md)
+  const std::set<std::string> fields = {
+      "delay_ms", "delay_lower_ms", "state",   "healthy",        "tier",
+      "weight",   "max_delay_ms",   "seq",     "measured_at_ms", "agent",
+      "position", "position_kind",  "cluster", "agent:1"};  // this agent's own record, for merging
+                                                            // with other agents' (docs/redis.md)
   for (int r : {1, 2}) {
     CAPTURE(r);
     auto h = redis.HGetAll(Key(r));
@@ -95,6 +93,7 @@ TEST_CASE("each replica's key carries every Redis contract field with a TTL with
     CHECK(h["weight"] == "50");
     CHECK(h["max_delay_ms"] == "200");
     CHECK(h["agent"] == "1");
+    CHECK(h["cluster"] == E().sandbox.primary_id());  // the default: the primary's host:port
     auto delay = ParseInt<int64_t>(h["delay_ms"]);
     auto lower = ParseInt<int64_t>(h["delay_lower_ms"]);
     REQUIRE(delay.has_value());
@@ -175,7 +174,16 @@ TEST_CASE("/metrics serves the lag, state and thread gauges for both replicas") 
   CHECK(MetricValue(body, "lagwatch_heartbeat_writes_total").value_or(0) > 10);
   CHECK(MetricValue(body, "lagwatch_sampler_samples_total").value_or(0) > 100);
   CHECK(MetricValue(body, "lagwatch_redis_connected") == 1);
-  CHECK(body.find("lagwatch_build_info{version=") != std::string::npos);
+  // The cluster, not named in the sandbox's config, is the primary's host:port: first on every
+  // sample line.
+  const std::string cluster = "{cluster=\"" + E().sandbox.primary_id() + "\"";
+  CHECK(body.find("lagwatch_build_info" + cluster + ",version=") != std::string::npos);
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    CAPTURE(line);
+    CHECK(line.find(cluster) == line.find('{'));
+  }
 }
 
 TEST_CASE("the agent survives Redis going away and republishes every key once it is back") {
@@ -187,8 +195,8 @@ TEST_CASE("the agent survives Redis going away and republishes every key once it
   REQUIRE(kill(redis_pid, SIGTERM) == 0);
   REQUIRE(WaitFor(
       [&] {
-        return HttpGet(E().sandbox.http_port(), "/metrics")
-                   .second.find("lagwatch_redis_connected 0") != std::string::npos;
+        return MetricValue(HttpGet(E().sandbox.http_port(), "/metrics").second,
+                           "lagwatch_redis_connected") == 0;
       },
       3s));
   // Probing and /metrics carry on without Redis.

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -255,6 +256,7 @@ TEST_CASE("a writable replica is warned about once and never taken for the prima
   std::this_thread::sleep_for(2500ms);  // two status polls and more
   CHECK(PointerPrimary(redis) == Id(kPrimary));
   CHECK(redis.HGetAll(kPointer)["topology"] == "ok");
+  CHECK(redis.HGetAll(kPointer)["cluster"] == Id(kPrimary));
   CHECK(Is(redis, kReplica1, "ok", "1"));  // it still replicates from the primary, caught up
   Q(kReplica1, "SET GLOBAL read_only=1");
   Q(kReplica1, "SET GLOBAL read_only=0");
@@ -375,8 +377,9 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   // Published, counted and shown.
   bool event = false;
   for (const auto& e : events.Events()) {
+    // The cluster keeps its name, the configured primary's host:port, after the primary moved.
     if (e.value("event", "") == "primary" && e.value("primary", "") == Id(kReplica1) &&
-        e.value("previous_primary", "") == Id(kPrimary)) {
+        e.value("previous_primary", "") == Id(kPrimary) && e.value("cluster", "") == Id(kPrimary)) {
       event = true;
     }
   }
@@ -384,18 +387,25 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   const std::string metrics = Metrics();
   CHECK(MetricValue(metrics, "lagwatch_primary_changes_total") == 1);
   CHECK(MetricValue(metrics, "lagwatch_primary_info{primary=\"" + Id(kReplica1) + "\"}") == 1);
-  CHECK(metrics.find("lagwatch_primary_info{primary=\"" + Id(kPrimary) + "\"}") ==
-        std::string::npos);
+  CHECK(MetricValue(metrics, "lagwatch_primary_info{primary=\"" + Id(kPrimary) + "\"}") ==
+        std::nullopt);
   CHECK(MetricValue(metrics, "lagwatch_topology_state{state=\"ok\"}") == 1);
   RunResult status =
       RunCommand({LagwatchBinary(), "status", "--config", E().sandbox.config_path()});
   CHECK_MESSAGE(status.output.find("primary " + Id(kReplica1) +
                                    " (up; topology ok; moved 1 time") != std::string::npos,
                 status.output);
-  CHECK(Count(status.output, Id(kPrimary)) == 2);  // configured, and a replica in the table
-  const std::string replicas = HttpGet(E().sandbox.http_port(), "/api/v1/replicas").second;
-  CHECK(replicas.find(Id(kReplica1)) == std::string::npos);
-  CHECK(replicas.find(Id(kPrimary)) != std::string::npos);
+  // The cluster's name (the configured primary's, kept), configured, and a replica in the table.
+  CHECK(status.output.rfind("cluster " + Id(kPrimary) + "\n", 0) == 0);
+  CHECK(Count(status.output, Id(kPrimary)) == 3);
+  std::set<std::string> listed;
+  const nlohmann::json replicas =
+      nlohmann::json::parse(HttpGet(E().sandbox.http_port(), "/api/v1/replicas").second);
+  for (const auto& r : replicas.at("replicas")) {
+    listed.insert(r.at("replica").get<std::string>());
+  }
+  CHECK(listed.count(Id(kReplica1)) == 0);
+  CHECK(listed.count(Id(kPrimary)) == 1);
   CHECK(agent.Log().find("the primary is now " + Id(kReplica1) + " (was " + Id(kPrimary) + ")") !=
         std::string::npos);
 

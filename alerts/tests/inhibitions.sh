@@ -83,71 +83,91 @@ P2=(severity=warning priority=P2)
 
 echo "# an agent down mutes its own alerts and the aggregated ones, not other agents' alerts"
 start_am
-fire alertname=LagwatchAgentDown "${P1[@]}" job=lagwatch instance=lwA
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwA replica=a1 tier=tier1
-fire alertname=LagwatchDSRLow "${P2[@]}" app=shop
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1
-expect active alertname=LagwatchAgentDown instance=lwA
-expect inhibited alertname=LagwatchReplicaLagHigh instance=lwA replica=a1
-expect inhibited alertname=LagwatchDSRLow app=shop
-expect active alertname=LagwatchReplicaLagHigh instance=lwB replica=b1
+fire alertname=LagwatchAgentDown cluster=shop "${P1[@]}" job=lagwatch instance=lwA
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwA replica=a1 tier=tier1
+fire alertname=LagwatchDSRLow cluster=shop "${P2[@]}" app=shop
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1
+expect active alertname=LagwatchAgentDown cluster=shop instance=lwA
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop instance=lwA replica=a1
+expect inhibited alertname=LagwatchDSRLow cluster=shop app=shop
+expect active alertname=LagwatchReplicaLagHigh cluster=shop instance=lwB replica=b1
 
 echo "# no agent at all mutes everything"
 start_am
 fire alertname=LagwatchAgentAbsent "${P1[@]}" job=lagwatch
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1
-fire alertname=LagwatchDSRLow "${P2[@]}" app=shop
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1
+fire alertname=LagwatchDSRLow cluster=shop "${P2[@]}" app=shop
 expect active alertname=LagwatchAgentAbsent
-expect inhibited alertname=LagwatchReplicaLagHigh instance=lwB replica=b1
-expect inhibited alertname=LagwatchDSRLow app=shop
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop instance=lwB replica=b1
+expect inhibited alertname=LagwatchDSRLow cluster=shop app=shop
 
 echo "# primary circuit open, unreachable replica, whole tier out"
 start_am
-fire alertname=LagwatchPrimaryCircuitOpen "${P1[@]}" job=lagwatch instance=lwA state=down
-fire alertname=LagwatchHeartbeatFailing "${P2[@]}" job=lagwatch instance=lwA cause=stale
-fire alertname=LagwatchHeartbeatFailing "${P2[@]}" job=lagwatch instance=lwB cause=errors
-fire alertname=LagwatchReplicaUnreachable "${P2[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1 state=unreachable
-fire alertname=LagwatchReplicationThreadStopped "${P1[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1 thread=sql
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1
-fire alertname=LagwatchReplicationThreadStopped "${P1[@]}" job=lagwatch instance=lwB replica=r2 tier=tier1 thread=io
-fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" tier=tier2
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwB replica=r3 tier=tier2
-fire alertname=LagwatchSLARLow "${P2[@]}" replica=r3 tier=tier2
-fire alertname=LagwatchReplicationThreadStopped "${P1[@]}" job=lagwatch instance=lwB replica=r3 tier=tier2 thread=io
-expect active alertname=LagwatchPrimaryCircuitOpen instance=lwA
-expect inhibited alertname=LagwatchHeartbeatFailing instance=lwA
-expect active alertname=LagwatchHeartbeatFailing instance=lwB
-expect active alertname=LagwatchReplicaUnreachable replica=r1
-expect inhibited alertname=LagwatchReplicationThreadStopped replica=r1
-expect inhibited alertname=LagwatchReplicaLagHigh replica=r1
-expect active alertname=LagwatchReplicationThreadStopped replica=r2
-expect active alertname=LagwatchTierAllUnhealthy tier=tier2
-expect inhibited alertname=LagwatchReplicaLagHigh replica=r3
-expect inhibited alertname=LagwatchSLARLow replica=r3
-expect active alertname=LagwatchReplicationThreadStopped replica=r3
+fire alertname=LagwatchPrimaryCircuitOpen cluster=shop "${P1[@]}" job=lagwatch instance=lwA state=down
+fire alertname=LagwatchHeartbeatFailing cluster=shop "${P2[@]}" job=lagwatch instance=lwA cause=stale
+fire alertname=LagwatchHeartbeatFailing cluster=shop "${P2[@]}" job=lagwatch instance=lwB cause=errors
+fire alertname=LagwatchReplicaUnreachable cluster=shop "${P2[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1 state=unreachable
+fire alertname=LagwatchReplicationThreadStopped cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1 thread=sql
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=r1 tier=tier1
+fire alertname=LagwatchReplicationThreadStopped cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=r2 tier=tier1 thread=io
+fire alertname=LagwatchTierAllUnhealthy cluster=shop "${P1[@]}" tier=tier2
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=r3 tier=tier2
+fire alertname=LagwatchSLARLow cluster=shop "${P2[@]}" replica=r3 tier=tier2
+fire alertname=LagwatchReplicationThreadStopped cluster=shop "${P1[@]}" job=lagwatch instance=lwB replica=r3 tier=tier2 thread=io
+expect active alertname=LagwatchPrimaryCircuitOpen cluster=shop instance=lwA
+expect inhibited alertname=LagwatchHeartbeatFailing cluster=shop instance=lwA
+expect active alertname=LagwatchHeartbeatFailing cluster=shop instance=lwB
+expect active alertname=LagwatchReplicaUnreachable cluster=shop replica=r1
+expect inhibited alertname=LagwatchReplicationThreadStopped cluster=shop replica=r1
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop replica=r1
+expect active alertname=LagwatchReplicationThreadStopped cluster=shop replica=r2
+expect active alertname=LagwatchTierAllUnhealthy cluster=shop tier=tier2
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop replica=r3
+expect inhibited alertname=LagwatchSLARLow cluster=shop replica=r3
+expect active alertname=LagwatchReplicationThreadStopped cluster=shop replica=r3
 
 echo "# an ambiguous topology mutes that agent's unverified and lagging replicas and whole tiers out"
 start_am
-fire alertname=LagwatchTopologyAmbiguous "${P1[@]}" job=lagwatch instance=lwA state=ambiguous
-fire alertname=LagwatchReplicaSourceInDoubt "${P2[@]}" job=lagwatch instance=lwA replica=a1 tier=tier1 state=unverified
-fire alertname=LagwatchReplicaLagHigh "${P1[@]}" job=lagwatch instance=lwA replica=a2 tier=tier1
-fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" tier=tier1
-fire alertname=LagwatchReplicationThreadStopped "${P1[@]}" job=lagwatch instance=lwA replica=a3 tier=tier1 thread=io
-fire alertname=LagwatchReplicaSourceInDoubt "${P2[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1 state=unverified
-expect active alertname=LagwatchTopologyAmbiguous instance=lwA
-expect inhibited alertname=LagwatchReplicaSourceInDoubt instance=lwA replica=a1
-expect inhibited alertname=LagwatchReplicaLagHigh instance=lwA replica=a2
-expect inhibited alertname=LagwatchTierAllUnhealthy tier=tier1
-expect active alertname=LagwatchReplicationThreadStopped instance=lwA replica=a3
-expect active alertname=LagwatchReplicaSourceInDoubt instance=lwB replica=b1
+fire alertname=LagwatchTopologyAmbiguous cluster=shop "${P1[@]}" job=lagwatch instance=lwA state=ambiguous
+fire alertname=LagwatchReplicaSourceInDoubt cluster=shop "${P2[@]}" job=lagwatch instance=lwA replica=a1 tier=tier1 state=unverified
+fire alertname=LagwatchReplicaLagHigh cluster=shop "${P1[@]}" job=lagwatch instance=lwA replica=a2 tier=tier1
+fire alertname=LagwatchTierAllUnhealthy cluster=shop "${P1[@]}" tier=tier1
+fire alertname=LagwatchReplicationThreadStopped cluster=shop "${P1[@]}" job=lagwatch instance=lwA replica=a3 tier=tier1 thread=io
+fire alertname=LagwatchReplicaSourceInDoubt cluster=shop "${P2[@]}" job=lagwatch instance=lwB replica=b1 tier=tier1 state=unverified
+expect active alertname=LagwatchTopologyAmbiguous cluster=shop instance=lwA
+expect inhibited alertname=LagwatchReplicaSourceInDoubt cluster=shop instance=lwA replica=a1
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop instance=lwA replica=a2
+expect inhibited alertname=LagwatchTierAllUnhealthy cluster=shop tier=tier1
+expect active alertname=LagwatchReplicationThreadStopped cluster=shop instance=lwA replica=a3
+expect active alertname=LagwatchReplicaSourceInDoubt cluster=shop instance=lwB replica=b1
 
 echo "# one agent down does not mute another agent's ambiguous topology"
 start_am
-fire alertname=LagwatchAgentDown "${P1[@]}" job=lagwatch instance=lwA
-fire alertname=LagwatchTopologyAmbiguous "${P1[@]}" job=lagwatch instance=lwB state=ambiguous
-fire alertname=LagwatchNoWritablePrimary "${P1[@]}" job=lagwatch instance=lwB state=unknown primary=10.0.0.11:3306
-expect active alertname=LagwatchTopologyAmbiguous instance=lwB
-expect active alertname=LagwatchNoWritablePrimary instance=lwB
+fire alertname=LagwatchAgentDown cluster=shop "${P1[@]}" job=lagwatch instance=lwA
+fire alertname=LagwatchTopologyAmbiguous cluster=shop "${P1[@]}" job=lagwatch instance=lwB state=ambiguous
+fire alertname=LagwatchNoWritablePrimary cluster=shop "${P1[@]}" job=lagwatch instance=lwB state=unknown primary=10.0.0.11:3306
+expect active alertname=LagwatchTopologyAmbiguous cluster=shop instance=lwB
+expect active alertname=LagwatchNoWritablePrimary cluster=shop instance=lwB
+
+echo "# two clusters: one's agent down, whole tier out or ambiguous topology mutes nothing of the other"
+start_am
+fire alertname=LagwatchAgentDown "${P1[@]}" cluster=shop job=lagwatch instance=lwA
+fire alertname=LagwatchDSRLow "${P2[@]}" cluster=shop app=web
+fire alertname=LagwatchDSRLow "${P2[@]}" cluster=orders app=web
+expect inhibited alertname=LagwatchDSRLow cluster=shop app=web
+expect active alertname=LagwatchDSRLow cluster=orders app=web
+start_am
+fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" cluster=shop tier=tier1
+fire alertname=LagwatchReplicaLagHigh "${P1[@]}" cluster=shop job=lagwatch instance=lwB replica=r1 tier=tier1
+fire alertname=LagwatchReplicaLagHigh "${P1[@]}" cluster=orders job=lagwatch instance=lwC replica=r1 tier=tier1
+expect inhibited alertname=LagwatchReplicaLagHigh cluster=shop instance=lwB replica=r1
+expect active alertname=LagwatchReplicaLagHigh cluster=orders instance=lwC replica=r1
+start_am
+fire alertname=LagwatchTopologyAmbiguous "${P1[@]}" cluster=orders job=lagwatch instance=lwC state=ambiguous
+fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" cluster=orders tier=tier1
+fire alertname=LagwatchTierAllUnhealthy "${P1[@]}" cluster=shop tier=tier1
+expect inhibited alertname=LagwatchTierAllUnhealthy cluster=orders tier=tier1
+expect active alertname=LagwatchTierAllUnhealthy cluster=shop tier=tier1
 
 if ((FAILURES > 0)); then
   echo "inhibitions: $FAILURES expectation(s) failed" >&2
