@@ -239,6 +239,7 @@ json RunStore(const Options& o, const Store& store, const json& base_config,
   for (int c = 0; c < k; ++c) {
     json cfg = base_config;
     cfg["agent_id"] = c + 1;
+    cfg["cluster"] = "c" + std::to_string(c);
     cfg["http"]["listen"] = "127.0.0.1:" + std::to_string(o.base_port + 200 + c);
     cfg["replicas"] = json::array();
     for (int i = c * n / k; i < (c + 1) * n / k; ++i) {
