@@ -489,15 +489,39 @@ final class ClusterTest extends TestCase
         return $served;
     }
 
-    /** A sample of the agent's /metrics, or -1 when absent. */
+    /**
+     * A sample of the agent's /metrics, or -1 when absent: the first of the metric named by
+     * $series that has every label $series gives (it may have more, the agent's `cluster` first).
+     */
     private function metric(string $series): float
     {
+        [$name, $wanted] = self::splitSeries($series);
         $text = @file_get_contents('http://127.0.0.1:' . self::$sandbox->port('http') . '/metrics');
         foreach (explode("\n", (string) $text) as $line) {
-            if (str_starts_with($line, $series . ' ')) {
-                return (float) substr($line, strlen($series) + 1);
+            if ($line === '' || $line[0] === '#' || !str_starts_with($line, $name)) {
+                continue;
+            }
+            $space = strrpos($line, ' ');
+            [$lineName, $labels] = self::splitSeries(substr($line, 0, (int) $space));
+            if ($lineName === $name && array_intersect_assoc($wanted, $labels) == $wanted) {
+                return (float) substr($line, (int) $space + 1);
             }
         }
         return -1.0;
+    }
+
+    /** @return array{string, array<string, string>} a series' name and labels */
+    private static function splitSeries(string $series): array
+    {
+        $brace = strpos($series, '{');
+        if ($brace === false) {
+            return [$series, []];
+        }
+        preg_match_all('/([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\\\]|\\\\.)*)"/', substr($series, $brace), $m, PREG_SET_ORDER);
+        $labels = [];
+        foreach ($m as [, $key, $value]) {
+            $labels[$key] = stripcslashes($value);
+        }
+        return [substr($series, 0, $brace), $labels];
     }
 }
