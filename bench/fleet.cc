@@ -163,13 +163,25 @@ std::vector<std::optional<std::string>> HGetEach(RedisClient& client,
   return out;
 }
 
-// EVALSHA calls so far on the server of `conn` (INFO commandstats).
-double EvalshaCalls(RedisConnection& conn) {
-  RedisReply r = conn.Run({"INFO", "commandstats"});
-  if (!r || r->type != REDIS_REPLY_STRING) return 0;
-  const std::string text = ReplyText(*r);
-  const size_t at = text.find("cmdstat_evalsha:calls=");
-  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 22, nullptr);
+// What the server of `conn` has done so far: EVALSHA calls (INFO commandstats) and bytes read
+// from its clients (INFO stats), what the publishing costs it and the network.
+struct ServerCounts {
+  double evalsha = 0;
+  double net_input_bytes = 0;
+};
+ServerCounts CountsOf(RedisConnection& conn) {
+  auto field = [](const std::string& text, const std::string& name) {
+    const size_t at = text.find(name);
+    return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + name.size(), nullptr);
+  };
+  ServerCounts c;
+  if (RedisReply r = conn.Run({"INFO", "commandstats"}); r && r->type == REDIS_REPLY_STRING) {
+    c.evalsha = field(ReplyText(*r), "cmdstat_evalsha:calls=");
+  }
+  if (RedisReply r = conn.Run({"INFO", "stats"}); r && r->type == REDIS_REPLY_STRING) {
+    c.net_input_bytes = field(ReplyText(*r), "total_net_input_bytes:");
+  }
+  return c;
 }
 
 // The key age a router sees, sampled on a thread of its own.
@@ -312,10 +324,10 @@ json RunStore(const Options& o, const Store& store, const json& base_config,
   std::vector<pid_t> agent_pids;
   for (auto& a : agents) agent_pids.push_back(a->pid());
   const pid_t primary = SandboxServerPid(o.dir, "primary");
-  std::vector<double> calls_a;
+  std::vector<ServerCounts> calls_a;
   for (const Endpoint& m : store.masters) {
     auto conn = (*client)->Connection(m);
-    calls_a.push_back(conn.ok() ? EvalshaCalls(**conn) : 0);
+    calls_a.push_back(conn.ok() ? CountsOf(**conn) : ServerCounts{});
   }
   const auto a_agents = cpu(agent_pids), a_redis = cpu(store.master_pids),
              a_primary = cpu({primary});
@@ -326,10 +338,10 @@ json RunStore(const Options& o, const Store& store, const json& base_config,
   const HostCpu host_b = ReadHostCpu();
   const auto b_agents = cpu(agent_pids), b_redis = cpu(store.master_pids),
              b_primary = cpu({primary});
-  std::vector<double> calls_b;
+  std::vector<ServerCounts> calls_b;
   for (const Endpoint& m : store.masters) {
     auto conn = (*client)->Connection(m);
-    calls_b.push_back(conn.ok() ? EvalshaCalls(**conn) : 0);
+    calls_b.push_back(conn.ok() ? CountsOf(**conn) : ServerCounts{});
   }
   const json key_age = ages.Stop();
   const double window = static_cast<double>(t_b - t_a) / 1e6;
@@ -348,7 +360,9 @@ json RunStore(const Options& o, const Store& store, const json& base_config,
   for (size_t m = 0; m < store.masters.size(); ++m) {
     shards.push_back({{"master", store.masters[m].Id()},
                       {"cpu_cores", (b_redis[m] - a_redis[m]) / window},
-                      {"evalsha_per_s", (calls_b[m] - calls_a[m]) / window}});
+                      {"evalsha_per_s", (calls_b[m].evalsha - calls_a[m].evalsha) / window},
+                      {"net_input_bytes_per_s",
+                       (calls_b[m].net_input_bytes - calls_a[m].net_input_bytes) / window}});
   }
   res["steady"] = {{"seconds", window},
                    {"agents_cpu_cores", total_cpu},
@@ -380,7 +394,8 @@ std::string Render(const json& r, bool markdown) {
   t.left_cols = 1;
   t.rows.push_back({"store", "agents CPU cores", "per agent avg / max", "agents RSS MB",
                     "per agent avg / max", "key age p50 / p99 / max ms", "missing",
-                    "Redis per master: cores, EVALSHA/s", "primary cores", "host busy cores"});
+                    "Redis per master: cores, EVALSHA/s, kB/s in", "primary cores",
+                    "host busy cores"});
   for (const json& s : r["stores"]) {
     const json& st = s["steady"];
     double max_cpu = 0, max_rss = 0;
@@ -392,7 +407,8 @@ std::string Render(const json& r, bool markdown) {
     std::string shards;
     for (const json& sh : st["shards"]) {
       shards += (shards.empty() ? "" : "; ") + Num(sh["cpu_cores"].get<double>(), 3) + ", " +
-                Num(sh["evalsha_per_s"].get<double>(), 0);
+                Num(sh["evalsha_per_s"].get<double>(), 0) + ", " +
+                Num(sh["net_input_bytes_per_s"].get<double>() / 1000, 0);
     }
     const json& ka = st["key_age"];
     t.rows.push_back({s["store"].get<std::string>(), Num(st["agents_cpu_cores"].get<double>(), 3),
