@@ -45,10 +45,18 @@ Status RedisClient::LoadMapFrom(RedisConnection& conn, const Endpoint& node) {
     return Status::DataError("Redis " + node.Id() + ": " + ranges.status().message());
   std::vector<int16_t> slots(kRedisClusterSlots, -1);
   std::vector<Endpoint> masters;
+  std::vector<std::vector<Endpoint>> replicas;
   for (const RedisSlotRange& range : *ranges) {
     auto it = std::find(masters.begin(), masters.end(), range.master);
     const auto index = static_cast<int16_t>(it - masters.begin());
-    if (it == masters.end()) masters.push_back(range.master);
+    if (it == masters.end()) {
+      masters.push_back(range.master);
+      replicas.emplace_back();
+    }
+    for (const Endpoint& r : range.replicas) {
+      auto& known = replicas[static_cast<size_t>(index)];
+      if (std::find(known.begin(), known.end(), r) == known.end()) known.push_back(r);
+    }
     for (int s = range.first; s <= range.last; ++s) slots[static_cast<size_t>(s)] = index;
   }
   for (int s = 0; s < kRedisClusterSlots; ++s) {
@@ -59,6 +67,7 @@ Status RedisClient::LoadMapFrom(RedisConnection& conn, const Endpoint& node) {
   }
   slot_master_ = std::move(slots);
   masters_ = std::move(masters);
+  replicas_ = std::move(replicas);
   // Connections to servers that are no longer masters go: a demoted master refuses writes.
   std::set<std::string> kept;
   for (const Endpoint& m : masters_) kept.insert(m.Id());
@@ -134,7 +143,32 @@ void RedisClient::Drop(const Endpoint& master) { conns_.erase(master.Id()); }
 Status RedisClient::Abandon(Status why) {
   // Other masters' connections may still have replies of this Run on their way: none is of use.
   conns_.clear();
+  replica_conns_.clear();
   return why;
+}
+
+Result<RedisConnection*> RedisClient::ReplicaConnection(const Endpoint& replica) {
+  auto it = replica_conns_.find(replica.Id());
+  if (it != replica_conns_.end() && it->second->error().ok()) return it->second.get();
+  auto conn = RedisConnectTo(replica, config_, timeout_);
+  if (!conn.ok()) return conn.status();
+  RedisReply ok = (*conn)->Run({"READONLY"});
+  if (!ok) return (*conn)->error();
+  if (ok->type == REDIS_REPLY_ERROR) {
+    return Status::ServerError("Redis " + replica.Id() + " refused READONLY: " + Text(*ok));
+  }
+  RedisConnection* raw = conn->get();
+  replica_conns_[replica.Id()] = std::move(conn).value();
+  return raw;
+}
+
+std::optional<Endpoint> RedisClient::ReachableReplicaOf(const Endpoint& master) {
+  auto it = std::find(masters_.begin(), masters_.end(), master);
+  if (it == masters_.end()) return std::nullopt;
+  for (const Endpoint& r : replicas_[static_cast<size_t>(it - masters_.begin())]) {
+    if (ReplicaConnection(r).ok()) return r;
+  }
+  return std::nullopt;
 }
 
 const Endpoint* RedisClient::MasterOf(const std::string& key) const {
@@ -154,12 +188,13 @@ Result<std::vector<std::vector<RedisReply>>> RedisClient::Run(const std::vector<
   std::vector<std::vector<RedisReply>> out(units.size());
   struct Pending {
     size_t unit;
-    std::optional<Endpoint> to;  // a redirection's node (else the slot map's)
+    std::optional<Endpoint> to;  // a redirection's node, or a replica (else the slot map's)
     bool asking = false;         // ASK: to `to`, once, after ASKING
     int redirects = 0;
+    bool replica = false;  // `to` is a replica of a master that cannot be reached
   };
   std::vector<Pending> pending;
-  for (size_t i = 0; i < units.size(); ++i) pending.push_back({i, std::nullopt, false, 0});
+  for (size_t i = 0; i < units.size(); ++i) pending.push_back({i, std::nullopt, false, 0, false});
   bool refreshed_for_failure = false;
   while (!pending.empty()) {
     // Every node's units, pipelined: all sent before any reply is read.
@@ -167,7 +202,7 @@ Result<std::vector<std::vector<RedisReply>>> RedisClient::Run(const std::vector<
     for (Pending& p : pending) {
       const Endpoint* to = p.to ? &*p.to : MasterOf(units[p.unit].key);
       if (!to) return Status::Unavailable("Redis Cluster: no slot map");
-      auto& entry = by_node[to->Id()];
+      auto& entry = by_node[(p.replica ? "replica " : "") + to->Id()];
       entry.first = *to;
       entry.second.push_back(std::move(p));
     }
@@ -175,15 +210,27 @@ Result<std::vector<std::vector<RedisReply>>> RedisClient::Run(const std::vector<
     bool refresh = false;
     std::vector<std::pair<RedisConnection*, std::vector<Pending>*>> sent;
     for (auto& [id, entry] : by_node) {
-      auto conn = Connection(entry.first);
+      const bool to_replica = entry.second.front().replica;
+      auto conn = to_replica ? ReplicaConnection(entry.first) : Connection(entry.first);
+      if (!conn.ok() && !to_replica && refreshed_for_failure) {
+        // Still the dead master after the map was read again: its reads go to a replica of it.
+        const bool reads = std::all_of(entry.second.begin(), entry.second.end(),
+                                       [&](const Pending& p) { return units[p.unit].read_only; });
+        std::optional<Endpoint> replica = reads ? ReachableReplicaOf(entry.first) : std::nullopt;
+        if (!replica) return conn.status();
+        for (Pending& p : entry.second) {
+          pending.push_back({p.unit, replica, false, p.redirects + 1, true});
+        }
+        continue;
+      }
       if (!conn.ok()) {
         // Nothing was sent to it: the map is read again (a failover may have promoted its
         // replica) and its units go where the new map says, once.
-        if (refreshed_for_failure) return conn.status();
+        if (refreshed_for_failure || to_replica) return conn.status();
         refreshed_for_failure = refresh = true;
         Drop(entry.first);
         for (Pending& p : entry.second) {
-          pending.push_back({p.unit, std::nullopt, false, p.redirects + 1});
+          pending.push_back({p.unit, std::nullopt, false, p.redirects + 1, false});
         }
         continue;
       }
@@ -213,7 +260,7 @@ Result<std::vector<std::vector<RedisReply>>> RedisClient::Run(const std::vector<
           // MOVED: the map is read again after this round (the slot moved for good), and the
           // unit goes where the node said at once; ASK: there once, the map unchanged.
           if (!redirect->ask) refresh = true;
-          pending.push_back({p.unit, redirect->to, redirect->ask, p.redirects + 1});
+          pending.push_back({p.unit, redirect->to, redirect->ask, p.redirects + 1, false});
         } else {
           out[p.unit] = std::move(replies);
         }

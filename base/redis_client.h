@@ -14,7 +14,13 @@
 //     the unit goes there once, each command preceded by ASKING, the map unchanged;
 //   - a master that cannot be connected to (killed, partitioned): the map is read again from
 //     another node (with Sentinel: the sentinels are asked again) and its units are sent where
-//     the new map says (after a failover, the promoted replica). Once per Run.
+//     the new map says (after a failover, the promoted replica). Once per Run. If the map still
+//     names the dead master (the cluster has not promoted its replica yet), its units that only
+//     read (RedisUnit::read_only) go to one of its replicas (READONLY), which serves what it has
+//     (a key the master wrote with an expiry reads as missing once that expiry passes, on the
+//     replica too); any other unit fails the Run. A cluster marked down answers every command
+//     with CLUSTERDOWN unless its nodes run with cluster-allow-reads-when-down yes (and, for the
+//     other masters' slots, cluster-require-full-coverage no): docs/redis.md says what to set.
 // A unit is redirected at most kMaxRedirects times.
 //
 // Thread-compatible: one RedisClient belongs to one thread.
@@ -23,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,9 +97,16 @@ class RedisClient {
   const RedisConfig config_;
   const Millis timeout_;
   const std::vector<std::vector<std::string>> on_connect_;
+  // A connection to the replica `replica`, opened if needed, in READONLY mode.
+  Result<RedisConnection*> ReplicaConnection(const Endpoint& replica);
+  // The first replica of `master` a connection can be opened to; nullopt when none.
+  std::optional<Endpoint> ReachableReplicaOf(const Endpoint& master);
+
   std::vector<int16_t> slot_master_;  // a cluster's, by slot: an index into masters_
   std::vector<Endpoint> masters_;
-  std::map<std::string, std::unique_ptr<RedisConnection>> conns_;  // by "host:port"
+  std::vector<std::vector<Endpoint>> replicas_;  // a cluster's, each master's (as masters_)
+  std::map<std::string, std::unique_ptr<RedisConnection>> conns_;          // by "host:port"
+  std::map<std::string, std::unique_ptr<RedisConnection>> replica_conns_;  // READONLY, by id
 };
 
 }  // namespace lagwatch

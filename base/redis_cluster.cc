@@ -83,7 +83,17 @@ Result<std::vector<RedisSlotRange>> ParseClusterSlots(const redisReply& r,
       return Status::DataError("CLUSTER SLOTS: entry " + std::to_string(i) +
                                " has no master address");
     }
-    out.push_back({static_cast<uint16_t>(first), static_cast<uint16_t>(last), *master});
+    RedisSlotRange range{static_cast<uint16_t>(first), static_cast<uint16_t>(last), *master, {}};
+    for (size_t k = 3; k < e->elements; ++k) {
+      // A replica that does not know its address cannot be told from the node that answered.
+      const redisReply* node = e->element[k];
+      if (node->type == REDIS_REPLY_ARRAY && node->elements >= 2 &&
+          node->element[0]->type == REDIS_REPLY_STRING && node->element[0]->len > 0 &&
+          std::string_view(node->element[0]->str, node->element[0]->len) != "?") {
+        if (auto replica = NodeAddress(node, reached_as)) range.replicas.push_back(*replica);
+      }
+    }
+    out.push_back(std::move(range));
   }
   return out;
 }

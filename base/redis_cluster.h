@@ -22,16 +22,18 @@ inline constexpr int kRedisClusterSlots = 16384;
 // first '{' and the next '}' when that part is not empty), modulo 16384, as Redis computes it.
 uint16_t RedisKeySlot(std::string_view key);
 
-// One range of slots and the master that serves it.
+// One range of slots, the master that serves it and its replicas.
 struct RedisSlotRange {
   uint16_t first = 0;
   uint16_t last = 0;
   Endpoint master;
+  std::vector<Endpoint> replicas;
   bool operator==(const RedisSlotRange&) const = default;
 };
 
-// CLUSTER SLOTS's reply as ranges (replicas are ignored). A master whose address is empty or
-// "?" (the node does not know how it is reached) is `reached_as`, the node that answered.
+// CLUSTER SLOTS's reply as ranges. A master whose address is empty or "?" (the node does not
+// know how it is reached) is `reached_as`, the node that answered; a replica without one is left
+// out.
 // DataError on any reply of another shape (a range out of 0..16383, a port out of range, ...).
 Result<std::vector<RedisSlotRange>> ParseClusterSlots(const redisReply& r,
                                                       const Endpoint& reached_as);
@@ -49,6 +51,9 @@ std::optional<RedisRedirect> ParseRedisRedirect(std::string_view error);
 struct RedisUnit {
   std::string key;
   std::vector<std::vector<std::string>> commands;
+  // Reads only: while the key's master cannot be reached, a replica of it may answer
+  // (RedisClient, "a master that cannot be reached").
+  bool read_only = false;
 };
 
 }  // namespace lagwatch

@@ -46,9 +46,17 @@ TEST_CASE("redis cluster: CLUSTER SLOTS is read as ranges and masters") {
   auto ranges = ParseClusterSlots(*r, Endpoint{"10.0.0.9", 7002});
   REQUIRE(ranges.ok());
   REQUIRE(ranges->size() == 2);
-  CHECK((*ranges)[0] == RedisSlotRange{0, 8191, Endpoint{"127.0.0.1", 7001}});
+  CHECK((*ranges)[0] ==
+        RedisSlotRange{0, 8191, Endpoint{"127.0.0.1", 7001}, {Endpoint{"127.0.0.1", 7004}}});
   // A master that does not know its address is the node that answered.
-  CHECK((*ranges)[1] == RedisSlotRange{8192, 16383, Endpoint{"10.0.0.9", 7002}});
+  CHECK((*ranges)[1] == RedisSlotRange{8192, 16383, Endpoint{"10.0.0.9", 7002}, {}});
+  // A replica that does not know its address is left out (it is not the node that answered).
+  auto unknown = Parse(
+      "*1\r\n*4\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nid\r\n"
+      "*3\r\n$1\r\n?\r\n:7004\r\n$3\r\nid4\r\n");
+  auto one = ParseClusterSlots(*unknown, Endpoint{"10.0.0.9", 7001});
+  REQUIRE(one.ok());
+  CHECK((*one)[0].replicas.empty());
 }
 
 TEST_CASE("redis cluster: a CLUSTER SLOTS reply of another shape is refused, not trusted") {

@@ -111,9 +111,9 @@ Status ContractReader::Connect() {
 }
 
 Result<std::vector<RedisReply>> ContractReader::RunEach(
-    const std::vector<std::vector<std::string>>& cmds) {
+    const std::vector<std::vector<std::string>>& cmds, bool read_only) {
   std::vector<RedisUnit> units;
-  for (const auto& cmd : cmds) units.push_back({cmd.size() > 1 ? cmd[1] : "", {cmd}});
+  for (const auto& cmd : cmds) units.push_back({cmd.size() > 1 ? cmd[1] : "", {cmd}, read_only});
   auto replies = client_->Run(units);
   if (!replies.ok()) {
     const Status& e = replies.status();
@@ -169,7 +169,7 @@ Result<Contract> ContractReader::Refresh() {
     cmds.push_back({"PTTL", ReplicaKey(prefix, m)});
   }
   if (!known_primary_.empty()) cmds.push_back({"HGETALL", PrimaryKey(known_primary_)});
-  auto first = RunEach(cmds);
+  auto first = RunEach(cmds, /*read_only=*/true);
   if (!first.ok()) return first.status();
   std::vector<RedisReply> replies = std::move(first).value();
 
@@ -219,7 +219,7 @@ Result<Contract> ContractReader::Refresh() {
       more.push_back({"PTTL", ReplicaKey(prefix, m)});
     }
     if (new_primary) more.push_back({"HGETALL", PrimaryKey(pointer_primary)});
-    auto second = RunEach(more);
+    auto second = RunEach(more, /*read_only=*/true);
     if (!second.ok()) return second.status();
     std::vector<RedisReply> more_replies = std::move(second).value();
     for (size_t i = 0; i < fresh.size(); ++i) {
@@ -280,7 +280,7 @@ Status ContractReader::Send(const std::vector<RedisCommand>& commands) {
     Fail(s);
     return s;
   }
-  auto replies = RunEach(commands);
+  auto replies = RunEach(commands, /*read_only=*/false);
   if (!replies.ok()) {
     Fail(replies.status());
     return replies.status();

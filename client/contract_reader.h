@@ -127,8 +127,11 @@ class ContractReader {
   // One refresh. REQUIRES: mu_ held.
   Result<Contract> Refresh();
   // Each command (its key the second word) to the master of its key, pipelined; one reply each.
-  // Unavailable when a connection failed. REQUIRES: mu_ held, connected.
-  Result<std::vector<RedisReply>> RunEach(const std::vector<std::vector<std::string>>& cmds);
+  // `read_only`: reads, which a replica may answer while the master cannot be reached (a Redis
+  // Cluster's: base/redis_client.h). Unavailable when a connection failed. REQUIRES: mu_ held,
+  // connected.
+  Result<std::vector<RedisReply>> RunEach(const std::vector<std::vector<std::string>>& cmds,
+                                          bool read_only);
   void Fail(const Status& s);  // REQUIRES: mu_ held
   void RunSubscriber(const std::stop_token& stop);
 

@@ -154,8 +154,10 @@ class RedisServer {
 // (each node's cluster bus on its port + 40: the default, + 10000, falls in Linux's ephemeral
 // port range, where a client connection may already hold it), made with `redis-cli --cluster create
 // --cluster-replicas 1`; ready when every node reports cluster_state:ok. `node_timeout_ms` is
-// cluster-node-timeout: a killed master's replica takes over within about twice that. `args`
-// are added to every node's (e.g. --requirepass); `cli_args` to every redis-cli call (e.g. -a).
+// cluster-node-timeout: a killed master's replica takes over within about twice that. The nodes
+// run with cluster-require-full-coverage no and cluster-allow-reads-when-down yes (docs/redis.md).
+// `args` are added to every node's (e.g. --requirepass); `cli_args` to every redis-cli call (e.g.
+// -a).
 class RedisCluster3x2 {
  public:
   RedisCluster3x2(std::string dir, int base_port, std::vector<std::string> args = {},
