@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Lagwatch\Router\Tests\Cluster;
 
+use Lagwatch\Router\Tests\Tls\OpenSsl;
 use RuntimeException;
 
 /**
@@ -12,8 +13,6 @@ use RuntimeException;
  */
 final class TestCerts
 {
-    private const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-
     public readonly string $ca;
     public readonly string $otherCa;
     /** @var array{cert: string, key: string} */
@@ -43,7 +42,7 @@ final class TestCerts
 
     private function selfSigned(string $name): string
     {
-        $this->openssl(array_merge(['req', '-x509'], self::EC, [
+        OpenSsl::run(array_merge(['req', '-x509'], OpenSsl::EC, [
             '-keyout', "$this->dir/$name.key", '-out', "$this->dir/$name.pem", '-days', '2', '-subj', "/CN=$name",
         ]));
         return "$this->dir/$name.pem";
@@ -53,26 +52,12 @@ final class TestCerts
     private function signed(string $name, string $extension): array
     {
         $d = $this->dir;
-        $this->openssl(array_merge(['req'], self::EC, ['-keyout', "$d/$name.key", '-out', "$d/$name.csr", '-subj', "/CN=$name"]));
+        OpenSsl::run(array_merge(['req'], OpenSsl::EC, ['-keyout', "$d/$name.key", '-out', "$d/$name.csr", '-subj', "/CN=$name"]));
         file_put_contents("$d/$name.ext", $extension . "\n");
-        $this->openssl([
+        OpenSsl::run([
             'x509', '-req', '-in', "$d/$name.csr", '-CA', "$d/ca.pem", '-CAkey', "$d/ca.key", '-CAcreateserial',
             '-CAserial', "$d/ca.srl", '-out', "$d/$name.pem", '-days', '2', '-extfile', "$d/$name.ext",
         ]);
         return ['cert' => "$d/$name.pem", 'key' => "$d/$name.key"];
-    }
-
-    /** @param list<string> $args */
-    private function openssl(array $args): void
-    {
-        $proc = proc_open(array_merge(['openssl'], $args), [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
-        if (!is_resource($proc)) {
-            throw new RuntimeException('cannot run openssl');
-        }
-        $out = stream_get_contents($pipes[1]);
-        fclose($pipes[1]);
-        if (proc_close($proc) !== 0) {
-            throw new RuntimeException('openssl ' . implode(' ', $args) . " failed: $out");
-        }
     }
 }

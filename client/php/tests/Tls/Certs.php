@@ -14,14 +14,12 @@ use RuntimeException;
  */
 final class Certs
 {
-    private const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-
     /** Another CA's certificate: nothing of the sandbox chains to it. */
     public static function otherCa(): string
     {
         $d = self::dir();
         if (!is_file("$d/other-ca.pem")) {
-            self::openssl(array_merge(['req', '-x509'], self::EC, [
+            OpenSsl::run(array_merge(['req', '-x509'], OpenSsl::EC, [
                 '-keyout', "$d/other-ca.key", '-out', "$d/other-ca.pem", '-days', '30', '-subj', '/CN=another CA',
             ]));
         }
@@ -55,9 +53,9 @@ final class Certs
         $d = self::dir();
         $ca = Sandbox::dir() . '/tls';
         if (!is_file("$d/$name.pem")) {
-            self::openssl(array_merge(['req'], self::EC, ['-keyout', "$d/$name.key", '-out', "$d/$name.csr", '-subj', $subject]));
+            OpenSsl::run(array_merge(['req'], OpenSsl::EC, ['-keyout', "$d/$name.key", '-out', "$d/$name.csr", '-subj', $subject]));
             file_put_contents("$d/$name.ext", $san . "\nextendedKeyUsage=serverAuth\n");
-            self::openssl([
+            OpenSsl::run([
                 'x509', '-req', '-in', "$d/$name.csr", '-CA', "$ca/ca.pem", '-CAkey', "$ca/ca.key", '-CAcreateserial',
                 '-CAserial', "$d/ca.srl", '-out', "$d/$name.pem", '-days', $days, '-extfile', "$d/$name.ext",
             ]);
@@ -73,19 +71,5 @@ final class Certs
             throw new RuntimeException("cannot create $d");
         }
         return $d;
-    }
-
-    /** @param list<string> $args */
-    private static function openssl(array $args): void
-    {
-        $proc = proc_open(array_merge(['openssl'], $args), [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes);
-        if (!is_resource($proc)) {
-            throw new RuntimeException('cannot run openssl');
-        }
-        $out = stream_get_contents($pipes[1]);
-        fclose($pipes[1]);
-        if (proc_close($proc) !== 0) {
-            throw new RuntimeException('openssl ' . implode(' ', $args) . " failed:\n$out");
-        }
     }
 }
