@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_socket.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {
@@ -37,27 +38,12 @@ TEST_CASE("an agent-send line names a server and may carry a pool's limit") {
 }
 
 int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = test::ConnectLoopback(port, 5);
   REQUIRE(fd >= 0);
-  timeval tv = {5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   return fd;
 }
 
-// Everything the server says before closing.
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
+using test::ReadAll;
 
 std::string Ask(int port, const std::string& request) {
   const int fd = Connect(port);

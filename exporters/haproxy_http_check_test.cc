@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_socket.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {
@@ -86,23 +87,11 @@ TEST_CASE("an HTTP check is 200 or 503 with the verdict in the body and the head
 
 // GET `path` on 127.0.0.1:port with `headers`: the whole response.
 std::string Exchange(int port, const std::string& path, const std::string& headers = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = test::ConnectLoopback(port);
   REQUIRE(fd >= 0);
-  timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   const std::string request = "GET " + path + " HTTP/1.0\r\n" + headers + "\r\n";
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return resp;
+  return test::ReadAll(fd);
 }
 
 TEST_CASE("the check route serves its path and those under it, behind basic auth like the API") {

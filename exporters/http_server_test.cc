@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_socket.h"
 #include "exporters/metrics.h"
 
 namespace lagwatch {
@@ -15,23 +16,11 @@ namespace {
 
 // Sends `request` to 127.0.0.1:port and returns everything the server says before it closes.
 std::string Exchange(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = test::ConnectLoopback(port);
   REQUIRE(fd >= 0);
-  timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
           static_cast<ssize_t>(request.size()));
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return resp;
+  return test::ReadAll(fd);
 }
 
 int Code(const std::string& resp) {
