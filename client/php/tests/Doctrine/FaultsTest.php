@@ -119,7 +119,7 @@ final class FaultsTest extends DoctrineTestCase
             // Connected before the hang: the read times out on the open connection.
             $conn = $this->connection($config);
             self::assertSame($this->sandbox->port('replica1'), (int) $conn->fetchOne('SELECT @@port'));
-            posix_kill($pid, SIGSTOP);
+            Sandbox::freeze($pid);
             $stopped = true;
             $t = microtime(true);
             self::assertSame($this->sandbox->port('primary'), (int) $conn->fetchOne('SELECT @@port'));

@@ -288,6 +288,30 @@ final class Sandbox
         return $text === false ? 0 : (int) trim($text);
     }
 
+    /**
+     * SIGSTOPs $pid and returns once every one of its threads is stopped: kill(2) returns before a
+     * thread running on another core has stopped, and a query it was about to answer may still be
+     * answered. Throws if they are not all stopped within 2 s.
+     */
+    public static function freeze(int $pid): void
+    {
+        posix_kill($pid, SIGSTOP);
+        $stopped = self::waitFor(static function () use ($pid): bool {
+            foreach (glob("/proc/$pid/task/*/stat") ?: [] as $stat) {
+                $text = @file_get_contents($stat);
+                // "tid (comm) S ...": the state follows the last ')'.
+                $state = $text === false ? 'T' : substr($text, strrpos($text, ')') + 2, 1);
+                if ($state !== 'T' && $state !== 't') {
+                    return false;
+                }
+            }
+            return true;
+        }, 2.0);
+        if (!$stopped) {
+            throw new \RuntimeException("process $pid did not stop within 2 s of SIGSTOP");
+        }
+    }
+
     /** scripts/sandbox up: restarts whatever of the sandbox is down (Redis after a test killed it). */
     public function up(): void
     {

@@ -122,7 +122,7 @@ final class FaultsTest extends LaravelTestCase
         }, 5.0), 'replica1 chosen (its connection open)');
         $pid = $this->sandbox->pid('replica1');
         self::assertGreaterThan(0, $pid);
-        posix_kill($pid, SIGSTOP);
+        Sandbox::freeze($pid);
         try {
             // Read until the router picks replica1 (before lagwatch marks it unhealthy): that read
             // waits out the read timeout, then runs on the primary.
