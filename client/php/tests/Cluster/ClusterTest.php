@@ -186,12 +186,14 @@ final class ClusterTest extends TestCase
         $doctrine = DriverManager::getConnection(RoutedConnection::params($config, null, ['serverVersion' => $version]));
         self::assertInstanceOf(RoutedConnection::class, $doctrine);
         $served = [];
+        $why = [];
         for ($i = 0; $i < 10; ++$i) {
             $doctrine->fetchOne('SELECT v FROM pc WHERE id = 1');
             $served[$this->where($doctrine->router())] = true;
+            $why[] = $this->where($doctrine->router()) . ': ' . $doctrine->router()->routeInfo()?->reason;
         }
         ksort($served);
-        self::assertSame(['replica1', 'replica2'], array_keys($served), 'Doctrine');
+        self::assertSame(['replica1', 'replica2'], array_keys($served), "Doctrine\n" . implode("\n", $why));
         self::assertSame(0, $doctrine->router()->stats()['redis_errors']);
 
         Lagwatch::install();
@@ -215,12 +217,14 @@ final class ClusterTest extends TestCase
         $laravel = $capsule->getConnection();
         self::assertInstanceOf(LagwatchMySqlConnection::class, $laravel);
         $served = [];
+        $why = [];
         for ($i = 0; $i < 10; ++$i) {
             $laravel->select('SELECT v FROM pc WHERE id = 1');
             $served[$this->where($laravel->router())] = true;
+            $why[] = $this->where($laravel->router()) . ': ' . $laravel->router()->routeInfo()?->reason;
         }
         ksort($served);
-        self::assertSame(['replica1', 'replica2'], array_keys($served), 'Laravel');
+        self::assertSame(['replica1', 'replica2'], array_keys($served), "Laravel\n" . implode("\n", $why));
         self::assertSame(0, $laravel->router()->stats()['redis_errors']);
     }
 
