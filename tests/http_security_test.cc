@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/test_socket.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {
@@ -76,19 +77,8 @@ std::string BasicHeader(const std::string& user, const std::string& password) {
   return "Authorization: Basic " + Base64(user + ":" + password) + "\r\n";
 }
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+// A connection to the agent's HTTP port on loopback, or -1.
+int Connect(int port) { return test::ConnectLoopback(port); }
 
 // Sends `request` over plain TCP (as much as the server takes) and reads until the server closes
 // or `timeout` passes. Returns what came back ("" if nothing).
