@@ -293,7 +293,7 @@ TEST_CASE("two agents publish the same keys; either one killed, routers never mi
   a = std::make_unique<Agent>(AgentConfig(1, E().sandbox.http_port()), dir + "/agent1.log");
   REQUIRE_MESSAGE(WaitFor(both_publish, 15s), a->Log());
   KillOneWhileRoutersRead(b, "agent 2");
-  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 }
 
 }  // namespace

@@ -720,6 +720,21 @@ bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
   return ReplicaIs(redis, sandbox, 1, "ok", "1") && ReplicaIs(redis, sandbox, 2, "ok", "1");
 }
 
+std::string ReplicaStates(Redis& redis, const Sandbox& sandbox) {
+  std::string out;
+  for (int i : {1, 2}) {
+    auto h = redis.HGetAll(sandbox.replica_key(i));
+    if (!out.empty()) out += "; ";
+    out += "replica" + std::to_string(i) + " state=" + h["state"] + " healthy=" + h["healthy"] +
+           " delay_ms=" + h["delay_ms"];
+  }
+  return out;
+}
+
+bool BothReplicasSettleOk(Redis& redis, const Sandbox& sandbox, std::chrono::milliseconds within) {
+  return WaitFor([&] { return BothReplicasOk(redis, sandbox); }, within);
+}
+
 std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   HttpTarget target;
   target.host = "127.0.0.1";

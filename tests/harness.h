@@ -270,6 +270,14 @@ bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& s
                const std::string& healthy);
 // Both sandbox replicas are ok and healthy in Redis.
 bool BothReplicasOk(Redis& redis, const Sandbox& sandbox);
+// What both replicas' records say ("replica1 state=ok healthy=1 delay_ms=12; replica2 ..."), for
+// a failed check's message.
+std::string ReplicaStates(Redis& redis, const Sandbox& sandbox);
+// Waits up to `within` for both replicas to be ok and healthy. For checks after a disturbance
+// that should leave them healthy: on a host busy with other suites, a replica's apply or a probe
+// can run late enough to make one sample lag at zero lag, so a single sample is not the verdict.
+bool BothReplicasSettleOk(Redis& redis, const Sandbox& sandbox,
+                          std::chrono::milliseconds within = std::chrono::seconds(5));
 
 // GET http://127.0.0.1:port/path; returns the status code and body (code 0 on connect failure).
 std::pair<int, std::string> HttpGet(int port, const std::string& path);

@@ -169,7 +169,7 @@ TEST_CASE("positions binlog: coordinates bound the lag tightly, through a rotati
   Primary("FLUSH BINARY LOGS");
   std::tie(narrowest, widest) = DelayRange(redis, 2s);
   CHECK(widest < 200);
-  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 
   // A stopped SQL thread: the replica falls behind as the heartbeats go on.
   AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");

@@ -243,7 +243,7 @@ TEST_CASE("a killed dump thread: sampling at once, the stream back after a recon
                     },
                     kStreamUsableWithin),
                 StreamState(agent));
-  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
   CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_starts_total").value_or(0) >= 2; }, 5s));
   CHECK(Metric("lagwatch_binlog_stream_errors_total{reason=\"cut\"}").value_or(0) +
             Metric("lagwatch_binlog_stream_errors_total{reason=\"server_error\"}").value_or(0) >=
@@ -285,7 +285,7 @@ TEST_CASE("binary log coordinates: the stream follows file and position, through
   CHECK(pos.find(":") != std::string::npos);  // "mysql-bin.000001:1234"
   Primary("FLUSH BINARY LOGS");
   CHECK(WidestDelay(redis, 2s) < 200);
-  CHECK(BothReplicasOk(redis, E().sandbox));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
   CHECK(StreamUsable());
   primary = Api("/api/v1/primary");
   CHECK((*primary)["binlog_stream"]["position"].get<std::string>() != pos);
