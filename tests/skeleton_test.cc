@@ -50,6 +50,7 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
   };
   auto events_before = events();
   REQUIRE(events_before.has_value());
+  Subscriber sub(E().sandbox.redis_port(), "slave_delay:events");  // what a failure prints
 
   int samples = 0;
   std::vector<std::string> bad;
@@ -73,7 +74,9 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
   CHECK(max_delay <= 200);
   // No health or state change was published in the whole window: not even a flip too brief to
   // be sampled.
-  CHECK(events() == events_before);
+  std::string published;
+  for (const auto& e : sub.Events()) published += e.dump() + "\n";
+  CHECK_MESSAGE(events() == events_before, "events published:\n" << published);
 }
 
 TEST_CASE("each replica's key carries every Redis contract field with a TTL within ttl_ms") {
