@@ -370,7 +370,10 @@ void ReplicaProber::ScheduleNext() {
       judge_.health().recovering() || std::exchange(probe_soon_, false)
           ? probe_started_ + kMinProbeGap
           : NextProbeAt(now, probe_started_, next_tick_,
-                        judge_.bounds() ? judge_.bounds()->fresh_at : std::nullopt, limits_ms_);
+                        judge_.bounds() ? judge_.bounds()->fresh_at : std::nullopt, limits_ms_,
+                        judge_.bounds() && judge_.bounds()->upper_source == BoundSource::kStream
+                            ? PreCrossingLead(SlowestRecentRtt(), interval)
+                            : Millis(0));
   if (now < catching_up_until_ && !judge_.health().last().healthy) {
     planned_ = std::min(planned_, std::max(now + sample_interval, probe_started_ + kMinProbeGap));
   }

@@ -5,16 +5,26 @@
 namespace lagwatch {
 
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
-                     std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms) {
+                     std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms,
+                     Millis lead) {
   MonoTime next = next_tick;
   if (fresh_at) {
     for (int64_t limit : limits_ms) {
       // One millisecond past the crossing, so the probe's bound is strictly over the limit.
-      MonoTime crossing = *fresh_at + Millis(limit) + Millis(1);
-      if (crossing > now) next = std::min(next, crossing);
+      const MonoTime crossing = *fresh_at + Millis(limit) + Millis(1);
+      if (crossing <= now) continue;
+      // Before it while there is still time to be early; past it once the early probe ran.
+      const MonoTime early = crossing - Millis(1) - lead;
+      next = std::min(next, lead > Millis(0) && early > now ? early : crossing);
     }
   }
   return std::max(next, previous_start + kMinProbeGap);
+}
+
+Millis PreCrossingLead(Micros slowest_rtt, Millis interval) {
+  const Millis twice = std::chrono::ceil<Millis>(2 * slowest_rtt);
+  return std::min(std::max(twice, kMinPreCrossingLead),
+                  std::max(interval / 4, kMinPreCrossingLead));
 }
 
 std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,

@@ -24,11 +24,26 @@ inline constexpr Millis kMinProbeGap{5};
 //   now: after the last probe finished; previous_start: when it started;
 //   next_tick: the fixed-rate schedule's next slot;
 //   fresh_at: the replica's last known-fresh moment (nullopt: never measured);
-//   limits_ms: the thresholds whose crossing must be seen at once (tier limits).
+//   limits_ms: the thresholds whose crossing must be seen at once (tier limits);
+//   lead: how long before a crossing to probe first (PreCrossingLead; 0: at the crossing only).
 // A limit is only scheduled for while the bound is still under it: crossing moments already in
-// the past were reported by the probe that just ran.
+// the past were reported by the probe that just ran. With a lead, a replica that keeps up is
+// probed `lead` before its bound would cross, and its answer moves the bound back before the
+// crossing instead of racing the crossing's verdict (CrossingVerdictAt); one that has not
+// advanced is probed again just past the crossing, as without a lead.
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
-                     std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms);
+                     std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms,
+                     Millis lead = Millis(0));
+
+// The lead for NextProbeAt: twice the slowest of the replica's recent round trips, at least
+// kMinPreCrossingLead and at most a quarter of the probe interval. Used while the replica's bound
+// comes from the binary log stream: at zero lag that bound is a few ms old at every probe, so with
+// the interval equal to a tier's limit (200 ms by default) every tick is a crossing, and one answer
+// later than the grace excluded a replica that had no lag (one in a full accuracy run). With the
+// position samples alone the lead stays 0: probes follow the samples' cadence (AlignToSamples), and
+// one sent before a sample would be bounded by the sample before it, up to an interval looser.
+inline constexpr Millis kMinPreCrossingLead{10};
+Millis PreCrossingLead(Micros slowest_rtt, Millis interval);
 
 // A probe in flight when the bound crosses a limit: once the bound is past the limit the verdict
 // is "over" whatever the replica will answer about the time before, so it is published at the

@@ -25,6 +25,29 @@ TEST_CASE("limits already crossed are not scheduled, the next one is") {
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(-500), kLimits) == T(1200));
 }
 
+TEST_CASE("with a lead, a replica is probed before its crossing, then just past it if it stood") {
+  // Fresh at 1000 (a stream bound at zero lag): 10 ms before the 200 ms crossing, before the tick.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1200), T(1000), kLimits, Millis(10)) == T(1190));
+  // That probe answered at 1192 and the replica had not advanced: just past the crossing.
+  CHECK(NextProbeAt(T(1192), T(1190), T(1400), T(1000), kLimits, Millis(10)) == T(1201));
+  // It had: fresh at 1189, the next early probe 200 ms on.
+  CHECK(NextProbeAt(T(1192), T(1190), T(1400), T(1189), kLimits, Millis(10)) == T(1379));
+  // An early probe that answered past the crossing: the next limit (1,000 ms), early.
+  CHECK(NextProbeAt(T(1205), T(1190), T(1400), T(1000), kLimits, Millis(10)) == T(1400));
+  CHECK(NextProbeAt(T(1205), T(1190), T(3000), T(1000), kLimits, Millis(10)) == T(1990));
+  // No lead: at the crossing, as before.
+  CHECK(NextProbeAt(T(1001), T(1000), T(1150), T(900), kLimits, Millis(0)) == T(1101));
+}
+
+TEST_CASE(
+    "the lead is twice the slowest recent round trip, within its floor and a quarter interval") {
+  CHECK(PreCrossingLead(Micros(300), Millis(200)) == kMinPreCrossingLead);
+  CHECK(PreCrossingLead(Micros(7'400), Millis(200)) == Millis(15));
+  CHECK(PreCrossingLead(Micros(90'000), Millis(200)) == Millis(50));
+  // An interval too short for the floor: the floor.
+  CHECK(PreCrossingLead(Micros(90'000), Millis(20)) == kMinPreCrossingLead);
+}
+
 TEST_CASE("an unmeasured replica is probed on the tick") {
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), std::nullopt, kLimits) == T(1200));
 }

@@ -120,8 +120,11 @@ bool RedisPublisher::Connect() {
           " (lagwatch's scripts need Redis 5 or later with scripting, and SCRIPT LOAD and "
           "EVALSHA for the agent's user)";
     }
-    LogLimited(LogLevel::kWarn, "redis-connect", why);
     const bool tls = st.code() == Status::Code::kTls;
+    // Limited per cause: a new one (a timeout, then the TLS reason behind it) is logged at once.
+    LogLimited(LogLevel::kWarn,
+               std::string("redis-connect:") + st.reason() + (tls ? ":" : "") + st.tls_reason(),
+               why);
     metrics_->redis_errors.Add({{"reason", tls ? "tls" : "connect"}}).Increment();
     metrics_->CountTlsError("redis", st);
     Disconnect();

@@ -199,10 +199,24 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
-  for (int round = 0; round < 4; ++round) {
+  // How often the stream has stopped giving bounds, whatever the reason.
+  auto fallbacks = [] {
+    double n = 0;
+    for (const char* why : {"down", "silent", "behind", "slow", "incomparable"}) {
+      n += Metric(std::string("lagwatch_binlog_stream_fallbacks_total{reason=\"") + why + "\"}")
+               .value_or(0);
+    }
+    return n;
+  };
+  // Rounds in which the stream gave bounds throughout are checked for tightness; a round in
+  // which it fell back (an agent starved beside the sanitizer suites: its listener or sampler
+  // late) is checked only for soundness, and another round runs. Four such rounds are needed.
+  int tight_rounds = 0;
+  for (int round = 0; round < 10 && tight_rounds < 4; ++round) {
     CAPTURE(round);
+    const double fallbacks_before = fallbacks();
     AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
-    std::this_thread::sleep_for(100ms + std::chrono::milliseconds(37 * round));
+    std::this_thread::sleep_for(100ms + std::chrono::milliseconds(37 * (round % 4)));
     const int64_t sent = wall_ms();
     Primary("INSERT INTO lwtest.stream_probe VALUES (NULL)");
     const int64_t acked = wall_ms();
@@ -211,7 +225,11 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
     // the write's way to the listener and D, which is the largest delivery delay of the last
     // 10 s (a few ms on a quiet host, more beside the sanitizer suites), read as it goes.
     double bound_d = DeliveryBoundMs();
-    int checked = 0;
+    struct Seen {
+      int64_t over_sent;  // measured_at - sent
+      int64_t delay;
+    };
+    std::vector<Seen> seen;
     const auto until = std::chrono::steady_clock::now() + 600ms;
     int64_t last_at = 0;
     while (std::chrono::steady_clock::now() < until) {
@@ -221,22 +239,39 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
         const int64_t delay = std::stoll(h["delay_ms"]);
         if (at > acked + 50 && at != last_at) {
           last_at = at;
-          ++checked;
           bound_d = std::max(bound_d, DeliveryBoundMs());
+          seen.push_back({at - sent, delay});
           CAPTURE(at - sent);
           CAPTURE(delay);
-          CAPTURE(bound_d);
-          CHECK(delay >= at - acked - 2);  // never below the truth
-          // From the arrival, not from a position sample (up to 50 ms earlier than the write).
-          CHECK(delay <= at - sent + static_cast<int64_t>(bound_d) + 15);
+          CHECK(delay >= at - acked - 2);  // never below the truth, whatever gave the bound
         }
       }
       std::this_thread::sleep_for(5ms);
     }
-    CHECK(checked >= 2);
+    CHECK(seen.size() >= 2);
+    const double fell = fallbacks() - fallbacks_before;
+    if (fell == 0 && StreamUsable()) {
+      ++tight_rounds;
+      // From the arrival, not from a position sample (up to 50 ms earlier than the write).
+      std::string loose;
+      for (const Seen& r : seen) {
+        if (r.delay > r.over_sent + static_cast<int64_t>(bound_d) + 15) {
+          loose += " (" + std::to_string(r.over_sent) + ", " + std::to_string(r.delay) + ")";
+        }
+      }
+      CHECK_MESSAGE(loose.empty(),
+                    "records over the arrival's bound (measured_at - sent, delay_ms):"
+                        << loose << "; D " << bound_d << " ms\n"
+                        << StreamState(agent));
+    } else {
+      MESSAGE("round " << round << ": the stream fell back " << fell
+                       << " times; bounds checked for soundness only\n"
+                       << StreamState(agent));
+    }
     AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
     REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
   }
+  CHECK(tight_rounds == 4);
   CHECK(agent.Stop() == 0);
 }
 
