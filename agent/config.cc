@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/schedule.h"
 #include "base/gtid.h"
 #include "base/log.h"
 #include "base/strings.h"
@@ -170,6 +171,7 @@ void ReadProbe(const json& j, ProbeConfig& probe) {
   probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
   probe.threads = static_cast<int>(p.Int("threads", 2, 1, 64));
   probe.realtime = p.Bool("realtime", true);
+  probe.after_commit_ms = static_cast<int>(p.Int("after_commit_ms", 0, 0, 60000));
   p.RejectUnknownKeys();
   if (probe.timeout_ms > probe.interval_ms) {
     Fail("probe.timeout_ms",
@@ -178,6 +180,12 @@ void ReadProbe(const json& j, ProbeConfig& probe) {
   if (probe.status_interval_ms < probe.interval_ms) {
     Fail("probe.status_interval_ms",
          "must be at least probe.interval_ms (" + std::to_string(probe.interval_ms) + ")");
+  }
+  if (probe.after_commit_ms != 0 && (probe.after_commit_ms < kMinProbeGap.count() ||
+                                     probe.after_commit_ms >= probe.interval_ms)) {
+    Fail("probe.after_commit_ms",
+         "must be 0 (off) or from " + std::to_string(kMinProbeGap.count()) +
+             " to under probe.interval_ms (" + std::to_string(probe.interval_ms) + ")");
   }
 }
 

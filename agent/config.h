@@ -52,6 +52,10 @@ struct ProbeConfig {
   int threads = 2;
   // Run those threads and the Redis publisher at SCHED_FIFO priority 1 when permitted.
   bool realtime = true;
+  // Probe each replica this long after the binary log stream delivers a transaction, so its
+  // published position shows the commit about that soon (read-your-writes on published
+  // positions); at most one such probe per replica per this long. 0: off.
+  int after_commit_ms = 0;
 };
 
 struct HealthConfig {

@@ -116,6 +116,10 @@ TEST_CASE("out-of-range intervals are rejected with the key") {
   // A timeout longer than the 200 ms cadence it serves.
   Rejects([](json& j) { j["probe"]["timeout_ms"] = 300; }, "probe.timeout_ms");
   Rejects([](json& j) { j["probe"]["status_interval_ms"] = 100; }, "probe.status_interval_ms");
+  // Following commits: off (0), or at least the minimum probe gap and under the interval.
+  Rejects([](json& j) { j["probe"]["after_commit_ms"] = 3; }, "probe.after_commit_ms");
+  Rejects([](json& j) { j["probe"]["after_commit_ms"] = 200; }, "probe.after_commit_ms");
+  Rejects([](json& j) { j["probe"]["after_commit_ms"] = -1; }, "probe.after_commit_ms");
   Rejects([](json& j) { j["redis"]["ttl_ms"] = 5; }, "redis.ttl_ms");
 }
 

@@ -110,6 +110,8 @@ void ReplicaProber::Stop() {
   loop_->RunSync([this] {
     if (timer_) loop_->Cancel(timer_);
     timer_ = 0;
+    if (follow_timer_) loop_->Cancel(follow_timer_);
+    follow_timer_ = 0;
     CancelCrossing();
     in_flight_ = false;
     session_.Cancel();
@@ -383,8 +385,35 @@ void ReplicaProber::ScheduleNext() {
   if (last_view_.state != TopologyState::kOk) {
     planned_ = std::min(planned_, std::max(probe_started_ + interval / 2, now));
   }
+  if (const auto follow = FollowAt()) planned_ = std::min(planned_, *follow);
   planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
+  ArmFollow();
+}
+
+std::optional<MonoTime> ReplicaProber::FollowAt() const {
+  if (config_.probe.after_commit_ms <= 0 || !stream_ || acting_primary_) return std::nullopt;
+  const auto arrival = stream_->LastTransactionArrival();
+  if (!arrival) return std::nullopt;
+  return FollowCommitAt(*arrival, probe_started_, Millis(config_.probe.after_commit_ms));
+}
+
+void ReplicaProber::ArmFollow() {
+  if (follow_timer_ || config_.probe.after_commit_ms <= 0 || !stream_) return;
+  follow_timer_ =
+      loop_->At(clock_.Now() + Millis(config_.probe.after_commit_ms), [this] { OnFollow(); });
+}
+
+void ReplicaProber::OnFollow() {
+  follow_timer_ = 0;
+  // In flight (ScheduleNext looks when it ends, and arms the next look) or stopped.
+  if (!timer_) return;
+  if (const auto follow = FollowAt(); follow && *follow < planned_) {
+    loop_->Cancel(timer_);
+    planned_ = std::max(clock_.Now(), *follow);
+    timer_ = loop_->At(planned_, [this] { OnTick(); });
+  }
+  ArmFollow();
 }
 
 void ReplicaProber::ArmCrossing() {

@@ -136,6 +136,12 @@ class ReplicaProber {
   void ArmCrossing();
   void CancelCrossing();
   void OnCrossing();
+  // Probes that follow commits (probe.after_commit_ms): when the newest transaction the stream
+  // delivered calls for a probe (FollowCommitAt; nullopt: none, or off). The stream is looked at
+  // every after_commit_ms (ArmFollow); OnFollow moves the next probe earlier when it is due.
+  std::optional<MonoTime> FollowAt() const;
+  void ArmFollow();
+  void OnFollow();
   Micros SlowestRecentRtt() const;
 
   // Constant after construction.
@@ -164,6 +170,7 @@ class ReplicaProber {
   RoleReporter roles_;
   EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
   EventLoop::TimerId crossing_timer_ = 0;  // OnCrossing's, while a probe is in flight
+  EventLoop::TimerId follow_timer_ = 0;    // OnFollow's, with probe.after_commit_ms
   bool in_flight_ = false;                 // a probe was sent and its verdict is not in yet
   MonoTime planned_{};                     // when the current probe was meant to start
   MonoTime probe_started_{};               // when it started (the schedule's reference)

@@ -47,7 +47,8 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
   if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
   if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
       a.probe.status_interval_ms != b.probe.status_interval_ms ||
-      a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime) {
+      a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime ||
+      a.probe.after_commit_ms != b.probe.after_commit_ms) {
     return "probe";
   }
   if (a.redis != b.redis) return "redis";

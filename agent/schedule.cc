@@ -21,6 +21,11 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
   return std::max(next, previous_start + kMinProbeGap);
 }
 
+std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start, Millis after) {
+  if (previous_start >= arrival + after) return std::nullopt;
+  return std::max(arrival, previous_start) + after;
+}
+
 Millis PreCrossingLead(Micros slowest_rtt, Millis interval) {
   const Millis twice = std::chrono::ceil<Millis>(2 * slowest_rtt);
   return std::min(std::max(twice, kMinPreCrossingLead),

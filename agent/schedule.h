@@ -55,6 +55,14 @@ Millis PreCrossingLead(Micros slowest_rtt, Millis interval);
 std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
                                           int64_t reported_ms, Millis grace);
 
+// With probe.after_commit_ms (`after`): when to probe so that the replica's published position
+// shows the newest transaction the binary log stream delivered (its first event arrived at
+// `arrival`), for routers that wait for a session's own write (read-your-writes on published
+// positions): `after` past the arrival, and not sooner than `after` past the previous probe's
+// start, so there is at most one such probe per `after`. nullopt when the previous probe started
+// `after` past the arrival or later: it has looked already.
+std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start, Millis after);
+
 // Twice the slowest of the replica's recent round trips (`slowest_rtt`), at least
 // kMinCrossingGrace and at most `timeout`.
 // The floor is what a busy host may add to a round trip (a scheduler's slice, a server's thread

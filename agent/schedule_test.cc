@@ -48,6 +48,16 @@ TEST_CASE(
   CHECK(PreCrossingLead(Micros(90'000), Millis(20)) == kMinPreCrossingLead);
 }
 
+TEST_CASE("following commits: after the arrival, at most once per interval, not when looked at") {
+  // A transaction arrived at 1050, the previous probe started at 1000: 10 ms after the arrival.
+  CHECK(FollowCommitAt(T(1050), T(1000), Millis(10)) == T(1060));
+  // The previous probe started 5 ms after it: 10 ms after that probe, not sooner.
+  CHECK(FollowCommitAt(T(1050), T(1055), Millis(10)) == T(1065));
+  // It started 10 ms or more after it: it has looked.
+  CHECK(FollowCommitAt(T(1050), T(1060), Millis(10)) == std::nullopt);
+  CHECK(FollowCommitAt(T(1050), T(1200), Millis(10)) == std::nullopt);
+}
+
 TEST_CASE("an unmeasured replica is probed on the tick") {
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), std::nullopt, kLimits) == T(1200));
 }

@@ -132,18 +132,22 @@ constexpr const char* kUsage =
     "usage: bench_stale_reads [--quick] --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                         [--policy NAME]... [--php-worker PATH [--php-router MODE]...]\n"
     "                         [--name NAME] [--command TEXT] [--git-rev REV] [--tls]\n"
+    "                         [--after-commit-ms N]\n"
     "  --policy: random, sbm, naive, lagwatch, ryw-published, ryw-ask (default: all six), and\n"
     "    haproxy-stock, haproxy-sbm, haproxy-pull, haproxy-push (reads through HAProxy 2.6 pools\n"
     "    on ports P+11..P+14; only when named)\n"
     "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n"
     "  --tls: the sandbox was built with --tls: the routers read Redis over TLS, the PHP\n"
-    "    worker's too (its SandboxRedis reads DIR/env); results NAME-tls-<quick|full>\n";
+    "    worker's too (its SandboxRedis reads DIR/env); results NAME-tls-<quick|full>\n"
+    "  --after-commit-ms N: lagwatch runs with probe.after_commit_ms N (default 0, off): replicas\n"
+    "    probed N ms after each commit, so published positions show a session's write sooner\n";
 
 struct Options : CommonOptions {
   std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
   std::vector<std::string> php_routers;  // the worker's --router modes, one row each
   std::vector<Policy> policies;          // the in-process rows; empty: all of kPolicies
   std::string name = "stale-reads";      // the results' file name
+  int after_commit_ms = 0;               // lagwatch's probe.after_commit_ms
 };
 
 std::string Socket(const Options& o, int server) {
@@ -746,7 +750,14 @@ int RunBenchmark(const Options& o) {
   }
   Progress("setting up the tables");
   Setup(o);
-  const std::string config = with_haproxy ? haproxy_rows->lagwatch : o.dir + "/lagwatch.json";
+  std::string config = with_haproxy ? haproxy_rows->lagwatch : o.dir + "/lagwatch.json";
+  if (o.after_commit_ms > 0) {
+    std::ifstream in(config);
+    json j = json::parse(in, nullptr, true, true);
+    j["probe"]["after_commit_ms"] = o.after_commit_ms;
+    config = o.dir + "/lagwatch-after-commit.json";
+    std::ofstream(config) << j.dump(2);
+  }
   auto agent = Child::Spawn({o.lagwatch, "--config", config}, o.out_dir + "/stale-reads-agent.log");
   {
     Redis redis(SandboxRedis(env, RedisUser::kAdmin));
@@ -869,6 +880,15 @@ int main(int argc, char** argv) {
                                 opt.php_routers.push_back(f.Value());
                               } else if (f.flag() == "--name") {
                                 opt.name = f.Value();
+                              } else if (f.flag() == "--after-commit-ms") {
+                                const auto ms = lagwatch::ParseInt<int>(f.Value());
+                                if (!ms || *ms < 0) {
+                                  std::fprintf(stderr,
+                                               "bench_stale_reads: --after-commit-ms needs a "
+                                               "number of ms\n");
+                                  std::exit(2);
+                                }
+                                opt.after_commit_ms = *ms;
                               } else if (f.flag() == "--policy") {
                                 const std::string v = f.Value();
                                 auto policy = PolicyByFlag(v);

@@ -13,6 +13,7 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
   incomparable_ = false;
   began_ = at;
   last_alive_ = at;
+  last_transaction_.reset();
   runs_.clear();
   pending_.clear();
   lags_.clear();
@@ -34,6 +35,7 @@ void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime 
   if (commit_us) commit_us_ = commit_us;
   if (!runs_.empty() && runs_.back().pos == after) return;
   runs_.push_back({after, first_arrival});
+  last_transaction_ = first_arrival;
   while (runs_.size() > options_.capacity) runs_.pop_front();
   // Samples waiting for this position: delivered when this transaction's first event arrived.
   while (!pending_.empty()) {
@@ -66,9 +68,15 @@ void StreamHistory::Reset() {
   running_ = false;
   incomparable_ = false;
   last_alive_.reset();
+  last_transaction_.reset();
   runs_.clear();
   pending_.clear();
   lags_.clear();
+}
+
+std::optional<MonoTime> StreamHistory::LastTransactionArrival() const {
+  std::lock_guard lock(mu_);
+  return last_transaction_;
 }
 
 void StreamHistory::CheckSample(const Position& pos, MonoTime sent) {

@@ -94,6 +94,10 @@ class StreamHistory {
   // from usable, as StateAt and Locate saw it; each is also logged, rate-limited).
   std::vector<std::pair<const char*, uint64_t>> TakeFallbacks();
 
+  // When the newest transaction's first event arrived; nullopt while none has since the stream
+  // began. For the probes that follow commits (probe.after_commit_ms).
+  std::optional<MonoTime> LastTransactionArrival() const;
+
   struct Bounds {
     std::optional<MonoTime> fresh_at;  // staleness at r is at most r − fresh_at
     bool incomparable = false;
@@ -130,6 +134,7 @@ class StreamHistory {
   bool incomparable_ = false;                               // GUARDED_BY(mu_)
   MonoTime began_;                                          // GUARDED_BY(mu_)
   std::optional<MonoTime> last_alive_;                      // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_transaction_;                // GUARDED_BY(mu_)
   std::deque<Run> runs_;                                    // GUARDED_BY(mu_), oldest first
   std::deque<Pending> pending_;                             // GUARDED_BY(mu_), oldest first
   std::deque<Lag> lags_;                                    // GUARDED_BY(mu_), oldest first

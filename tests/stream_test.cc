@@ -275,6 +275,53 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
   CHECK(agent.Stop() == 0);
 }
 
+TEST_CASE("probe.after_commit_ms: a commit is in both replicas' published positions at once") {
+  Agent agent(ConfigWith("after-commit",
+                         [](json& j) {
+                           j["heartbeat"]["interval_ms"] = 60000;  // the test's commits only
+                           j["probe"]["after_commit_ms"] = 10;
+                         }),
+              kDir + "/after-commit.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); },
+                          kStreamUsableWithin),
+                  StreamState(agent));
+  // The sandbox replicates one domain from server 1: "0-1-N".
+  auto seq_of = [](const std::string& pos) -> int64_t {
+    const size_t dash = pos.rfind('-');
+    return dash == std::string::npos ? -1 : std::stoll(pos.substr(dash + 1));
+  };
+  std::vector<int64_t> took;
+  for (int i = 0; i < 5; ++i) {
+    // Just after a probe of replica 1: on the probe schedule alone the next is 170-200 ms away.
+    const std::string before = redis.HGetAll(E().sandbox.replica_key(1))["measured_at_ms"];
+    REQUIRE(WaitFor(
+        [&] { return redis.HGetAll(E().sandbox.replica_key(1))["measured_at_ms"] != before; }, 2s));
+    const auto start = std::chrono::steady_clock::now();
+    Primary("INSERT INTO lwtest.stream_probe VALUES (NULL)");
+    const int64_t seq = seq_of(Primary("SELECT @@gtid_binlog_pos"));
+    REQUIRE(seq > 0);
+    CHECK(WaitFor(
+        [&] {
+          for (int r : {1, 2}) {
+            if (seq_of(redis.HGetAll(E().sandbox.replica_key(r))["position"]) < seq) return false;
+          }
+          return true;
+        },
+        2s));
+    took.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+  }
+  std::string list;
+  for (int64_t ms : took) list += " " + std::to_string(ms);
+  MESSAGE("a commit in both replicas' published positions after (ms):" << list);
+  // 10 ms after the commit's arrival, a round trip, the publication: well under the probe
+  // schedule's 170-200 ms, with room for a busy host.
+  CHECK_MESSAGE(*std::max_element(took.begin(), took.end()) < 140, StreamState(agent));
+  CHECK(agent.Stop() == 0);
+}
+
 TEST_CASE("a killed dump thread: sampling at once, the stream back after a reconnect") {
   Agent agent(E().sandbox.config_path(), kDir + "/kill.log");
   Redis redis(E().sandbox.redis_port());
