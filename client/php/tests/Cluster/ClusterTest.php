@@ -90,7 +90,11 @@ final class ClusterTest extends TestCase
                 $primary->exec('UPDATE lwtest.pc SET v = v + 1 WHERE id = 1');
                 return !$this->healthy('replica1');
             }, 5.0), 'replica1 still healthy in the cluster with its SQL thread stopped');
-            self::assertSame(['replica2'], array_keys($this->routeReads($router, 20)));
+            // Never replica1; replica2 takes the reads (the primary took one once, in CI, while a
+            // record of replica2 was late on a busy host: a safe read, not what is under test).
+            $routes = $this->routeReads($router, 20);
+            self::assertArrayNotHasKey('replica1', $routes, json_encode($routes));
+            self::assertGreaterThanOrEqual(18, $routes['replica2'] ?? 0, json_encode($routes));
         } finally {
             self::$sandbox->admin('replica1')->exec('START SLAVE SQL_THREAD');
         }
