@@ -720,13 +720,21 @@ bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
   return ReplicaIs(redis, sandbox, 1, "ok", "1") && ReplicaIs(redis, sandbox, 2, "ok", "1");
 }
 
+std::string RecordVerdict(const std::map<std::string, std::string>& record) {
+  auto field = [&](const char* name) {
+    auto it = record.find(name);
+    return it == record.end() ? std::string() : it->second;
+  };
+  return "state=" + field("state") + " healthy=" + field("healthy") +
+         " delay_ms=" + field("delay_ms");
+}
+
 std::string ReplicaStates(Redis& redis, const Sandbox& sandbox) {
   std::string out;
   for (int i : {1, 2}) {
-    auto h = redis.HGetAll(sandbox.replica_key(i));
     if (!out.empty()) out += "; ";
-    out += "replica" + std::to_string(i) + " state=" + h["state"] + " healthy=" + h["healthy"] +
-           " delay_ms=" + h["delay_ms"];
+    out +=
+        "replica" + std::to_string(i) + " " + RecordVerdict(redis.HGetAll(sandbox.replica_key(i)));
   }
   return out;
 }

@@ -270,6 +270,8 @@ bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& s
                const std::string& healthy);
 // Both sandbox replicas are ok and healthy in Redis.
 bool BothReplicasOk(Redis& redis, const Sandbox& sandbox);
+// A record's verdict as a failed check prints it: "state=ok healthy=1 delay_ms=12".
+std::string RecordVerdict(const std::map<std::string, std::string>& record);
 // What both replicas' records say ("replica1 state=ok healthy=1 delay_ms=12; replica2 ..."), for
 // a failed check's message.
 std::string ReplicaStates(Redis& redis, const Sandbox& sandbox);

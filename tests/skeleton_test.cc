@@ -61,8 +61,7 @@ TEST_CASE("at zero lag both replicas stay ok and healthy under tier1's 200 ms fo
       auto h = redis.HGetAll(Key(r));
       ++samples;
       if (h["state"] != "ok" || h["healthy"] != "1") {
-        bad.push_back("replica" + std::to_string(r) + " state=" + h["state"] +
-                      " healthy=" + h["healthy"] + " delay_ms=" + h["delay_ms"]);
+        bad.push_back("replica" + std::to_string(r) + " " + RecordVerdict(h));
       }
       max_delay = std::max(max_delay, ParseInt<int64_t>(h["delay_ms"]).value_or(1 << 30));
     }
