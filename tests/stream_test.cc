@@ -12,6 +12,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/gtid.h"
+#include "heartbeat/stream_history.h"
 #include "tests/harness.h"
 
 namespace lagwatch::test {
@@ -202,7 +204,8 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
   // How often the stream has stopped giving bounds, whatever the reason.
   auto fallbacks = [] {
     double n = 0;
-    for (const char* why : {"down", "silent", "behind", "slow", "incomparable"}) {
+    for (const char* why : {stream_reason::kDown, stream_reason::kSilent, stream_reason::kBehind,
+                            stream_reason::kSlow, stream_reason::kIncomparable}) {
       n += Metric(std::string("lagwatch_binlog_stream_fallbacks_total{reason=\"") + why + "\"}")
                .value_or(0);
     }
@@ -289,10 +292,10 @@ TEST_CASE("probe.after_commit_ms: a commit is in both replicas' published positi
   REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); },
                           kStreamUsableWithin),
                   StreamState(agent));
-  // The sandbox replicates one domain from server 1: "0-1-N".
-  auto seq_of = [](const std::string& pos) -> int64_t {
-    const size_t dash = pos.rfind('-');
-    return dash == std::string::npos ? -1 : std::stoll(pos.substr(dash + 1));
+  // Whether a replica's published position has everything of `wrote` (MariaDB GTIDs).
+  auto has = [&](int r, const GtidPos& wrote) {
+    auto pos = GtidPos::Parse(redis.HGetAll(E().sandbox.replica_key(r))["position"]);
+    return pos.ok() && pos->Reaches(wrote);
   };
   std::vector<int64_t> took;
   for (int i = 0; i < 5; ++i) {
@@ -302,16 +305,10 @@ TEST_CASE("probe.after_commit_ms: a commit is in both replicas' published positi
         [&] { return redis.HGetAll(E().sandbox.replica_key(1))["measured_at_ms"] != before; }, 2s));
     const auto start = std::chrono::steady_clock::now();
     Primary("INSERT INTO lwtest.stream_probe VALUES (NULL)");
-    const int64_t seq = seq_of(Primary("SELECT @@gtid_binlog_pos"));
-    REQUIRE(seq > 0);
-    CHECK(WaitFor(
-        [&] {
-          for (int r : {1, 2}) {
-            if (seq_of(redis.HGetAll(E().sandbox.replica_key(r))["position"]) < seq) return false;
-          }
-          return true;
-        },
-        2s));
+    auto wrote = GtidPos::Parse(Primary("SELECT @@gtid_binlog_pos"));
+    REQUIRE(wrote.ok());
+    REQUIRE(!wrote->empty());
+    CHECK(WaitFor([&] { return has(1, *wrote) && has(2, *wrote); }, 2s));
     took.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - start)
                        .count());
