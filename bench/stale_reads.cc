@@ -752,8 +752,7 @@ int RunBenchmark(const Options& o) {
   Setup(o);
   std::string config = with_haproxy ? haproxy_rows->lagwatch : o.dir + "/lagwatch.json";
   if (o.after_commit_ms > 0) {
-    std::ifstream in(config);
-    json j = json::parse(in, nullptr, true, true);
+    json j = json::parse(ReadFile(config), nullptr, true, true);
     j["probe"]["after_commit_ms"] = o.after_commit_ms;
     config = o.dir + "/lagwatch-after-commit.json";
     std::ofstream(config) << j.dump(2);
