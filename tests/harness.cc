@@ -25,6 +25,7 @@
 #include <mysql.h>
 
 #include "base/http_client.h"
+#include "base/strings.h"
 
 namespace lagwatch::test {
 namespace {
@@ -752,6 +753,15 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   request.timeout = std::chrono::seconds(10);
   HttpReply reply = lagwatch::HttpGet(target, request);
   return {reply.code, std::move(reply.body)};
+}
+
+int64_t TimeBoundMs(int64_t ms) {
+  static const int64_t scale = [] {
+    const char* env = std::getenv("LAGWATCH_TEST_TIME_SCALE");
+    const auto parsed = ParseInt<int64_t>(env != nullptr ? env : "");
+    return parsed && *parsed >= 1 ? *parsed : 1;
+  }();
+  return ms * scale;
 }
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {

@@ -284,6 +284,13 @@ bool BothReplicasSettleOk(Redis& redis, const Sandbox& sandbox,
 // GET http://127.0.0.1:port/path; returns the status code and body (code 0 on connect failure).
 std::pair<int, std::string> HttpGet(int port, const std::string& path);
 
+// A time bound of a check on the daemon's timing (a widest delay, a longest gap), in ms,
+// multiplied by LAGWATCH_TEST_TIME_SCALE (default 1). scripts/sanitize sets it: the sanitized
+// daemon is unoptimized and instrumented, several times slower, and shares two cores with the
+// other suites. The timing promises are the normal suite's to check; the sanitizer suites check
+// that the same code runs without a report, and still fail a bound stretched that far.
+int64_t TimeBoundMs(int64_t ms);
+
 // Polls `cond` every 20 ms until it holds or `timeout` passes; returns whether it held.
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 

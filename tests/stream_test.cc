@@ -142,7 +142,7 @@ TEST_CASE("the stream gives the bounds: registered on the primary, usable, tight
   auto primary = Api("/api/v1/primary");
   REQUIRE(primary);
   CAPTURE(primary->dump());
-  CHECK((*primary)["binlog_stream"]["delivery_bound_ms"].get<double>() < 50);
+  CHECK((*primary)["binlog_stream"]["delivery_bound_ms"].get<double>() < TimeBoundMs(50));
   CHECK((*primary)["binlog_stream"]["server_id"].get<int64_t>() == std::stoll(kStreamServerId));
   // A replica of the primary as far as the primary can tell: in SHOW SLAVE HOSTS, by its id.
   RunResult hosts = RunCommand({"/usr/bin/mariadb", "-S", E().sandbox.socket("primary"), "-uroot",
@@ -153,7 +153,7 @@ TEST_CASE("the stream gives the bounds: registered on the primary, usable, tight
   CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_up").value_or(0) == 1; }, 5s));
   CHECK(WaitFor([] { return Metric("lagwatch_binlog_stream_events_total").value_or(0) > 0; }, 5s));
   // At no lag the bound stays near the delivery bound and a probe's length.
-  CHECK(WidestDelay(redis, 3s) < 100);
+  CHECK(WidestDelay(redis, 3s) < TimeBoundMs(100));
 
   // A stopped SQL thread: the replica falls behind the writes the stream delivers.
   AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
@@ -184,7 +184,7 @@ TEST_CASE("an idle primary: the stream's heartbeat events keep it usable without
   }
   CHECK(usable == asked);
   CHECK(Metric("lagwatch_binlog_stream_fallbacks_total{reason=\"silent\"}").value_or(-1) == 0);
-  CHECK(WidestDelay(redis, 1s) < 100);
+  CHECK(WidestDelay(redis, 1s) < TimeBoundMs(100));
   CHECK(agent.Stop() == 0);
 }
 
@@ -381,7 +381,7 @@ TEST_CASE("binary log coordinates: the stream follows file and position, through
   CAPTURE(pos);
   CHECK(pos.find(":") != std::string::npos);  // "mysql-bin.000001:1234"
   Primary("FLUSH BINARY LOGS");
-  CHECK(WidestDelay(redis, 2s) < 200);
+  CHECK(WidestDelay(redis, 2s) < TimeBoundMs(200));
   CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
   CHECK(StreamUsable());
   primary = Api("/api/v1/primary");
