@@ -148,8 +148,8 @@ TEST_CASE("a hung replica is unreachable within a timeout, keeps aging, and dela
   MESSAGE("healthy replica: " << other.probes() << " probes, largest gap " << other.max_gap_ms()
                               << " ms while the other was hung");
   CHECK(other.probes() >= 12);
-  CHECK(other.max_gap_ms() <= 250);
-  CHECK(Is(redis, 2, "ok", "1"));
+  CHECK(other.max_gap_ms() <= TimeBoundMs(250));
+  CHECK(WaitFor([&] { return Is(redis, 2, "ok", "1"); }, 5s));  // one sample may lag
 
   REQUIRE(kill(pid, SIGCONT) == 0);
   auto resumed = Clock::now();
@@ -249,7 +249,7 @@ TEST_CASE("a killed replica is unreachable at once and back to ok after restart,
   auto killed = Clock::now();
   CHECK(WaitFor([&] { return Is(redis, 1, "unreachable", "0"); }, 2s));
   MESSAGE("killed replica reported unreachable after " << Ms(Clock::now() - killed) << " ms");
-  CHECK(Is(redis, 2, "ok", "1"));
+  CHECK(WaitFor([&] { return Is(redis, 2, "ok", "1"); }, 5s));  // one sample may lag
   std::this_thread::sleep_for(2s);  // several reconnect attempts, with backoff
   CHECK(Is(redis, 1, "unreachable", "0"));
 
@@ -352,7 +352,7 @@ TEST_CASE("a read-only primary is not written to; positions keep the replicas me
   AdminQuery(sock, "SET GLOBAL read_only = 0");
   CHECK(WaitFor([&] { return writes() > w1; }, 3s));
   CHECK(redis.HGetAll(PrimaryKey())["read_only"] == "0");
-  CHECK(BothOk(redis));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 }
 
 TEST_CASE("SIGTERM stops the agent within 1 s even while the primary and a replica hang") {

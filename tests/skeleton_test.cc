@@ -152,8 +152,7 @@ TEST_CASE(
   CHECK(d2 >= d1 + 600);  // records are up to a probe interval (200 ms) old when read
 
   AdminQuery(sock, "START SLAVE SQL_THREAD");
-  CHECK(WaitFor([&] { return OkAndHealthy(redis, 1); }, 5s));
-  CHECK(OkAndHealthy(redis, 2));
+  CHECK(WaitFor([&] { return OkAndHealthy(redis, 1) && OkAndHealthy(redis, 2); }, 5s));
 }
 
 TEST_CASE("/metrics serves the lag, state and thread gauges for both replicas") {
