@@ -452,8 +452,9 @@ TEST_CASE("a hung replica over TLS does not hold up another's probes on the same
   for (std::string line; std::getline(metrics, line);) {
     if (line.rfind("lagwatch_probe_start_delay_seconds", 0) == 0) start_delays += line + "\n";
   }
-  CHECK_MESSAGE(longest_gap_ms < TimeBoundMs(800), "replica2 went " << longest_gap_ms << " ms unmeasured\n"
-                                                       << start_delays << agent.Log());
+  CHECK_MESSAGE(longest_gap_ms < TimeBoundMs(800), "replica2 went " << longest_gap_ms
+                                                                    << " ms unmeasured\n"
+                                                                    << start_delays << agent.Log());
   CHECK(WaitFor([&] { return ReplicaIs(redis, E().sandbox, 1, "ok", "1"); }, 15s));
 }
 
