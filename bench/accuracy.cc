@@ -69,6 +69,8 @@ constexpr int64_t kDetectGraceUs = 1'000'000;
 // (half the 200 ms limit: no verdict should change there).
 constexpr int64_t kFarFromLimitUs = 100'000;
 constexpr int kReplicas = 2;
+// A hung replica's truth points (bench/analysis.h), as often as the oracle's reads.
+constexpr int64_t kHangStepUs = 5000;
 
 constexpr const char* kKeyPrefix = "slave_delay";  // the sandbox's config's
 
@@ -326,14 +328,64 @@ void WaitReplicasCaughtUp(const Paths& p, int timeout_s) {
   }
 }
 
+// The oracle's apply times (bench/analysis.h): a trigger on lwtest.oracle on every replica, none
+// on the primary. A replica runs a trigger for row events only if the primary ran none for them
+// (slave_run_triggers_for_rbr=YES; ENFORCE, which should run it regardless, did not on MariaDB
+// 10.11: https://mariadb.com/kb/en/running-triggers-on-the-slave-for-row-based-events/), so the
+// trigger is created and dropped on each server alone (sql_log_bin=0) as it becomes a replica or
+// the primary. The variable is global: set again on a server that was restarted. The trigger's
+// rows are keyed by the server's port: inside the replication thread @@server_id is the
+// primary's.
+constexpr const char* kRunTriggers = "SET GLOBAL slave_run_triggers_for_rbr = 'YES'";
+
+void ApplyTimes(Sql& sql, const std::string& who, bool on) {
+  for (const std::string& stmt :
+       {std::string("SET SESSION sql_log_bin = 0"),
+        std::string(on ? "CREATE TRIGGER IF NOT EXISTS lwtest.oracle_applied AFTER INSERT ON "
+                         "lwtest.oracle FOR EACH ROW INSERT INTO lwtest.applied VALUES (@@port, "
+                         "NEW.id, CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED))"
+                       : "DROP TRIGGER IF EXISTS lwtest.oracle_applied"),
+        std::string("SET SESSION sql_log_bin = 1")}) {
+    // SYSDATE(6), not NOW(6): in the replication thread NOW() is the primary's statement time.
+    if (!sql.Exec(stmt)) throw std::runtime_error(who + ": " + sql.error());
+  }
+}
+
+// The oracle rows the server at `socket` applied, with when (its lwtest.applied rows; empty if
+// it cannot be read: truth then comes from the reads alone).
+std::vector<AppliedRow> ReadApplied(const std::string& socket) {
+  Sql sql(socket);
+  auto r = sql.Query("SELECT id, t_us FROM lwtest.applied WHERE port = @@port");
+  std::vector<AppliedRow> out;
+  if (!r) {
+    Progress("lwtest.applied on " + socket +
+             " unreadable (truth from reads alone): " + sql.error());
+    return out;
+  }
+  out.reserve(r->rows.size());
+  for (const auto& row : r->rows) {
+    if (row.size() != 2 || !row[0] || !row[1]) continue;
+    out.push_back(
+        {std::strtoll(row[0]->c_str(), nullptr, 10), std::strtoll(row[1]->c_str(), nullptr, 10)});
+  }
+  return out;
+}
+
 void PrepareTables(const Paths& p) {
+  for (const std::string& server : {p.Primary(), p.Replica(0), p.Replica(1)}) {
+    Sql sql(server);
+    if (!sql.Exec(kRunTriggers)) throw std::runtime_error(sql.error());
+  }
   Sql sql(p.Primary());
   for (const char* stmt : {
            "CREATE DATABASE IF NOT EXISTS lwtest",
-           "DROP TABLE IF EXISTS lwtest.oracle, lwtest.naive, lwtest.pt_heartbeat, "
-           "lwtest.sbtest1, lwtest.sbtest2",
+           "DROP TABLE IF EXISTS lwtest.oracle, lwtest.applied, lwtest.naive, "
+           "lwtest.pt_heartbeat, lwtest.sbtest1, lwtest.sbtest2",
            "CREATE TABLE lwtest.oracle (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, "
            "t_us BIGINT NOT NULL) ENGINE=InnoDB",
+           // A replica's row per oracle row it applied, keyed by its port (its trigger's).
+           "CREATE TABLE lwtest.applied (port INT UNSIGNED NOT NULL, id BIGINT UNSIGNED NOT "
+           "NULL, t_us BIGINT NOT NULL, PRIMARY KEY (port, id)) ENGINE=InnoDB",
            "CREATE TABLE lwtest.naive (id INT NOT NULL PRIMARY KEY, updated_at DATETIME(6) NOT "
            "NULL) ENGINE=InnoDB",
            "INSERT INTO lwtest.naive VALUES (1, NOW(6))",
@@ -344,6 +396,10 @@ void PrepareTables(const Paths& p) {
     if (!sql.Exec(stmt)) throw std::runtime_error(sql.error());
   }
   WaitReplicasCaughtUp(p, 30);
+  for (int i = 0; i < kReplicas; ++i) {
+    Sql replica(p.Replica(i));
+    ApplyTimes(replica, "replica" + std::to_string(i + 1), true);
+  }
 }
 
 struct CostReading {
@@ -922,6 +978,7 @@ class Switcher {
     }
     Sql sql(p_.Server(server));
     Run(sql, kServers[server], "SET GLOBAL read_only=1");
+    Run(sql, kServers[server], kRunTriggers);
     const std::string own = Value(sql, kServers[server], "SELECT @@gtid_binlog_pos");
     s.Event(std::string(kServers[server]) +
             " up again; SET GLOBAL read_only=1; its gtid_binlog_pos " + own + ", " +
@@ -1008,6 +1065,7 @@ class Switcher {
     Run(sql, who, "RESET SLAVE ALL");
     Run(sql, who, "SET GLOBAL read_only=0");
     m.writable_us = NowUs();
+    ApplyTimes(sql, who, false);  // before the oracle's writer comes
     watcher_ = std::make_unique<MoveWatcher>(
         p_.Server(m.to), server_ids_[static_cast<size_t>(m.to)], agent_, p_.redis,
         std::string(kKeyPrefix) + ":primary", p_.ServerId(m.to));
@@ -1023,6 +1081,7 @@ class Switcher {
     Sql sql(p_.Server(server));
     const std::string who = kServers[server];
     Run(sql, who, "STOP SLAVE");
+    ApplyTimes(sql, who, true);
     Run(sql, who,
         "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=" +
             std::to_string(p_.ServerPort(primary)) + ", MASTER_USER='" + kSwitchUser +
@@ -1833,9 +1892,15 @@ int RunBenchmark(const Options& opt) {
       h.insert(h.end(), s.hangs.begin(), s.hangs.end());
     }
   }
-  const Truth primary_truth(&writer.log(), primary_reader.samples());
-  std::array<Truth, kReplicas> truth = {Truth(&writer.log(), readers[0]->samples(), hangs[0]),
-                                        Truth(&writer.log(), readers[1]->samples(), hangs[1])};
+  // Each server's apply times of the oracle's rows (its trigger's, bench/analysis.h).
+  const std::vector<AppliedRow> primary_applied = ReadApplied(p.Primary());
+  const std::array<std::vector<AppliedRow>, kReplicas> applied = {ReadApplied(p.Replica(0)),
+                                                                  ReadApplied(p.Replica(1))};
+  const Truth primary_truth(&writer.log(), primary_reader.samples(), {}, kHangStepUs,
+                            primary_applied);
+  std::array<Truth, kReplicas> truth = {
+      Truth(&writer.log(), readers[0]->samples(), hangs[0], kHangStepUs, applied[0]),
+      Truth(&writer.log(), readers[1]->samples(), hangs[1], kHangStepUs, applied[1])};
   // lagwatch (and lagwatch (binlog) right after it), pt-heartbeat, SBM, naive.
   std::vector<System> systems(agents.size() + 3);
   for (size_t a = 0; a < agents.size(); ++a) {
@@ -1862,6 +1927,9 @@ int RunBenchmark(const Options& opt) {
     naive_sys.reports[k] = ToolReports(naive[k]->readings());
   }
   results["oracle"] = OracleJson(rec, truth);
+  results["oracle"]["applied_rows"] = {{"primary", primary_applied.size()},
+                                       {"replica1", applied[0].size()},
+                                       {"replica2", applied[1].size()}};
   for (const auto& m : writer.moves()) {
     results["oracle"]["moves"].push_back({{"t", IsoUtc(m.t_us)},
                                           {"to", m.socket},

@@ -6,8 +6,12 @@
 namespace lagwatch::bench {
 
 Truth::Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::vector<Hang>& hangs,
-             int64_t hang_step_us)
+             int64_t hang_step_us, const std::vector<AppliedRow>& applied)
     : log_(log), reads_(std::move(reads)), samples_(reads_) {
+  for (const AppliedRow& a : applied) {
+    // Row a.id was not visible a microsecond before its insert (see the top of analysis.h).
+    samples_.push_back({a.at_us - 1, a.at_us - 1, a.id - 1});
+  }
   for (const Hang& h : hangs) {
     // The first row sent at or after the stop, whose outcome is known: committed after the stop,
     // so missing throughout the hang (see the top of analysis.h).

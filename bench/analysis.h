@@ -28,6 +28,15 @@
 // proven lower bound, so "below truth" counts stay certain; it trails real staleness by the time
 // between the replica's oldest missing commit and that row's ack (a few ms), which makes crossings
 // during a hang that much late (and detection latencies that much shorter).
+//
+// Apply times sharpen the lower bound where reads are too coarse: while a replica catches up on a
+// backlog it applies many rows between two reads, and the next read sees them all (the bracket
+// widens to tens of ms). A trigger on lwtest.oracle, on every replica (not the primary), records
+// for every row the replica applies the server's clock (the host's) as it inserts the row:
+// the row cannot be visible before then, so at that moment, less a microsecond, the replica lacked
+// it, and (commit order) every later row. Each such moment is a point like a read's, with
+// max_id = id − 1; the row's commit follows within the transaction's commit latency, so the
+// bound's lag behind real staleness shrinks to about that.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +79,12 @@ struct ReaderSample {
   int64_t max_id = 0;  // 0: no row yet
 };
 
+// A row's apply on a replica, from its trigger: the server inserted oracle row `id` at at_us.
+struct AppliedRow {
+  int64_t id = 0;
+  int64_t at_us = 0;
+};
+
 // A replica's server was stopped (SIGSTOP, every thread seen stopped) at from_us and stayed stopped
 // at least until to_us (just before SIGCONT was sent).
 struct Hang {
@@ -88,8 +103,9 @@ class Truth {
  public:
   // `reads`: the reader's samples in the order they were taken (sent_us ascending). `hangs`: the
   // replica's hangs (see the top of this file), each given a point every `hang_step_us`.
+  // `applied`: the replica's apply times (see the top of this file), in any order.
   Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::vector<Hang>& hangs = {},
-        int64_t hang_step_us = 5000);
+        int64_t hang_step_us = 5000, const std::vector<AppliedRow>& applied = {});
 
   // Proven lower bound on staleness at t; nullopt if no reader sample was sent at or after t or
   // the row it needs has no known ack.
@@ -101,8 +117,9 @@ class Truth {
   // Episodes over `threshold_us` in the whole timeline.
   std::vector<Episode> Episodes(int64_t threshold_us) const;
 
-  // The points the lower bound is known at, sent_us ascending: the reads, and during a hang a
-  // point every few ms (sent_us = recv_us; max_id = the last row that can have been applied).
+  // The points the lower bound is known at, sent_us ascending: the reads, during a hang a point
+  // every few ms, and a point just before each apply (for those two, sent_us = recv_us; max_id =
+  // the last row that can have been applied).
   // Each point's max_id is the lowest of its own and every later point's: a row missing at τ was
   // missing before τ too (for the reads, which see more and more, that changes nothing).
   const std::vector<ReaderSample>& samples() const { return samples_; }

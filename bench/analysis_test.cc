@@ -70,6 +70,49 @@ TEST_CASE("truth during a replica hang is t − ack of the first row sent after 
   CHECK(truth.At(500'000) == reads_only.At(500'000));
 }
 
+TEST_CASE("apply times make truth exact while a replica catches up faster than it is read") {
+  const OracleLog log = Rows(1000);  // row id k + 1 sent at 5k ms, acked 1 ms later
+  // Applied 2 ms after its ack, in order, except that rows due in [1 s, 2 s) wait for the SQL
+  // thread's restart at 2 s: from then on each is applied 0.1 ms after the one before, until it
+  // has caught up.
+  std::vector<AppliedRow> applied;
+  int64_t last = 0;
+  for (size_t k = 0; k < log.rows.size(); ++k) {
+    int64_t at = log.rows[k].acked_us + 2000;
+    if (at >= 1'000'000 && at < 2'000'000) at = 2'000'000;
+    at = std::max(at, last + 100);
+    applied.push_back({static_cast<int64_t>(k) + 1, at});
+    last = at;
+  }
+  auto max_applied = [&](int64_t t) {
+    int64_t m = 0;
+    for (const AppliedRow& a : applied) m = a.at_us <= t ? std::max(m, a.id) : m;
+    return m;
+  };
+  std::vector<ReaderSample> reads;
+  for (int64_t t = 3000; t < 4'000'000; t += 5000) reads.push_back({t, t + 1000, max_applied(t)});
+
+  const Truth reads_only(&log, reads);
+  const Truth truth(&log, reads, {}, 5000, applied);
+  // 10.05 ms into the catch-up, 101 of the 200 stalled rows (ids 201..400) are in: the first
+  // missing is id 302.
+  const int64_t t = 2'010'050;
+  const int64_t first_missing = max_applied(t) + 1;
+  CHECK(first_missing == 302);
+  const int64_t exact = t - log.Get(first_missing)->acked_us;
+  CHECK(truth.At(t).value() == exact);
+  // The next read, sent at 2,013,000, saw 30 more rows: 150 ms less than the truth.
+  CHECK(reads_only.At(t).value() == exact - 30 * 5000);
+  // Away from the catch-up nothing changes.
+  CHECK(truth.At(500'000) == reads_only.At(500'000));
+  CHECK(truth.At(1'500'000).value() == reads_only.At(1'500'000).value());
+  // Only reads prove rows applied: the upper bound is the reads'.
+  CHECK(truth.Upper(t) == reads_only.Upper(t));
+  // The crossing of 200 ms is where the stalled rows make it, from either.
+  REQUIRE(truth.Episodes(200'000).size() == 1);
+  CHECK(truth.Episodes(200'000)[0].start_us == reads_only.Episodes(200'000)[0].start_us);
+}
+
 LagwatchRecord Record(int64_t seen, int64_t last_seen, int64_t measured_ms, bool healthy) {
   LagwatchRecord r;
   r.seen_us = seen;

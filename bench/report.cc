@@ -354,6 +354,10 @@ std::string OracleLine(const json& o) {
          " ms (p99 " + Pct(r["interval_ms"], "p99", 1) + "), query " +
          Pct(r["latency_ms"], "p50", 1) + " ms";
   }
+  if (o.contains("applied_rows")) {
+    s += "; apply times of r1 " + std::to_string(o["applied_rows"]["replica1"].get<size_t>()) +
+         " rows, r2 " + std::to_string(o["applied_rows"]["replica2"].get<size_t>());
+  }
   return s;
 }
 
@@ -434,14 +438,21 @@ std::string RenderMarkdown(const json& res) {
         "that sees max id m proves row m+1 was missing at τ: true staleness at τ is τ − "
         "acked(m+1) if row m+1 was acked before τ, else 0. Truth at any time t between reads uses "
         "the first read sent at or after t (it cannot have seen less than the replica had at t): "
-        "truth(t) = max(0, t − acked(m_next+1)). This is a proven *lower* bound; the matching "
+        "truth(t) = max(0, t − acked(m_next+1)). A trigger on `lwtest.oracle` on each replica "
+        "(never on the primary; `slave_run_triggers_for_rbr=YES`) records, for every row the "
+        "replica applies, the host's clock (`SYSDATE(6)`) as the row is inserted: the row was "
+        "not visible before, so "
+        "that moment is a point like a read that saw id − 1. Between two reads of a replica "
+        "catching up on a backlog these points keep the truth exact to a commit's latency. This "
+        "is a proven *lower* bound; the matching "
         "upper bound t − sent(m_prev) from the last read answered by t brackets real staleness. "
         "All times are CLOCK_REALTIME on this one host (the clock of lagwatch's "
         "`measured_at_ms`); the server's NOW() is never used for truth.\n\n";
   md << "**Oracle resolution.** " << OracleLine(res["oracle"])
      << ". Per scenario, the bracket (upper − lower bound) is listed under each table: the "
         "truth is exact to about that much (about one write interval + one read interval + "
-        "commit latency).\n\n";
+        "commit latency; the upper bound comes from the reads alone, so apply times do not "
+        "narrow it).\n\n";
   md << "**Systems, side by side on the same sandbox and run:**\n\n";
   md << "- **lagwatch** `" << res["commands"]["lagwatch"].get<std::string>()
      << "` (the sandbox's config, below). The bench polls Redis `HGETALL "
