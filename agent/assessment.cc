@@ -176,7 +176,7 @@ void FillHealth(const ProbeInput& in, const HeartbeatLog& log, const PositionHis
   h.caught_up_with_primary = CaughtUpWithPrimary(a->bounds, log, history);
   h.tier_enabled = in.tier_enabled;
   h.max_delay_ms = in.max_delay_ms;
-  if (a->bounds) h.delay_ms = ToMillis(a->bounds->UpperAt(a->obs.received));
+  if (a->bounds) h.delay_ms = CeilMillis(a->bounds->UpperAt(a->obs.received + in.to_stated));
   if (auto gap = history.LastGap(); gap && a->bounds && a->bounds->fresh_at) {
     h.bound_spans_outage = *a->bounds->fresh_at >= gap->before && *a->bounds->fresh_at < gap->after;
   }

@@ -60,6 +60,9 @@ struct ProbeInput {
   // ParseSlaveStatus): its server id (that one) and its configured host and port.
   ChannelSource primary_source;
   ProbeObservation obs;  // sent and received set; seq and position are filled in by Assess
+  // From the answer to the moment the record states (the next whole ms of wall time,
+  // ToNextWholeMs): delay_ms is the upper bound carried to that moment.
+  std::chrono::nanoseconds to_stated{0};
   // What the prober knew before this probe.
   std::optional<LagBounds> bounds;
   std::optional<Position> previous_applied;  // the position the last probe read

@@ -26,6 +26,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.primary_server_id = context.primary_server_id;
   in.primary_source = context.primary_source;
   in.obs = replies.obs;
+  in.to_stated = ToNextWholeMs(replies.received_wall);
   in.bounds = bounds_;
   in.previous_applied = std::move(applied_);
   in.status = status_;
@@ -54,8 +55,10 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   j.health = a.health;
   last_health_ = a.health;
   j.back_from_unreachable = a.health.reachable && j.previous.state == ReplicaState::kUnreachable;
+  // Stated at the next whole ms after the answer, where delay_ms holds (ProbeInput::to_stated).
+  const auto to_stated = ToNextWholeMs(received_wall);
   j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
-                    a.obs.received, received_wall, j.verdict);
+                    a.obs.received + to_stated, received_wall + to_stated, j.verdict);
   return j;
 }
 

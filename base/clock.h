@@ -45,5 +45,17 @@ inline int64_t ToMillis(std::chrono::nanoseconds d) {
 inline int64_t UnixMillis(WallTime t) {
   return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
 }
+// A duration in whole milliseconds, rounded up: an upper bound stated in ms stays one.
+inline int64_t CeilMillis(std::chrono::nanoseconds d) {
+  return std::chrono::ceil<Millis>(d).count();
+}
+// From `t` to the next whole millisecond of wall time (zero if `t` is one). A record stated in
+// whole ms (measured_at_ms) carries its upper bound forward by this much, so that the bound holds
+// at the stated moment exactly, not somewhere within its millisecond.
+inline std::chrono::nanoseconds ToNextWholeMs(WallTime t) {
+  const auto since = t.time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::ceil<Millis>(since) -
+                                                              since);
+}
 
 }  // namespace lagwatch
