@@ -35,8 +35,9 @@
 // for every row the replica applies the server's clock (the host's) as it inserts the row:
 // the row cannot be visible before then, so at that moment, less a microsecond, the replica lacked
 // it, and (commit order) every later row. Each such moment is a point like a read's, with
-// max_id = id − 1; the row's commit follows within the transaction's commit latency, so the
-// bound's lag behind real staleness shrinks to about that.
+// max_id = id − 1. A replica that applies one transaction at a time has committed row id − 1
+// before it inserts row id, so the bound then trails real staleness by at most one row: the one
+// whose commit may still be under way.
 #pragma once
 
 #include <cstdint>

@@ -443,7 +443,8 @@ std::string RenderMarkdown(const json& res) {
         "replica applies, the host's clock (`SYSDATE(6)`) as the row is inserted: the row was "
         "not visible before, so "
         "that moment is a point like a read that saw id − 1. Between two reads of a replica "
-        "catching up on a backlog these points keep the truth exact to a commit's latency. This "
+        "catching up on a backlog these points keep the truth exact to one oracle row (a "
+        "replica applying one transaction at a time has committed the row before). This "
         "is a proven *lower* bound; the matching "
         "upper bound t − sent(m_prev) from the last read answered by t brackets real staleness. "
         "All times are CLOCK_REALTIME on this one host (the clock of lagwatch's "
@@ -451,8 +452,8 @@ std::string RenderMarkdown(const json& res) {
   md << "**Oracle resolution.** " << OracleLine(res["oracle"])
      << ". Per scenario, the bracket (upper − lower bound) is listed under each table: the "
         "truth is exact to about that much (about one write interval + one read interval + "
-        "commit latency; the upper bound comes from the reads alone, so apply times do not "
-        "narrow it).\n\n";
+        "commit latency), except where the apply times make the lower end exact and the upper "
+        "bound, from the reads alone, stays wide (a catch-up).\n\n";
   md << "**Systems, side by side on the same sandbox and run:**\n\n";
   md << "- **lagwatch** `" << res["commands"]["lagwatch"].get<std::string>()
      << "` (the sandbox's config, below). The bench polls Redis `HGETALL "
