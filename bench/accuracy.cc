@@ -79,7 +79,8 @@ constexpr const char* kBinlogSystem = "lagwatch (binlog)";
 constexpr const char* kBinlogPositions = "binlog";
 constexpr const char* kBinlogKeyPrefix = "slave_delay_binlog";
 constexpr int kBinlogAgentId = 2;
-constexpr int kBinlogHttpOffset = 5;  // base port + 5: the sandbox uses P..P+4
+constexpr int kSandboxHttpOffset = 4;  // the sandbox's own lagwatch HTTP port: base port + 4
+constexpr int kBinlogHttpOffset = 5;   // base port + 5: the sandbox uses P..P+4
 
 // The agent-kill scenario's second agent, next to the usual one: the sandbox's config with
 // another agent_id and HTTP port, the same Redis keys.
@@ -118,6 +119,7 @@ constexpr const char* kUsage =
     "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
     "                      [--positions binlog] [--scenarios NAME,...] [--tls]\n"
+    "                      [--after-commit-ms N]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
     "--tls: the sandbox was built with --tls (scripts/sandbox up ... --tls): lagwatch talks TLS\n"
     "  to MySQL and Redis as its config says, the bench's Redis clients and the moves'\n"
@@ -133,11 +135,16 @@ constexpr const char* kUsage =
     "  redis.key_prefix slave_delay_binlog and http.listen 127.0.0.1:P+5 (written to the log\n"
     "  dir), and is measured as a system of its own; results go to\n"
     "  accuracy-<quick|full>-binlog.{json,md}.\n"
+    "--after-commit-ms N: \"lagwatch\" runs from a copy of DIR/lagwatch.json with\n"
+    "  probe.after_commit_ms N (5 or more; written to the log dir): every replica is also probed\n"
+    "  N ms after each transaction the stream delivers. Results go to\n"
+    "  accuracy-<quick|full>[-binlog][-tls]-after-commit[-partial].{json,md}.\n"
     "Normally started by bench/accuracy.\n";
 
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
   std::string positions;    // "" (one agent, positions auto) or "binlog" (a second agent)
+  int after_commit_ms = 0;  // "lagwatch"'s probe.after_commit_ms (0: the sandbox's config as is)
   std::vector<std::string> phases;  // --scenarios: some of kPhases; empty: all of them
   bool Runs(const std::string& phase) const {
     return phases.empty() || std::find(phases.begin(), phases.end(), phase) != phases.end();
@@ -1279,7 +1286,7 @@ std::vector<Report> LagwatchReports(const std::vector<LagwatchRecord>& records) 
       rep.measured_us = r.seen_us;
       rep.over200 = rep.over1000 = true;
     } else {
-      rep.measured_us = r.measured_at_ms * 1000;
+      rep.measured_us = r.measured_at_ms * 1000;  // the moment delay_ms holds at, exactly
       rep.value_ms = r.delay_ms;
       rep.lower_ms = r.delay_lower_ms;
       rep.over200 = !r.healthy;
@@ -1659,6 +1666,7 @@ int RunBenchmark(const Options& opt) {
   // So does one that runs only some phases (--scenarios).
   // So does a run on a --tls sandbox.
   const std::string suffix = std::string(binlog ? "-binlog" : "") + (opt.tls ? "-tls" : "") +
+                             (opt.after_commit_ms > 0 ? "-after-commit" : "") +
                              (opt.phases.empty() ? "" : "-partial");
   const std::string logs = opt.out_dir + "/logs-" + mode + suffix;
   std::filesystem::create_directories(logs);
@@ -1683,6 +1691,13 @@ int RunBenchmark(const Options& opt) {
   std::vector<Agent> agents;
   agents.push_back({"lagwatch", p.Config(), kKeyPrefix, logs + "/lagwatch.log",
                     results["lagwatch_config"].value("agent_id", 1), nullptr});
+  if (opt.after_commit_ms > 0) {
+    // The sandbox's config, its own HTTP port (base + 4) and all, with probes after commits.
+    agents.front().config = logs + "/lagwatch.json";
+    results["lagwatch_config"] =
+        WriteAgentConfig(p, agents.front().config, "lagwatch", kSandboxHttpOffset,
+                         {{"probe", {{"after_commit_ms", opt.after_commit_ms}}}});
+  }
   if (binlog) {
     const std::string config = logs + "/lagwatch-binlog.json";
     results["lagwatch_binlog_config"] =
@@ -1962,6 +1977,10 @@ int main(int argc, char** argv) {
                                 opt.sysbench_rate = flags.Int();
                                 return true;
                               }
+                              if (flags.flag() == "--after-commit-ms") {
+                                opt.after_commit_ms = flags.Int();
+                                return true;
+                              }
                               if (flags.flag() == "--positions") {
                                 opt.positions = flags.Value();
                                 return true;
@@ -1975,6 +1994,7 @@ int main(int argc, char** argv) {
                         .valid =
                             [&] {
                               return opt.sysbench_rate > 0 &&
+                                     (opt.after_commit_ms == 0 || opt.after_commit_ms >= 5) &&
                                      (opt.positions.empty() || opt.positions == kBinlogPositions) &&
                                      KnownPhases(opt.phases);
                             },
