@@ -85,18 +85,19 @@ TEST_CASE("judge: a record states its bound at the next whole ms after the answe
   // Answered at 2121.3 ms: fresh up to the sample sent at 2100, so 21.3 ms stale at most then,
   // and 22 at 2122, the millisecond the record states. Truncating both would say 21 at 2121,
   // when the replica may not yet have applied what made it fresh (it was read after 2121).
-  ProbeReplies r = Row(2120, 2121, "4", "0-1-4");
-  r.obs.received += std::chrono::microseconds(300);
-  r.received_wall += std::chrono::microseconds(300);
-  const Judgement j = Probe(judge, p, std::move(r));
+  // A caught-up reply `past_us` after the whole ms `received_ms`.
+  auto answered = [&](int sent_ms, int received_ms, int past_us) {
+    ProbeReplies r = Row(sent_ms, received_ms, "4", "0-1-4");
+    r.obs.received += std::chrono::microseconds(past_us);
+    r.received_wall += std::chrono::microseconds(past_us);
+    return Probe(judge, p, std::move(r));
+  };
+  const Judgement j = answered(2120, 2121, 300);
   CHECK(j.record.measured_at_ms == UnixMillis(W(2122)));
   CHECK(j.record.delay_ms == 22);
   CHECK(j.record.measured_mono == T(2122));
   // Just past a whole ms the bound is carried almost a whole ms, and rounded up.
-  ProbeReplies late = Row(2320, 2322, "4", "0-1-4");
-  late.obs.received += std::chrono::microseconds(1);
-  late.received_wall += std::chrono::microseconds(1);
-  const Judgement k = Probe(judge, p, std::move(late));
+  const Judgement k = answered(2320, 2322, 1);
   CHECK(k.record.measured_at_ms == UnixMillis(W(2323)));
   CHECK(k.record.delay_ms == 223);
 }
