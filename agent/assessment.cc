@@ -188,6 +188,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
                   const StreamHistory* stream) {
   Assessment a;
   a.obs = in.obs;
+  a.to_stated = in.to_stated;
   a.bounds = in.bounds;
   a.status = in.status;
   a.primary_source = in.primary_source;

@@ -78,8 +78,9 @@ struct Assessment {
   Status probe_status;
   // Why the status poll failed, if it did (with a hint when a privilege is missing).
   std::optional<Status> status_error;
-  bool status_polled = false;  // a status reply was parsed
-  ProbeObservation obs;        // with the seq and position read from the reply
+  bool status_polled = false;             // a status reply was parsed
+  ProbeObservation obs;                   // with the seq and position read from the reply
+  std::chrono::nanoseconds to_stated{0};  // ProbeInput's: the record states obs.received + this
   // The bounds to keep: this probe's when it proved freshness, else the previous ones (a replica
   // never un-applies data).
   std::optional<LagBounds> bounds;

@@ -56,9 +56,8 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   last_health_ = a.health;
   j.back_from_unreachable = a.health.reachable && j.previous.state == ReplicaState::kUnreachable;
   // Stated at the next whole ms after the answer, where delay_ms holds (ProbeInput::to_stated).
-  const auto to_stated = ToNextWholeMs(received_wall);
   j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
-                    a.obs.received + to_stated, received_wall + to_stated, j.verdict);
+                    a.obs.received + a.to_stated, received_wall + a.to_stated, j.verdict);
   return j;
 }
 
@@ -66,14 +65,16 @@ Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary
                                    bool caught_up) {
   Judgement j;
   HealthInput h = last_health_;
-  h.delay_ms = ToMillis(bounds_->UpperAt(now));
+  // Stated at the next whole ms, as a probe's record is.
+  const auto to_stated = ToNextWholeMs(now_wall);
+  h.delay_ms = CeilMillis(bounds_->UpperAt(now + to_stated));
   h.delay_lower_ms.reset();
   h.primary_known = primary_known;
   h.caught_up_with_primary = caught_up;
   j.previous = health_.last();
   j.verdict = health_.Update(h);
   j.health = h;
-  j.record = Record(h, 0, now, now_wall, j.verdict);
+  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict);
   return j;
 }
 

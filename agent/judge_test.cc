@@ -240,6 +240,11 @@ TEST_CASE("judge: at the crossing the bound alone turns a silent replica unhealt
   CHECK_FALSE(j.verdict.healthy);
   CHECK(j.record.delay_lower_ms == 0);
   CHECK(j.record.measured_at_ms == UnixMillis(W(2401)));
+  // Between two whole ms it is stated, as a probe's record is, at the next one.
+  const Judgement k = judge.AtCrossing(T(2401) + std::chrono::microseconds(400),
+                                       W(2401) + std::chrono::microseconds(400), true, true);
+  CHECK(k.health.delay_ms == 302);
+  CHECK(k.record.measured_at_ms == UnixMillis(W(2402)));
 }
 
 TEST_CASE("judge: starting over forgets bounds and position but reports the next change") {
