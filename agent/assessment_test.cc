@@ -73,6 +73,24 @@ TEST_CASE("assessment: an unreachable replica keeps its previous bounds, which k
   CHECK(a.health.delay_ms == 270);
 }
 
+TEST_CASE("assessment: an unanswered probe's bound grows from what the replica lacks") {
+  // The replica answered with 0-1-4 (fresh as of 2000), then hung. The primary wrote nothing new
+  // until 2500: each sample up to 2450 still had only what the replica has.
+  Primary primary(2600);
+  ProbeInput in = Probe(2420, 2470, Status::DeadlineExceeded("no answer in time"));
+  in.bounds = LagBounds{T(2000)};
+  in.previous_applied = P("0-1-4");
+  Assessment a = Assess(in, primary.log, primary.history);
+  CHECK_FALSE(a.measured);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kPosition);
+  CHECK(a.health.delay_ms == 20);  // from the sample at 2450, not 470 from the last answer
+  // A position older than what the kept bound proves moves nothing.
+  in.previous_applied = P("0-1-3");
+  a = Assess(in, primary.log, primary.history);
+  CHECK(a.health.delay_ms == 470);
+}
+
 TEST_CASE("assessment: a malformed seq is a data error but the position still bounds the lag") {
   Primary primary(2100);
   Assessment a = Assess(Probe(2120, 2122, ProbeRow("junk", "0-1-4")), primary.log, primary.history);

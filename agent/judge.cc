@@ -61,6 +61,11 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   return j;
 }
 
+void ReplicaJudge::Advance(MonoTime now, const PositionHistory& history,
+                           const StreamHistory* stream) {
+  if (applied_ && has_fresh_bound()) bounds_ = Relocate(*bounds_, *applied_, now, history, stream);
+}
+
 Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary_known,
                                    bool caught_up) {
   Judgement j;

@@ -104,6 +104,10 @@ class ReplicaJudge {
   // REQUIRES: has_fresh_bound().
   Judgement AtCrossing(MonoTime now, WallTime now_wall, bool primary_known, bool caught_up);
 
+  // While a probe is unanswered: moves the kept bound's fresh_at later by what the primary did
+  // since the last answer (Relocate, from the position that answer read). The bound stays one.
+  void Advance(MonoTime now, const PositionHistory& history, const StreamHistory* stream);
+
   // The primary moved (or this server stopped being it): what was judged against the old one is
   // forgotten; the last verdict is kept so that the next one still reports a change.
   void StartOver();

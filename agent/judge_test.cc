@@ -123,20 +123,43 @@ TEST_CASE("judge: lag is immediate, recovery takes two probes under 80 % of the 
   CHECK(second.verdict.changed);
 }
 
-TEST_CASE("judge: no answer keeps the bound growing from the last fresh moment, never 0") {
+TEST_CASE("judge: no answer bounds the replica from the first commit it lacks, never 0") {
   // The primary's records as they stand at each probe.
   ReplicaJudge judge(Replica(), Tier(), TestConfig());
   Probe(judge, Primary(2100), Row(2120, 2122, "4", "0-1-4"));  // fresh as of the 2100 sample
-  const Judgement j = Probe(judge, Primary(2450), NoAnswer(2320, 2470));
+  // Unanswered while the primary still had nothing more than 0-1-4 (its 2450 sample).
+  Judgement j = Probe(judge, Primary(2450), NoAnswer(2320, 2470));
   CHECK(j.verdict.state == ReplicaState::kUnreachable);
   CHECK_FALSE(j.verdict.healthy);
-  CHECK(j.record.delay_ms == 2470 - 2100);
+  CHECK(j.record.delay_ms == 2470 - 2450);
   CHECK(j.record.position == "0-1-4");  // the last position read still holds
+  // 0-1-5 was committed by the 2500 sample: from then on the bound grows.
+  j = Probe(judge, Primary(2700), NoAnswer(2520, 2720));
+  CHECK(j.verdict.state == ReplicaState::kUnreachable);
+  CHECK(j.record.delay_ms == 2720 - 2450);
+  j = Probe(judge, Primary(2900), NoAnswer(2720, 2920));
+  CHECK(j.record.delay_ms == 2920 - 2450);
   // Back: the first answer decides at once (no recovery streak after unreachable).
-  const Judgement back = Probe(judge, Primary(2550), Row(2560, 2562, "5", "0-1-5"));
+  const Judgement back = Probe(judge, Primary(2950), Row(2960, 2962, "5", "0-1-5"));
   CHECK(back.back_from_unreachable);
   CHECK(back.record.delay_ms == 12);
   CHECK(back.verdict.healthy);
+}
+
+TEST_CASE("judge: advancing an unanswered replica's bound moves it by what it lacks only") {
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, Primary(2100), Row(2120, 2122, "4", "0-1-4"));
+  REQUIRE(judge.has_fresh_bound());
+  judge.Advance(T(2400), Primary(2400).history, nullptr);
+  CHECK(*judge.bounds()->fresh_at == T(2400));  // the primary still had only 0-1-4
+  judge.Advance(T(2700), Primary(2700).history, nullptr);
+  CHECK(*judge.bounds()->fresh_at == T(2450));  // 0-1-5 came with the 2500 sample
+  // A new connection forgets the position: nothing to advance from.
+  ReplicaJudge other(Replica(), Tier(), TestConfig());
+  Probe(other, Primary(2100), Row(2120, 2122, "4", "0-1-4"));
+  other.ForgetApplied();
+  other.Advance(T(2400), Primary(2400).history, nullptr);
+  CHECK(*other.bounds()->fresh_at == T(2100));
 }
 
 TEST_CASE("judge: a replica whose source is in doubt is unverified whatever its lag") {

@@ -416,12 +416,15 @@ void ReplicaProber::OnFollow() {
   ArmFollow();
 }
 
+std::optional<MonoTime> ReplicaProber::NextCrossing() const {
+  return CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(),
+                           CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
+}
+
 void ReplicaProber::ArmCrossing() {
   CancelCrossing();
   if (acting_primary_ || !judge_.has_fresh_bound()) return;
-  const auto at =
-      CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(),
-                        CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
+  const auto at = NextCrossing();
   if (!at) return;
   crossing_timer_ = loop_->At(std::max(*at, clock_.Now()), [this] { OnCrossing(); });
 }
@@ -442,6 +445,13 @@ void ReplicaProber::OnCrossing() {
   if (session_.AnswerWaiting()) {
     // The answer is here and the loop, not the replica, is late: it is read next, and decides.
     crossing_timer_ = loop_->At(now + Millis(1), [this] { OnCrossing(); });
+    return;
+  }
+  // What the primary did since the last answer may move the bound (a hung replica lacks only
+  // what came after its position): the crossing is then later, or gone.
+  judge_.Advance(now, *history_, stream_);
+  if (const auto at = NextCrossing(); !at || *at > now) {
+    if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;
   }
   const Judgement j =

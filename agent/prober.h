@@ -132,7 +132,10 @@ class ReplicaProber {
   void ScheduleNext();
   // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight,
   // a timer at the moment the bound passes the next limit (plus the grace); OnCrossing publishes
-  // the verdict the bound alone gives, without waiting for the answer or its timeout.
+  // the verdict the bound alone gives, without waiting for the answer or its timeout. At the
+  // crossing the bound is first advanced by what the primary did since the last answer
+  // (ReplicaJudge::Advance); if that moves the crossing later, the timer waits for it.
+  std::optional<MonoTime> NextCrossing() const;  // REQUIRES: judge_.has_fresh_bound()
   void ArmCrossing();
   void CancelCrossing();
   void OnCrossing();

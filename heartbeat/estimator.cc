@@ -101,4 +101,18 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
   return out;
 }
 
+LagBounds Relocate(const LagBounds& kept, const Position& applied, MonoTime now,
+                   const PositionHistory& history, const StreamHistory* stream) {
+  LagBounds out = kept;
+  auto later = [&](std::optional<MonoTime> fresh_at, BoundSource source) {
+    if (fresh_at && *fresh_at > *out.fresh_at) {
+      out.fresh_at = fresh_at;
+      out.upper_source = source;
+    }
+  };
+  later(history.Locate(applied).fresh_at, BoundSource::kPosition);
+  if (stream) later(stream->Locate(applied, now).fresh_at, BoundSource::kStream);
+  return out;
+}
+
 }  // namespace lagwatch

@@ -65,4 +65,15 @@ LagBounds StreamBounds(const ProbeObservation& obs, const StreamHistory& stream)
 LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
                    const PositionHistory& history, const StreamHistory* stream = nullptr);
 
+// A replica that does not answer (hung, dead, or slower than the probe's timeout) still has
+// everything it had applied at its last answer, `applied`: a replica never un-applies. What the
+// primary committed since can move `kept`'s fresh_at later, never earlier: to the positions
+// sampled since that `applied` includes, and to the arrival (less the delivery bound) of the
+// first transaction after `applied` that the stream delivered, or its last sign of life when
+// none has (StreamHistory::Locate at `now`). The lower bound is kept (it was proven at the last
+// answer; the replica may have applied more since, so nothing here proves more).
+// REQUIRES: kept.fresh_at.
+LagBounds Relocate(const LagBounds& kept, const Position& applied, MonoTime now,
+                   const PositionHistory& history, const StreamHistory* stream = nullptr);
+
 }  // namespace lagwatch

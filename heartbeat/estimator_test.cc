@@ -189,5 +189,49 @@ TEST_CASE("the stream's bound is published where it is tighter, and not while it
   CHECK(Ms(b.UpperAt(T(2262))) == 12);
 }
 
+TEST_CASE("relocate: a replica that stops answering is bounded from what it lacks since") {
+  HeartbeatLog log;
+  Heartbeats(log, 4);
+  PositionHistory history;
+  history.SetSource(PositionsKind::kMariaDbGtid, 1);
+  for (int t = 1900; t <= 1950; t += 50) history.Add(P("0-1-7"), T(t), T(t + 1));
+  StreamHistory stream;
+  const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Alive(token, T(2000));
+  // The replica answered at 2002 with 0-1-7 (everything), then hung.
+  LagBounds kept = Estimate(Probe(2000, 2002, 3, "0-1-7"), log, history, &stream);
+  REQUIRE(kept.upper_source == BoundSource::kStream);
+  CHECK(Ms(kept.UpperAt(T(2002))) == 3);  // 2002 - (2000 - D)
+  for (int t = 2000; t <= 2100; t += 50) history.Add(P("0-1-7"), T(t), T(t + 1));
+  // Nothing new on the primary until 2150: the stream's sign of life at 2140 and the samples up
+  // to 2100 still hold everything it lacks.
+  stream.Alive(token, T(2140));
+  LagBounds r = Relocate(kept, P("0-1-7"), T(2142), history, &stream);
+  CHECK(r.upper_source == BoundSource::kStream);
+  CHECK(Ms(r.UpperAt(T(2142))) == 3);
+  // 0-1-8 arrives at 2150: from then on it is what the replica lacks, whatever comes after.
+  stream.Transaction(token, P("0-1-8"), T(2150));
+  stream.Alive(token, T(2150));
+  history.Add(P("0-1-8"), T(2150), T(2151));
+  stream.Transaction(token, P("0-1-9"), T(2170));
+  stream.Alive(token, T(2190));
+  r = Relocate(kept, P("0-1-7"), T(2195), history, &stream);
+  CHECK(Ms(r.UpperAt(T(2195))) == 46);  // 2195 - (2150 - D)
+  CHECK(Ms(Relocate(r, P("0-1-7"), T(2400), history, &stream).UpperAt(T(2400))) == 251);
+  // The samples alone: fresh as of the last one it includes (2100).
+  r = Relocate(kept, P("0-1-7"), T(2195), history);
+  CHECK(r.upper_source == BoundSource::kPosition);
+  CHECK(Ms(r.UpperAt(T(2195))) == 95);
+  // Never earlier than what was kept, and the lower bound is the kept one.
+  kept.fresh_at = T(2160);
+  kept.lower = Micros(7000);
+  r = Relocate(kept, P("0-1-7"), T(2195), history, &stream);
+  CHECK(*r.fresh_at == T(2160));
+  CHECK(Ms(r.lower) == 7);
+  // A position the histories cannot place moves nothing.
+  r = Relocate(kept, P("0-2-7"), T(2195), history, &stream);
+  CHECK(*r.fresh_at == T(2160));
+}
+
 }  // namespace
 }  // namespace lagwatch

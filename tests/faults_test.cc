@@ -3,11 +3,13 @@
 // case starts and ends with both replicas ok.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
 
 #include <doctest/doctest.h>
+#include <mysql.h>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
@@ -174,37 +176,161 @@ std::vector<nlohmann::json> EventsOf(const std::vector<nlohmann::json>& events, 
   return out;
 }
 
+// Commits on the primary every 10 ms on a session of its own until destroyed (in its own thread,
+// which makes no test assertion: it counts what failed).
+class Writes {
+ public:
+  Writes() {
+    AdminQuery(E().sandbox.socket("primary"),
+               "CREATE TABLE IF NOT EXISTS lwtest.hang_writes (id INT AUTO_INCREMENT PRIMARY KEY)");
+    thread_ = std::thread([this] {
+      MYSQL* m = mysql_init(nullptr);
+      if (!m || !mysql_real_connect(m, nullptr, "root", nullptr, nullptr, 0,
+                                    E().sandbox.socket("primary").c_str(), 0)) {
+        ++failed_;
+      } else {
+        while (!stop_) {
+          if (mysql_query(m, "INSERT INTO lwtest.hang_writes VALUES (NULL)") != 0) ++failed_;
+          std::this_thread::sleep_for(10ms);
+        }
+      }
+      if (m) mysql_close(m);
+    });
+  }
+  ~Writes() { Stop(); }
+  // Stops the thread; how many statements failed.
+  int Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return failed_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> failed_{0};
+  std::thread thread_;
+};
+
+int64_t MeasuredAt(Redis& redis, int replica) {
+  return ParseInt<int64_t>(redis.HGetAll(Key(replica))["measured_at_ms"]).value_or(0);
+}
+
+// Waits for replica `r`'s next probe to be published (its measured_at_ms to change); false if
+// none comes within 2 s.
+bool NextProbe(Redis& redis, int r) {
+  const int64_t before = MeasuredAt(redis, r);
+  return WaitFor([&] { return MeasuredAt(redis, r) != before; }, 2s);
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 TEST_CASE("a hung replica is over its limit at the crossing, before its probe times out") {
   Redis redis(E().sandbox.redis_port());
-  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
   Subscriber sub(E().sandbox.redis_port(), "slave_delay:events");
-  std::this_thread::sleep_for(300ms);  // subscribed before anything changes
+  Writes writes;
   const pid_t pid = ServerPid("replica1");
-  REQUIRE(kill(pid, SIGSTOP) == 0);
-  auto unreachable = [&] {
-    for (const auto& e : EventsOf(sub.Events(), 1)) {
-      if (e["state"] == "unreachable") return true;
+  // Hung right after a probe answered, while the primary commits every 10 ms: the next probe is
+  // in flight when what it lacks passes 200 ms, and its timeout comes about 100 ms later. The
+  // probe that answered may have been an early one (the next is then sooner and times out
+  // first): up to three tries for one that shows the crossing.
+  bool crossed = false;
+  for (int attempt = 1; attempt <= 3 && !crossed; ++attempt) {
+    REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+    std::this_thread::sleep_for(300ms);  // subscribed, and the writes flowing, before the fault
+    const size_t seen_before = EventsOf(sub.Events(), 1).size();
+    REQUIRE(NextProbe(redis, 1));
+    REQUIRE(kill(pid, SIGSTOP) == 0);
+    const int64_t hung_at = WallMs();
+    auto hang_events = [&] {
+      auto all = EventsOf(sub.Events(), 1);
+      return std::vector<nlohmann::json>(all.begin() + static_cast<long>(seen_before), all.end());
+    };
+    auto unreachable = [&] {
+      for (const auto& e : hang_events()) {
+        if (e["state"] == "unreachable") return true;
+      }
+      return false;
+    };
+    const bool seen = WaitFor(unreachable, 3s);
+    REQUIRE(kill(pid, SIGCONT) == 0);
+    const auto events = hang_events();
+    INFO(nlohmann::json(events).dump());
+    REQUIRE(seen);
+    REQUIRE(!events.empty());
+    CHECK(events[0]["previous_state"] == "ok");
+    if (events[0]["state"] == "unreachable") {
+      MESSAGE("try " << attempt << ": the probe in flight timed out before the crossing");
+      continue;
     }
-    return false;
-  };
-  const bool seen = WaitFor(unreachable, 3s);
+    // The bound passed 200 ms while the probe in flight had no answer: healthy=0 right then, the
+    // bound just over the limit, and before the probe's 150 ms timeout made it unreachable.
+    crossed = true;
+    REQUIRE(events.size() >= 2);
+    CHECK(events[0]["state"] == "lagging");
+    CHECK(events[0]["healthy"] == 0);
+    CHECK(events[0]["delay_ms"].get<int64_t>() > 200);
+    CHECK(events[0]["delay_ms"].get<int64_t>() < 200 + 150);
+    CHECK(events[1]["state"] == "unreachable");
+    const int64_t before_timeout =
+        events[1]["measured_at_ms"].get<int64_t>() - events[0]["measured_at_ms"].get<int64_t>();
+    MESSAGE("healthy=0 at the crossing, " << events[0]["measured_at_ms"].get<int64_t>() - hung_at
+                                          << " ms after the replica hung and " << before_timeout
+                                          << " ms before the probe timed out");
+    CHECK(before_timeout >= 20);
+  }
+  CHECK(writes.Stop() == 0);
+  CHECK(crossed);
+  CHECK(WaitFor([&] { return BothOk(redis); }, 5s));
+}
+
+std::string Seq(Redis& redis, int replica) { return redis.HGetAll(Key(replica))["seq"]; }
+
+TEST_CASE("a hung replica's bound grows from the first commit it lacks, not from its last answer") {
+  // The primary writes only the agent's heartbeat, every 500 ms: a replica that hangs between two
+  // lacks nothing until the next, and its bound says so instead of growing from its last answer.
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  const pid_t pid = ServerPid("replica1");
+  // The first probe that read a new heartbeat (up to 200 ms after it was written), then 100 ms:
+  // hung at least 200 ms before the next heartbeat is written, with nothing written in between.
+  const std::string seq = Seq(redis, 1);
+  REQUIRE(WaitFor([&] { return Seq(redis, 1) != seq; }, 2s));
+  const auto answered = Clock::now();
+  const int64_t answered_at = MeasuredAt(redis, 1);
+  std::this_thread::sleep_until(answered + 100ms);
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  const int64_t hung_at = WallMs();
+  std::vector<std::pair<int64_t, int64_t>> records;  // measured_at_ms, delay_ms
+  const auto until = Clock::now() + 1500ms;
+  while (Clock::now() < until) {
+    auto h = redis.HGetAll(Key(1));
+    const auto at = ParseInt<int64_t>(h["measured_at_ms"]);
+    const auto delay = ParseInt<int64_t>(h["delay_ms"]);
+    if (at && delay && *at > hung_at && (records.empty() || records.back().first != *at)) {
+      records.emplace_back(*at, *delay);
+    }
+    std::this_thread::sleep_for(2ms);
+  }
   REQUIRE(kill(pid, SIGCONT) == 0);
-  const auto events = EventsOf(sub.Events(), 1);
-  INFO(nlohmann::json(events).dump());
-  REQUIRE(seen);
-  REQUIRE(events.size() >= 2);
-  // The bound passed 200 ms while the probe in flight had no answer: healthy=0 right then, the
-  // bound just over the limit, and well before the probe's 150 ms timeout made it unreachable.
-  CHECK(events[0]["previous_state"] == "ok");
-  CHECK(events[0]["state"] == "lagging");
-  CHECK(events[0]["healthy"] == 0);
-  CHECK(events[0]["delay_ms"].get<int64_t>() > 200);
-  CHECK(events[0]["delay_ms"].get<int64_t>() < 200 + 150);
-  CHECK(events[1]["state"] == "unreachable");
-  const int64_t before_timeout =
-      events[1]["measured_at_ms"].get<int64_t>() - events[0]["measured_at_ms"].get<int64_t>();
-  MESSAGE("healthy=0 at the crossing, " << before_timeout << " ms before the probe timed out");
-  CHECK(before_timeout >= 50);
+  std::string shown;
+  for (const auto& [at, delay] : records) {
+    shown += " " + std::to_string(at - hung_at) + ":" + std::to_string(delay);
+  }
+  INFO("hung " << hung_at - answered_at << " ms after its last answer; time since the hang : "
+               << "delay_ms of each record:" << shown);
+  REQUIRE(records.size() >= 3);
+  for (const auto& [at, delay] : records) {
+    const int64_t since_hung = at - hung_at;
+    // What it lacks was written after the hang (the next heartbeat, within 500 ms of it): the
+    // truth is under the time since the hang, and over that less 500 ms. A bound from the last
+    // answer would be the time since the hang plus the 100 ms before it.
+    CHECK(delay <= since_hung + TimeBoundMs(40));
+    CHECK(delay >= since_hung - 500 - TimeBoundMs(40));
+  }
   CHECK(WaitFor([&] { return BothOk(redis); }, 5s));
 }
 
