@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -44,12 +45,25 @@ std::string Basic(const std::string& text) {
   return out;
 }
 
-// A fresh directory under /tmp for file-based cases.
-std::string TempDir() {
-  char tmpl[] = "/tmp/lw-webconfig-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
+// A fresh directory under /tmp for file-based cases, removed with what is in it at the end.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/lw-webconfig-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 std::string Write(const std::string& dir, const std::string& name, const std::string& text) {
   std::string path = dir + "/" + name;
@@ -175,7 +189,8 @@ TEST_CASE("aliases cannot blow a small web config up into a huge tree") {
 }
 
 TEST_CASE("LoadWebConfig checks the files: missing config, unreadable or non-PEM cert and key") {
-  const std::string dir = TempDir();
+  const TempDir temp;
+  const std::string& dir = temp.path();
   auto missing = LoadWebConfig(dir + "/nope.yml");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().rfind(dir + "/nope.yml: cannot open web config file", 0) == 0);
