@@ -220,6 +220,22 @@ TEST_CASE(
   CHECK(a.applied->ToString() == "master-bin.000001:927");
 }
 
+TEST_CASE("assessment, binlog: an unanswered probe moves the bound by the coordinates sampled") {
+  // The replica last read master-bin.000001:927, the primary's position from the sample at 500
+  // to the one at 950; the one at 1000 read 954.
+  CoordsPrimary primary;
+  ProbeInput in = Probe(1020, 1040, Status::DeadlineExceeded("no answer in time"));
+  in.positions = PositionsKind::kBinlog;
+  in.primary_server_id = 1;
+  in.bounds = LagBounds{T(500)};
+  in.previous_applied = Position(ParseBinlogCoords("master-bin.000001", 927).value());
+  const Assessment a = Assess(in, primary.log, primary.history);
+  CHECK_FALSE(a.measured);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->upper_source == BoundSource::kPosition);
+  CHECK(a.health.delay_ms == 90);  // from the sample at 950, not 540 from the kept bound
+}
+
 TEST_CASE("assessment, binlog: a replica of another source is compared by heartbeat only") {
   CoordsPrimary primary;
   ProbeInput in = CoordsProbe();

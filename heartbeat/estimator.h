@@ -65,7 +65,7 @@ LagBounds StreamBounds(const ProbeObservation& obs, const StreamHistory& stream)
 LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
                    const PositionHistory& history, const StreamHistory* stream = nullptr);
 
-// A replica that does not answer (hung, dead, or slower than the probe's timeout) still has
+// A replica that does not answer (hung, or slower than the probe's timeout) still has
 // everything it had applied at its last answer, `applied`: a replica never un-applies. What the
 // primary committed since can move `kept`'s fresh_at later, never earlier: to the positions
 // sampled since that `applied` includes, and to the arrival (less the delivery bound) of the
