@@ -307,6 +307,7 @@ Status BinlogDecoder::EndGroup(const BinlogEventHeader& h, StreamStep* step) {
   step->position = position_;
   step->first_arrival = group_arrival_;
   step->mysql_gtid = group_mysql_gtid_;
+  step->origin = group_origin_;
   in_group_ = group_began_ = group_standalone_ = group_anonymous_ = false;
   group_maria_gtid_.reset();
   group_mysql_gtid_.reset();
@@ -341,6 +342,7 @@ Result<StreamStep> BinlogDecoder::Apply(const BinlogEvent& ev, MonoTime arrival)
     in_group_ = true;
     group_began_ = !gtid_event;
     group_arrival_ = arrival;
+    group_origin_ = h.server_id;
     step.alive = true;
     if (h.type == kMariaGtidEvent) {
       group_maria_gtid_ = GtidPos::Gtid{ev.domain, h.server_id, ev.seq};

@@ -125,6 +125,9 @@ struct StreamStep {
   bool heartbeat = false;
   // MySQL's commit times of the transaction that ended, if it said.
   std::optional<MysqlGtidEventData> mysql_gtid;
+  // The transaction that ended: the server id in its first event's header, the server it was
+  // first written on (a replica's binary log keeps its source's id on what it replicates).
+  std::optional<uint32_t> origin;
 };
 
 // Follows a dump's events and the primary's position of one positions kind through them:
@@ -167,6 +170,7 @@ class BinlogDecoder {
   bool group_began_ = false;  // a QUERY_EVENT "BEGIN" opened it: statements until COMMIT
   bool group_standalone_ = false;
   MonoTime group_arrival_;
+  uint32_t group_origin_ = 0;
   std::optional<GtidPos::Gtid> group_maria_gtid_;
   std::optional<MysqlGtidEventData> group_mysql_gtid_;
   bool group_anonymous_ = false;

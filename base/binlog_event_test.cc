@@ -130,7 +130,15 @@ TEST_CASE("MariaDB GTID: a transaction moves the position when it ends, from its
   REQUIRE(step->position);
   CHECK(*step->position == Gtid("0-1-5"));
   CHECK(step->first_arrival == At(100));
+  CHECK(step->origin == 1u);  // the server id in the GTID event's header
   CHECK(d.position() == Gtid("0-1-5"));
+  // Written first on server 2 (a replica's binary log keeps the id of each event's origin).
+  REQUIRE(d.Feed(Event(kMariaGtidEvent, MariaGtid(6, 0), 1050, true, 0, 2), At(103)).ok());
+  step = d.Feed(Event(kXidEvent, Xid(78), 1100, true, 0, 2), At(104));
+  REQUIRE(step.ok());
+  REQUIRE(step->position);
+  CHECK(step->origin == 2u);
+  CHECK_FALSE(d.Feed(Event(kHeartbeatEvent, "mysql-bin.000001", 1100), At(105))->origin);
 }
 
 TEST_CASE("MariaDB GTID: a standalone group ends with its statement; BEGIN ... COMMIT ends at it") {
@@ -219,6 +227,7 @@ TEST_CASE("MySQL GTID: each transaction's uuid:number joins the set; commit time
   REQUIRE(step->mysql_gtid);
   CHECK(step->mysql_gtid->immediate_commit_us == 1764806400123456u);
   CHECK(step->mysql_gtid->original_commit_us == 1764806400100000u);
+  CHECK(step->origin == 1u);
   // A DDL: the GTID then its statement, no BEGIN and no XID.
   REQUIRE(d.Feed(Event(kMysqlGtidEvent, MysqlGtid(Uuid(0xbb), 1, 5, 5), 0), At(4)).ok());
   step = d.Feed(Event(kQueryEvent, Query("CREATE TABLE u (a INT)"), 0), At(5));
