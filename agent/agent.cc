@@ -13,6 +13,17 @@
 #include "version.h"
 
 namespace lagwatch {
+namespace {
+
+// binlog_stream.watch_writes: the heartbeat period asked of a watched server (its stream needs
+// only transactions; one sign of life a second keeps the 5 s read deadline far), and how long a
+// watch waits before a write there urges the probes again (doubling while no move follows).
+constexpr int kWatchHeartbeatMs = 1000;
+constexpr Millis kFirstUrgeCooldown(100);
+constexpr Millis kLastUrgeCooldown(5000);
+
+}  // namespace
+
 Agent::Agent(Config config, const Clock& clock)
     : clock_(clock),
       metrics_(LAGWATCH_VERSION, config.cluster, clock_),
@@ -52,7 +63,7 @@ Agent::Agent(Config config, const Clock& clock)
     listener_ = std::make_unique<BinlogListener>(
         ListenerOptions{PrimaryTarget(initial_.primary),
                         initial_.binlog_stream.ServerId(initial_.agent_id),
-                        initial_.binlog_stream.heartbeat_ms},
+                        initial_.binlog_stream.heartbeat_ms, nullptr},
         &positions_, &stream_, &reporter_, clock_);
   }
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
@@ -107,6 +118,88 @@ void Agent::MovePrimary(const Endpoint& primary) {
   if (listener_) listener_->SetPrimary(PrimaryTarget(primary));
   if (discovery_) discovery_->SetPrimary(PrimaryTarget(primary));
   reporter_.SetPrimary(primary.Id());
+  // The watch on the new primary follows the old one instead: no thread starts or stops here.
+  std::lock_guard lock(watch_mu_);
+  watch_primary_ = primary;
+  SyncWatchesLocked(watch_servers_);
+}
+
+std::vector<Endpoint> Agent::ProbedServers() const {
+  std::vector<Endpoint> out;
+  for (const auto& [id, p] : probers_) out.push_back(p->replica().endpoint);
+  return out;
+}
+
+void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
+  if (!watching_) return;
+  std::map<std::string, Endpoint> wanted;
+  for (const auto& e : servers) {
+    if (e.Id() != watch_primary_.Id()) wanted.emplace(e.Id(), e);
+  }
+  std::vector<std::unique_ptr<WriteWatch>> spare;
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (wanted.count(it->first)) {
+      ++it;
+      continue;
+    }
+    spare.push_back(std::move(it->second));
+    it = watches_.erase(it);
+  }
+  for (const auto& [id, endpoint] : wanted) {
+    if (watches_.count(id)) continue;
+    // Logged in as the writer is (it will need REPLICATION SLAVE there if the server is promoted).
+    MysqlTarget target{endpoint, initial_.primary_defaults_file, "server " + id,
+                       initial_.MysqlTlsFor(endpoint)};
+    std::unique_ptr<WriteWatch> w;
+    if (!spare.empty()) {
+      w = std::move(spare.back());
+      spare.pop_back();
+      {
+        std::lock_guard wl(w->mu);
+        w->server = id;
+        w->next_urge.reset();
+        w->cooldown = kFirstUrgeCooldown;
+      }
+      w->listener->SetPrimary(std::move(target));
+    } else {
+      w = std::make_unique<WriteWatch>(&metrics_);
+      w->server = id;
+      WriteWatch* raw = w.get();
+      w->listener = std::make_unique<BinlogListener>(
+          ListenerOptions{std::move(target), initial_.binlog_stream.ServerId(initial_.agent_id),
+                          kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); }},
+          &positions_, &w->stream, w.get(), clock_);
+      w->listener->Start();
+    }
+    watches_[id] = std::move(w);
+  }
+  // What is left of `spare` stops here (each listener's thread joined).
+}
+
+void Agent::OnOwnWrite(WriteWatch* w, MonoTime arrival) {
+  std::string server;
+  {
+    std::lock_guard lock(w->mu);
+    if (w->next_urge && arrival < *w->next_urge) return;
+    w->next_urge = arrival + w->cooldown;
+    w->cooldown = std::min(w->cooldown * 2, kLastUrgeCooldown);
+    server = w->server;
+  }
+  metrics_.write_watch_urges.Increment();
+  LogLimited(LogLevel::kInfo, "write-watch:" + server,
+             "a write on " + server + ", which is not the primary: probing every server now");
+  UrgeProbes();
+}
+
+void Agent::UrgeProbes() {
+  std::lock_guard lock(urge_mu_);
+  for (const auto& urge : urgers_) urge();
+}
+
+void Agent::RefreshUrgers() {
+  std::lock_guard lock(urge_mu_);
+  urgers_.clear();
+  for (const auto& [id, p] : probers_) urgers_.push_back(p->Urger());
 }
 
 void Agent::TopologyChanged(const TopologyMonitor::Change& change) {
@@ -277,6 +370,13 @@ Status Agent::Start() {
   router_feedback_.Start();
   sampler_.Start(initial_.probe.realtime);
   if (listener_) listener_->Start(initial_.probe.realtime);
+  {
+    std::lock_guard watch_lock(watch_mu_);
+    watching_ = listener_ && initial_.binlog_stream.watch_writes;
+    watch_primary_ = topology_.primary();
+    watch_servers_ = ProbedServers();
+    SyncWatchesLocked(watch_servers_);
+  }
   writer_.Start();
   auto until = clock_.Now() + std::chrono::seconds(1);
   while (!heartbeat_log_.LastAck() && clock_.Now() < until) {
@@ -289,6 +389,7 @@ Status Agent::Start() {
   }
   for (auto& loop : loops_) loop->Start();
   for (auto& [id, p] : probers_) StartProber(*p);
+  RefreshUrgers();
   if (initial_.probe.realtime) {
     // Started probers have run a loop turn, so each loop has tried by now.
     bool all = true;
@@ -311,6 +412,14 @@ Status Agent::Start() {
 }
 
 void Agent::Stop() {
+  // The watches first: none urges a prober after this.
+  std::map<std::string, std::unique_ptr<WriteWatch>> watches;
+  {
+    std::lock_guard lock(watch_mu_);
+    watching_ = false;
+    watches.swap(watches_);
+  }
+  watches.clear();
   // HAProxy keeps the state it was last given (docs/operations.md, "HAProxy").
   if (haproxy_pusher_) haproxy_pusher_->Stop();
   agent_check_.reset();
@@ -431,6 +540,12 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
     board_.SetServers(servers_);
   }
   PublishReplicaSet();
+  RefreshUrgers();
+  {
+    std::lock_guard watch_lock(watch_mu_);
+    watch_servers_ = ProbedServers();
+    SyncWatchesLocked(watch_servers_);
+  }
   return n;
 }
 

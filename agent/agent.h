@@ -105,6 +105,35 @@ class Agent {
   void TopologyNotice(const TopologyMonitor::Notice& n);
   // The members of `<prefix>:replicas`: every server but the primary.
   void PublishReplicaSet();
+  // binlog_stream.watch_writes: a listener on every configured server but the primary, for the
+  // writes made there (a new primary's first). One such write makes every server be probed at
+  // once (UrgeProbes), so the move is seen a round trip after it; then at most one more per
+  // cooldown (100 ms, doubling to 5 s while no move follows), so a replica written by mistake
+  // costs little.
+  struct WriteWatch : ListenerSink {
+    explicit WriteWatch(Metrics* metrics) : metrics(metrics) {}
+    void StreamStarted(const Position&) override {}
+    void StreamFailed(std::string_view reason, const Status&) override {
+      metrics->write_watch_errors.Add({{"reason", std::string(reason)}}).Increment();
+    }
+    void StreamRead(uint64_t, uint64_t) override {}
+    Metrics* const metrics;
+    StreamHistory stream{StreamHistoryOptions{16}};  // its own: it bounds nothing
+    std::mutex mu;
+    std::string server;                 // GUARDED_BY(mu): the server followed
+    std::optional<MonoTime> next_urge;  // GUARDED_BY(mu): none before this
+    Millis cooldown{100};               // GUARDED_BY(mu)
+    // Last: stopped (its thread joined) before the members its callbacks use go away.
+    std::unique_ptr<BinlogListener> listener;
+  };
+  // Watches every server of `servers` but the primary: follows it with a watch no longer wanted
+  // (no thread started or stopped then), else starts one; stops the rest. REQUIRES: watch_mu_.
+  void SyncWatchesLocked(const std::vector<Endpoint>& servers);
+  // Every configured server, from the probers. REQUIRES: mu_ held.
+  std::vector<Endpoint> ProbedServers() const;
+  void OnOwnWrite(WriteWatch* w, MonoTime arrival);
+  void UrgeProbes();
+  void RefreshUrgers();  // REQUIRES: mu_ held
   MysqlTarget PrimaryTarget(const Endpoint& primary) const;
 
   const Clock& clock_;
@@ -128,6 +157,16 @@ class Agent {
   bool was_ambiguous_ = false;  // GUARDED_BY(servers_mu_): the last change was to ambiguous
   TopologyMonitor topology_;
   std::unique_ptr<ReplicaDiscovery> discovery_;  // when discovery.enabled
+  // binlog_stream.watch_writes. Not mu_: MovePrimary follows the primary with them.
+  std::mutex watch_mu_;
+  Endpoint watch_primary_;                                      // GUARDED_BY(watch_mu_)
+  std::vector<Endpoint> watch_servers_;                         // GUARDED_BY(watch_mu_)
+  std::map<std::string, std::unique_ptr<WriteWatch>> watches_;  // GUARDED_BY(watch_mu_)
+  bool watching_ = false;                                       // GUARDED_BY(watch_mu_)
+  // What makes each prober probe at once (ReplicaProber::Urger); not mu_: a watch's thread calls
+  // them while a reload may hold mu_ and stop that watch.
+  std::mutex urge_mu_;
+  std::vector<std::function<void()>> urgers_;  // GUARDED_BY(urge_mu_)
 
   RouterFeedback router_feedback_;
   TlsWatch tls_watch_;

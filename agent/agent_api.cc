@@ -60,6 +60,16 @@ std::map<std::string, HttpServer::Handler> Agent::Routes() {
                                                           {"immediate", s.commit_us->second}}
                                          : nlohmann::json(nullptr)},
       };
+      // binlog_stream.watch_writes: the servers whose writes are watched (null: off).
+      nlohmann::json watched = nullptr;
+      {
+        std::lock_guard lock(watch_mu_);
+        if (watching_) {
+          watched = nlohmann::json::array();
+          for (const auto& [id, w] : watches_) watched.push_back(id);
+        }
+      }
+      j["binlog_stream"]["watch_writes"] = watched;
     } else {
       j["binlog_stream"] = nullptr;
     }

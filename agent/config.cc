@@ -369,6 +369,10 @@ void ReadStream(const json& j, StreamConfig& s) {
   s.heartbeat_ms = static_cast<int>(o.Int("heartbeat_ms", s.heartbeat_ms, 1, 1000));
   s.max_lag_ms = static_cast<int>(o.Int("max_lag_ms", s.max_lag_ms, 1, 10000));
   s.min_delivery_ms = static_cast<int>(o.Int("min_delivery_ms", s.min_delivery_ms, 0, 1000));
+  if (const json* w = o.Get("watch_writes")) {
+    if (!w->is_boolean()) Fail("binlog_stream.watch_writes", "must be true or false");
+    s.watch_writes = w->get<bool>();
+  }
   o.RejectUnknownKeys();
 }
 

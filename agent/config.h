@@ -78,6 +78,10 @@ struct StreamConfig {
   int heartbeat_ms = 10;    // MASTER_HEARTBEAT_PERIOD asked of the primary
   int max_lag_ms = 50;      // the stream is not used while it is this far behind the samples
   int min_delivery_ms = 1;  // the delivery bound is never less than this
+  // Also follow every other configured server's binary log: a write made there (a new primary's
+  // first) makes every server be probed at once, so a move is seen a round trip after it.
+  bool watch_writes = false;
+  bool operator==(const StreamConfig&) const = default;
   // The server id in use.
   uint32_t ServerId(int64_t agent_id) const {
     return static_cast<uint32_t>(server_id != 0 ? server_id : 4294967295LL - agent_id);

@@ -201,16 +201,15 @@ TEST_CASE("binlog_stream: on by default, its server id derived from agent_id; ke
   CHECK(c->binlog_stream.heartbeat_ms == 10);
   CHECK(c->binlog_stream.max_lag_ms == 50);
   CHECK(c->binlog_stream.min_delivery_ms == 1);
+  CHECK_FALSE(c->binlog_stream.watch_writes);
   CHECK(c->binlog_stream.ServerId(1) == 4294967294u);
   CHECK(c->binlog_stream.ServerId(7) == 4294967288u);
-  j["binlog_stream"] = {{"enabled", false},
-                        {"server_id", 9000},
-                        {"heartbeat_ms", 20},
-                        {"max_lag_ms", 80},
-                        {"min_delivery_ms", 0}};
+  j["binlog_stream"] = {{"enabled", false}, {"server_id", 9000},    {"heartbeat_ms", 20},
+                        {"max_lag_ms", 80}, {"min_delivery_ms", 0}, {"watch_writes", true}};
   c = ParseConfig(j.dump());
   REQUIRE(c.ok());
   CHECK_FALSE(c->binlog_stream.enabled);
+  CHECK(c->binlog_stream.watch_writes);
   CHECK(c->binlog_stream.ServerId(1) == 9000u);
   CHECK(c->binlog_stream.heartbeat_ms == 20);
   CHECK(c->binlog_stream.max_lag_ms == 80);
@@ -233,6 +232,11 @@ TEST_CASE("binlog_stream: on by default, its server id derived from agent_id; ke
       },
       "binlog_stream.min_delivery_ms");
   Rejects([](json& j) { j["binlog_stream"] = {{"period", 5}}; }, "binlog_stream.period");
+  Rejects(
+      [](json& j) {
+        j["binlog_stream"] = {{"watch_writes", "yes"}};
+      },
+      "binlog_stream.watch_writes");
 }
 
 TEST_CASE("missing required keys are named") {
@@ -300,6 +304,10 @@ TEST_CASE("the cluster cannot change on a reload: the refusal names the key") {
   CHECK(FirstUnreloadableChange(running, next).empty());
   next.cluster = "orders";
   CHECK(FirstUnreloadableChange(running, next) == "cluster");
+  // The stream's keys take effect at start only: a reload that changes one is refused by name.
+  next = running;
+  next.binlog_stream.watch_writes = !running.binlog_stream.watch_writes;
+  CHECK(FirstUnreloadableChange(running, next) == "binlog_stream");
 }
 
 TEST_CASE("bad listen addresses and key prefixes are rejected") {

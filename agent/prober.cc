@@ -97,6 +97,7 @@ ReplicaMetrics& ReplicaProber::Metric() {
 }
 
 void ReplicaProber::Start(Millis phase) {
+  *live_ = true;
   loop_->RunSync([this, phase] {
     session_.UpdatePositions();
     next_tick_ = clock_.Now() + phase;
@@ -108,6 +109,7 @@ void ReplicaProber::Start(Millis phase) {
 
 void ReplicaProber::Stop() {
   loop_->RunSync([this] {
+    *live_ = false;
     if (timer_) loop_->Cancel(timer_);
     timer_ = 0;
     if (follow_timer_) loop_->Cancel(follow_timer_);
@@ -192,12 +194,26 @@ ChannelSource ReplicaProber::PrimarySource() const {
 }
 
 void ReplicaProber::OnLateAnswer() {
-  if (!timer_) return;  // stopping
   // The replica answered after all (or was given up on): probe now, not at the next tick.
+  ProbeNow();
+}
+
+void ReplicaProber::ProbeNow() {
+  if (!timer_) return;  // in flight, or stopping
   loop_->Cancel(timer_);
   timer_ = 0;
   planned_ = clock_.Now();
   OnTick();
+}
+
+std::function<void()> ReplicaProber::Urger() {
+  // Holds the loop (the agent's, alive as long as it) and the flag Stop clears on that loop: a
+  // task posted before Stop runs before it, one after finds the flag down.
+  return [this, loop = loop_, live = live_] {
+    loop->Post([this, live] {
+      if (*live) ProbeNow();
+    });
+  };
 }
 
 void ReplicaProber::ShowServer(const ServerFacts& facts) {

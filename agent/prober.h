@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,11 @@ class ReplicaProber {
   // The rolling-window statistics (O(samples in the windows): for the API, not hot paths).
   std::vector<WindowStats> windows() const;
 
+  // A callable that makes the prober probe at once, unless a probe is in flight, from any thread
+  // (binlog_stream.watch_writes: a write was seen on a server that is not the primary). It may
+  // outlive the prober: once Stop has run it does nothing.
+  std::function<void()> Urger();
+
   // True once the first probe (successful or not) has completed.
   bool probed_once() const;
   // When the last probe finished (construction time before the first).
@@ -98,6 +104,8 @@ class ReplicaProber {
   void OnReplies(ProbeReplies replies);
   // A statement that had passed its deadline ended (or was given up): probe at once.
   void OnLateAnswer();
+  // Probes at once instead of at the planned time; nothing while a probe is in flight.
+  void ProbeNow();
   // The primary whose channel is judged: its server id as sampled, its configured address.
   ChannelSource PrimarySource() const;
   // The session's facts (flavor, status statement, positions kind, whether the applier signals
@@ -166,6 +174,8 @@ class ReplicaProber {
   const Clock& clock_;
 
   EventLoop* const loop_;
+  // Up from Start to Stop, set on loop_: what Urger's posted tasks check.
+  std::shared_ptr<std::atomic<bool>> live_ = std::make_shared<std::atomic<bool>>(false);
 
   // Used only on the loop's thread.
   ProbeSession session_;

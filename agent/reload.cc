@@ -45,6 +45,7 @@ std::string FirstUnreloadableChange(const Config& a, const Config& b) {
     return "heartbeat";
   }
   if (a.sampler_interval_ms != b.sampler_interval_ms) return "sampler";
+  if (a.binlog_stream != b.binlog_stream) return "binlog_stream";
   if (a.probe.interval_ms != b.probe.interval_ms || a.probe.timeout_ms != b.probe.timeout_ms ||
       a.probe.status_interval_ms != b.probe.status_interval_ms ||
       a.probe.threads != b.probe.threads || a.probe.realtime != b.probe.realtime ||

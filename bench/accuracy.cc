@@ -119,7 +119,7 @@ constexpr const char* kUsage =
     "usage: bench_accuracy --dir DIR --base-port P --lagwatch BIN --out-dir DIR\n"
     "                      [--quick] [--command TEXT] [--git-rev REV] [--sysbench-rate TPS]\n"
     "                      [--positions binlog] [--scenarios NAME,...] [--tls]\n"
-    "                      [--after-commit-ms N]\n"
+    "                      [--after-commit-ms N] [--watch-writes]\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P).\n"
     "--tls: the sandbox was built with --tls (scripts/sandbox up ... --tls): lagwatch talks TLS\n"
     "  to MySQL and Redis as its config says, the bench's Redis clients and the moves'\n"
@@ -139,12 +139,17 @@ constexpr const char* kUsage =
     "  probe.after_commit_ms N (5 or more; written to the log dir): every replica is also probed\n"
     "  N ms after each transaction the stream delivers. Results go to\n"
     "  accuracy-<quick|full>[-binlog][-tls]-after-commit[-partial].{json,md}.\n"
+    "--watch-writes: \"lagwatch\" runs from a copy of DIR/lagwatch.json with\n"
+    "  binlog_stream.watch_writes true (written to the log dir): the other servers' binary logs\n"
+    "  are followed, and a write on one of them has every server probed at once. Results go to\n"
+    "  accuracy-<quick|full>[-binlog][-tls][-after-commit]-watch-writes[-partial].{json,md}.\n"
     "Normally started by bench/accuracy.\n";
 
 struct Options : CommonOptions {
   int sysbench_rate = 100;  // replicas keep up here at 100 tps (not at 200) with the oracle running
   std::string positions;    // "" (one agent, positions auto) or "binlog" (a second agent)
   int after_commit_ms = 0;  // "lagwatch"'s probe.after_commit_ms (0: the sandbox's config as is)
+  bool watch_writes = false;        // "lagwatch" with binlog_stream.watch_writes
   std::vector<std::string> phases;  // --scenarios: some of kPhases; empty: all of them
   bool Runs(const std::string& phase) const {
     return phases.empty() || std::find(phases.begin(), phases.end(), phase) != phases.end();
@@ -1667,6 +1672,7 @@ int RunBenchmark(const Options& opt) {
   // So does a run on a --tls sandbox.
   const std::string suffix = std::string(binlog ? "-binlog" : "") + (opt.tls ? "-tls" : "") +
                              (opt.after_commit_ms > 0 ? "-after-commit" : "") +
+                             (opt.watch_writes ? "-watch-writes" : "") +
                              (opt.phases.empty() ? "" : "-partial");
   const std::string logs = opt.out_dir + "/logs-" + mode + suffix;
   std::filesystem::create_directories(logs);
@@ -1691,12 +1697,15 @@ int RunBenchmark(const Options& opt) {
   std::vector<Agent> agents;
   agents.push_back({"lagwatch", p.Config(), kKeyPrefix, logs + "/lagwatch.log",
                     results["lagwatch_config"].value("agent_id", 1), nullptr});
-  if (opt.after_commit_ms > 0) {
-    // The sandbox's config, its own HTTP port (base + 4) and all, with probes after commits.
+  if (opt.after_commit_ms > 0 || opt.watch_writes) {
+    // The sandbox's config, its own HTTP port (base + 4) and all, with probes after commits
+    // and/or the other servers' writes watched.
+    json changes = json::object();
+    if (opt.after_commit_ms > 0) changes["probe"] = {{"after_commit_ms", opt.after_commit_ms}};
+    if (opt.watch_writes) changes["binlog_stream"] = {{"watch_writes", true}};
     agents.front().config = logs + "/lagwatch.json";
     results["lagwatch_config"] =
-        WriteAgentConfig(p, agents.front().config, "lagwatch", kSandboxHttpOffset,
-                         {{"probe", {{"after_commit_ms", opt.after_commit_ms}}}});
+        WriteAgentConfig(p, agents.front().config, "lagwatch", kSandboxHttpOffset, changes);
   }
   if (binlog) {
     const std::string config = logs + "/lagwatch-binlog.json";
@@ -1979,6 +1988,10 @@ int main(int argc, char** argv) {
                               }
                               if (flags.flag() == "--after-commit-ms") {
                                 opt.after_commit_ms = flags.Int();
+                                return true;
+                              }
+                              if (flags.flag() == "--watch-writes") {
+                                opt.watch_writes = true;
                                 return true;
                               }
                               if (flags.flag() == "--positions") {

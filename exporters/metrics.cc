@@ -507,6 +507,14 @@ Metrics::Metrics(const std::string& version, std::string_view cluster, const Clo
                    "Verdicts published when a replica's upper bound crossed a tier limit while "
                    "its probe was still unanswered.")
               .Add({})),
+      write_watch_urges(
+          Counters(*registry_, "lagwatch_write_watch_urges_total",
+                   "Writes seen on a server that is not the primary (binlog_stream.watch_writes), "
+                   "each of which made every server be probed at once.")
+              .Add({})),
+      write_watch_errors(Counters(*registry_, "lagwatch_write_watch_errors_total",
+                                  "Streams watching the other servers for writes that failed or "
+                                  "could not start, by reason.")),
       config_reloads(Counters(*registry_, "lagwatch_config_reloads_total",
                               "Configuration reloads (SIGHUP), by result.")),
       router_rwsr(Gauges(*registry_, "lagwatch_router_rwsr_ratio",

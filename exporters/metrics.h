@@ -306,6 +306,11 @@ class Metrics {
   prometheus::Counter& events_published;
   // Verdicts published at a limit's crossing while a probe was still in flight (agent/prober.h).
   prometheus::Counter& crossing_verdicts;
+  // binlog_stream.watch_writes: writes seen on a server that is not the primary, each of which
+  // made every server be probed at once; the watching streams' failures (label reason, as
+  // stream_errors').
+  prometheus::Counter& write_watch_urges;
+  prometheus::Family<prometheus::Counter>& write_watch_errors;
   prometheus::Family<prometheus::Counter>& config_reloads;  // label result: success, failure
   // Router golden ratios over the agent's rolling windows; labels app, window.
   prometheus::Family<prometheus::Gauge>& router_rwsr;

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
+#include "base/strings.h"
 #include "heartbeat/sampler.h"
 
 namespace lagwatch {
@@ -132,6 +133,16 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   if (!cks.ok()) return cks.status();
   const bool checksum = cks->rows.size() == 1 && cks->rows[0].size() == 1 && cks->rows[0][0] &&
                         *cks->rows[0][0] != "NONE";
+  // Following a server for the writes made there: its own id, which such writes carry.
+  std::optional<uint32_t> own_id;
+  if (options_.own_write) {
+    auto id = conn.Query("SELECT @@server_id", deadline);
+    if (!id.ok()) return id.status();
+    if (id->rows.size() == 1 && id->rows[0].size() == 1 && id->rows[0][0]) {
+      own_id = ParseInt<uint32_t>(*id->rows[0][0]);
+    }
+    if (!own_id) return Status::DataError("@@server_id is not a number");
+  }
 
   // Where to start: the primary's position now, as the sampler reads it.
   std::optional<Position> start;
@@ -192,9 +203,10 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   const uint64_t token = stream_->Begin(*start, clock_.Now());
   *started = true;
   sink_->StreamStarted(*start);
-  Log(LogLevel::kInfo, "binary log stream from " + target.endpoint.Id() + " (" +
-                           PositionsKindName(kind) + ", server id " +
-                           std::to_string(options_.server_id) + ") from " + start->ToString());
+  Log(LogLevel::kInfo,
+      std::string(options_.own_write ? "writes watched on " : "binary log stream from ") +
+          target.endpoint.Id() + " (" + PositionsKindName(kind) + ", server id " +
+          std::to_string(options_.server_id) + ") from " + start->ToString());
   BinlogDecoder decoder(kind, *start, checksum);
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
@@ -233,6 +245,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
                      step->mysql_gtid->immediate_commit_us.value_or(0)};
       }
       stream_->Transaction(token, *step->position, step->first_arrival, commit_us);
+      if (own_id && step->origin == own_id) options_.own_write(step->first_arrival);
     }
     if (now >= next_report) {
       sink_->StreamRead(events, bytes);
@@ -278,11 +291,19 @@ void BinlogListener::Run(std::stop_token stop) {
       sink_->StreamFailed(reason, st);
       const bool refused =
           std::string_view(reason) == "refused" || std::string_view(reason) == "no_binlog";
-      LogLimited(LogLevel::kWarn, "binlog-stream",
-                 "binary log stream from " + target.endpoint.Id() + ": " + st.ToString() +
-                     (refused ? " (the account needs REPLICATION SLAVE on the primary: GRANT "
-                                "REPLICATION SLAVE ON *.* TO ...); position sampling only"
-                              : "; position sampling until it is back"));
+      if (options_.own_write) {
+        LogLimited(LogLevel::kWarn, "binlog-watch",
+                   "writes on " + target.endpoint.Id() + " not watched: " + st.ToString() +
+                       (refused ? " (it needs binary logging on, and REPLICATION SLAVE for "
+                                  "the account there)"
+                                : "; retrying"));
+      } else {
+        LogLimited(LogLevel::kWarn, "binlog-stream",
+                   "binary log stream from " + target.endpoint.Id() + ": " + st.ToString() +
+                       (refused ? " (the account needs REPLICATION SLAVE on the primary: GRANT "
+                                  "REPLICATION SLAVE ON *.* TO ...); position sampling only"
+                                : "; position sampling until it is back"));
+      }
       wait = refused ? kRefusedBackoff : backoff;
       backoff = std::min(backoff * 2, kMaxBackoff);
     } else if (st.code() == Status::Code::kCancelled) {

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -42,6 +43,12 @@ struct ListenerOptions {
   MysqlTarget primary;
   uint32_t server_id = 0;  // REQUIRES: not 0, unique among the primary's replicas
   int heartbeat_ms = 10;   // MASTER_HEARTBEAT_PERIOD asked for
+  // Set: the listener follows a server that is not the primary (`primary` names it), for writes
+  // made there (binlog_stream.watch_writes). It reads the server's @@server_id at each start and
+  // calls this, on its thread, with the first arrival of every transaction whose origin (the
+  // server id in its first event's header) is that server: a write there, not one it replicated.
+  // Its stream history is its own, and its log lines say what it follows.
+  std::function<void(MonoTime first_arrival)> own_write;
 };
 
 // What the listener reports as it works (the agent connects it to the metrics). Thread-safe.

@@ -430,6 +430,78 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   CHECK(agent.Stop() == 0);
 }
 
+TEST_CASE("binlog_stream.watch_writes: the new primary's first write has the move seen at once") {
+  CreateSwitchAccount();
+  CreateTable();
+  Redis redis(E().sandbox.redis_port());
+  auto agent_ptr = StartAgent(redis, "watch-writes", [](nlohmann::json& j) {
+    j["binlog_stream"]["watch_writes"] = true;
+    // One probe a second: on its schedule alone a move is seen up to that late.
+    j["probe"]["interval_ms"] = 1000;
+  });
+  Agent& agent = *agent_ptr;
+  REQUIRE(WaitFor([&] { return PointerPrimary(redis) == Id(kPrimary); }, 5s));
+  auto watched = [&] {
+    const nlohmann::json p =
+        nlohmann::json::parse(HttpGet(E().sandbox.http_port(), "/api/v1/primary").second);
+    return p.at("binlog_stream").at("watch_writes").dump();
+  };
+  CHECK(watched() == "[\"" + Id(kReplica1) + "\",\"" + Id(kReplica2) + "\"]");
+  // Both replicas' binary logs are followed before anything moves.
+  REQUIRE_MESSAGE(WaitFor(
+                      [&] {
+                        const std::string log = agent.Log();
+                        return log.find("writes watched on " + Id(kReplica1)) !=
+                                   std::string::npos &&
+                               log.find("writes watched on " + Id(kReplica2)) != std::string::npos;
+                      },
+                      10s),
+                  agent.Log());
+
+  // Replica 1 promoted and written to at once (one session: the probes' schedule has no moment
+  // to see the promotion before the write).
+  Q(kPrimary, "SET GLOBAL read_only=1");
+  REQUIRE(Reached(kReplica1, Position(kPrimary), 10));
+  Clock::time_point wrote;
+  {
+    AdminSession a(Sock(kReplica1));
+    a.Query("STOP SLAVE");
+    a.Query("RESET SLAVE ALL");
+    a.Query("SET GLOBAL read_only=0");
+    wrote = Clock::now();
+    a.Query("INSERT INTO lwtest.moves (at) VALUES (NOW(6))");
+  }
+  const auto give_up = wrote + 5s;
+  while (PointerPrimary(redis) != Id(kReplica1) && Clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  const auto moved = Clock::now();
+  REQUIRE_MESSAGE(PointerPrimary(redis) == Id(kReplica1), agent.Log());
+  MESSAGE("the pointer named the new primary " << Ms(moved - wrote) << " ms after its first write");
+  // A probe round and a status poll after the write, not up to a probe interval.
+  CHECK(Ms(moved - wrote) < TimeBoundMs(150));
+  CHECK(MetricValue(Metrics(), "lagwatch_write_watch_urges_total").value_or(0) >= 1);
+  CHECK(agent.Log().find("a write on " + Id(kReplica1) + ", which is not the primary") !=
+        std::string::npos);
+  // The watch on the new primary follows the old one.
+  CHECK(WaitFor([&] { return watched() == "[\"" + Id(kPrimary) + "\",\"" + Id(kReplica2) + "\"]"; },
+                5s));
+
+  // And back, re-pointed as a switchover would have: the configured primary is the primary again.
+  PointAt(kReplica2, Port(kReplica1));
+  PointAt(kPrimary, Port(kReplica1), "current_pos");
+  Switchover(kReplica1, kPrimary, kReplica2);
+  CHECK_MESSAGE(WaitFor(
+                    [&] {
+                      return PointerPrimary(redis) == Id(kPrimary) &&
+                             ReplicasOk(redis, {kReplica1, kReplica2});
+                    },
+                    15s),
+                agent.Log());
+  CHECK(watched() == "[\"" + Id(kReplica1) + "\",\"" + Id(kReplica2) + "\"]");
+  CHECK(agent.Stop() == 0);
+}
+
 TEST_CASE(
     "discovery: a replica started during the test is found; configured entries win; one "
     "unlisted goes after the grace period") {
