@@ -371,9 +371,11 @@ Status Agent::Start() {
   sampler_.Start(initial_.probe.realtime);
   if (listener_) listener_->Start(initial_.probe.realtime);
   {
+    // The monitor's lock is never taken under watch_mu_: MovePrimary takes them the other way.
+    const Endpoint primary = topology_.primary();
     std::lock_guard watch_lock(watch_mu_);
     watching_ = listener_ && initial_.binlog_stream.watch_writes;
-    watch_primary_ = topology_.primary();
+    watch_primary_ = primary;
     watch_servers_ = ProbedServers();
     SyncWatchesLocked(watch_servers_);
   }

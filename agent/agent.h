@@ -157,7 +157,8 @@ class Agent {
   bool was_ambiguous_ = false;  // GUARDED_BY(servers_mu_): the last change was to ambiguous
   TopologyMonitor topology_;
   std::unique_ptr<ReplicaDiscovery> discovery_;  // when discovery.enabled
-  // binlog_stream.watch_writes. Not mu_: MovePrimary follows the primary with them.
+  // binlog_stream.watch_writes. Not mu_: MovePrimary follows the primary with them, under the
+  // monitor's lock, so that lock is never taken while watch_mu_ is held.
   std::mutex watch_mu_;
   Endpoint watch_primary_;                                      // GUARDED_BY(watch_mu_)
   std::vector<Endpoint> watch_servers_;                         // GUARDED_BY(watch_mu_)
