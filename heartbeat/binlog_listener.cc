@@ -9,7 +9,6 @@
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
-#include "base/strings.h"
 #include "heartbeat/sampler.h"
 
 namespace lagwatch {
@@ -136,12 +135,10 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   // Following a server for the writes made there: its own id, which such writes carry.
   std::optional<uint32_t> own_id;
   if (options_.own_write) {
-    auto id = conn.Query("SELECT @@server_id", deadline);
+    auto id = ReadServerId(conn, deadline);
     if (!id.ok()) return id.status();
-    if (id->rows.size() == 1 && id->rows[0].size() == 1 && id->rows[0][0]) {
-      own_id = ParseInt<uint32_t>(*id->rows[0][0]);
-    }
-    if (!own_id) return Status::DataError("@@server_id is not a number");
+    if (!*id) return Status::DataError("@@server_id is not a number");
+    own_id = *id;
   }
 
   // Where to start: the primary's position now, as the sampler reads it.

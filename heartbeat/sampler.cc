@@ -45,6 +45,15 @@ std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t no
   return growth;
 }
 
+Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadline) {
+  auto r = conn.Query("SELECT @@server_id", deadline);
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) {
+    return std::optional<uint32_t>();
+  }
+  return ParseInt<uint32_t>(*r->rows[0][0]);
+}
+
 Millis PositionSampler::Backoff(Millis interval, int failures) {
   Millis wait = interval;
   for (int i = 0; i < failures && wait < kMaxBackoff; ++i) wait *= 2;
@@ -108,12 +117,9 @@ Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
     Log(LogLevel::kInfo, "primary " + primary_id_ + " is " + flavor_.Describe());
     last_flavor_ = flavor_;
   }
-  auto id = conn.Query("SELECT @@server_id", deadline);
+  auto id = ReadServerId(conn, deadline);
   if (!id.ok() && id.status().code() != Status::Code::kServerError) return id.status();
-  server_id_.reset();
-  if (id.ok() && id->rows.size() == 1 && id->rows[0].size() == 1 && id->rows[0][0]) {
-    server_id_ = ParseInt<uint32_t>(*id->rows[0][0]);
-  }
+  server_id_ = id.ok() ? *id : std::nullopt;
   std::optional<PositionsKind> kind =
       ChoosePositionsKind(conn, flavor_, options_.positions, deadline);
   if (!kind) return Status::Unavailable("the connection failed while choosing the positions kind");

@@ -53,6 +53,10 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
                                      const ServerFlavor& flavor, MonoTime deadline,
                                      bool* binlog_off);
 
+// The server's @@server_id: nullopt when the reply is not one number (the query's failure is the
+// error).
+Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadline);
+
 class PositionSampler {
  public:
   // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to MysqlConns.
