@@ -148,8 +148,8 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
   for (const auto& [id, endpoint] : wanted) {
     if (watches_.count(id)) continue;
     // Logged in as the writer is (it will need REPLICATION SLAVE there if the server is promoted).
-    MysqlTarget target{endpoint, initial_.primary_defaults_file, "server " + id,
-                       initial_.MysqlTlsFor(endpoint)};
+    MysqlTarget target = PrimaryTarget(endpoint);
+    target.label = "server " + id;
     std::unique_ptr<WriteWatch> w;
     if (!spare.empty()) {
       w = std::move(spare.back());
@@ -545,7 +545,7 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
   RefreshUrgers();
   {
     std::lock_guard watch_lock(watch_mu_);
-    watch_servers_ = ProbedServers();
+    watch_servers_ = servers;  // what the probers now are
     SyncWatchesLocked(watch_servers_);
   }
   return n;
