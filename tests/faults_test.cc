@@ -12,6 +12,7 @@
 #include <mysql.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/strings.h"
 #include "tests/harness.h"
 
@@ -65,15 +66,20 @@ long Ms(Clock::duration d) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
 
+// Replica `replica`'s measured_at_ms in Redis; 0 without a record.
+int64_t MeasuredAt(Redis& redis, int replica) {
+  return ParseInt<int64_t>(redis.HGetAll(Key(replica))["measured_at_ms"]).value_or(0);
+}
+
 // Follows replica `r`'s measured_at_ms in Redis and reports the largest gap between probes.
 class CadenceWatch {
  public:
   CadenceWatch(Redis& redis, int replica) : redis_(redis), replica_(replica) {}
   void Poll() {
-    auto at = ParseInt<int64_t>(redis_.HGetAll(Key(replica_))["measured_at_ms"]);
-    if (!at || *at == last_) return;
-    if (last_ != 0) max_gap_ms_ = std::max(max_gap_ms_, *at - last_);
-    last_ = *at;
+    const int64_t at = MeasuredAt(redis_, replica_);
+    if (at == 0 || at == last_) return;
+    if (last_ != 0) max_gap_ms_ = std::max(max_gap_ms_, at - last_);
+    last_ = at;
     ++probes_;
   }
   int64_t max_gap_ms() const { return max_gap_ms_; }
@@ -214,21 +220,11 @@ class Writes {
   std::thread thread_;
 };
 
-int64_t MeasuredAt(Redis& redis, int replica) {
-  return ParseInt<int64_t>(redis.HGetAll(Key(replica))["measured_at_ms"]).value_or(0);
-}
-
 // Waits for replica `r`'s next probe to be published (its measured_at_ms to change); false if
 // none comes within 2 s.
 bool NextProbe(Redis& redis, int r) {
   const int64_t before = MeasuredAt(redis, r);
   return WaitFor([&] { return MeasuredAt(redis, r) != before; }, 2s);
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 TEST_CASE("a hung replica is over its limit at the crossing, before its probe times out") {
@@ -247,7 +243,7 @@ TEST_CASE("a hung replica is over its limit at the crossing, before its probe ti
     const size_t seen_before = EventsOf(sub.Events(), 1).size();
     REQUIRE(NextProbe(redis, 1));
     REQUIRE(kill(pid, SIGSTOP) == 0);
-    const int64_t hung_at = WallMs();
+    const int64_t hung_at = UnixMillis(std::chrono::system_clock::now());
     auto hang_events = [&] {
       auto all = EventsOf(sub.Events(), 1);
       return std::vector<nlohmann::json>(all.begin() + static_cast<long>(seen_before), all.end());
@@ -306,7 +302,7 @@ TEST_CASE("a hung replica's bound grows from the first commit it lacks, not from
   const int64_t answered_at = MeasuredAt(redis, 1);
   std::this_thread::sleep_until(answered + 100ms);
   REQUIRE(kill(pid, SIGSTOP) == 0);
-  const int64_t hung_at = WallMs();
+  const int64_t hung_at = UnixMillis(std::chrono::system_clock::now());
   std::vector<std::pair<int64_t, int64_t>> records;  // measured_at_ms, delay_ms
   const auto until = Clock::now() + 1500ms;
   while (Clock::now() < until) {
