@@ -95,6 +95,19 @@ abstract class LaravelTestCase extends SandboxTestCase
         return $this->where($c->router());
     }
 
+    /**
+     * Runs $read until a replica serves it, for up to 5 s: a loaded machine can leave no replica
+     * provably fresh for a moment (the router then rightly reads the primary), and one sample
+     * says nothing about where reads go. False if none did.
+     */
+    protected function untilAReplicaServes(LagwatchMySqlConnection $c, callable $read): bool
+    {
+        return Sandbox::waitFor(function () use ($c, $read) {
+            $read();
+            return in_array($this->served($c), ['replica1', 'replica2'], true);
+        }, 5.0);
+    }
+
     protected function nameOfPort(int $port): string
     {
         foreach (['primary', 'replica1', 'replica2'] as $n) {

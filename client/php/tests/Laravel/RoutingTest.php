@@ -51,10 +51,8 @@ final class RoutingTest extends LaravelTestCase
             },
         ];
         foreach ($reads as $what => $read) {
-            self::assertTrue(Sandbox::waitFor(function () use ($c, $read) {
-                $read();
-                return in_array($this->served($c), ['replica1', 'replica2'], true);
-            }, 5.0), "$what never reached a replica: " . $c->router()->routeInfo()->reason);
+            self::assertTrue($this->untilAReplicaServes($c, $read),
+                "$what never reached a replica: " . $c->router()->routeInfo()->reason);
         }
     }
 
@@ -89,10 +87,8 @@ final class RoutingTest extends LaravelTestCase
 
         // Out of the transaction and the lock: replicas again, once one has applied the update above
         // (the session's token) and is provably fresh; on a loaded machine that can take a moment.
-        self::assertTrue(Sandbox::waitFor(function () use ($c) {
-            $c->select('SELECT 1');
-            return in_array($this->served($c), ['replica1', 'replica2'], true);
-        }, 5.0), 'no replica served after the transaction: ' . $c->router()->routeInfo()->reason);
+        self::assertTrue($this->untilAReplicaServes($c, fn () => $c->select('SELECT 1')),
+            'no replica served after the transaction: ' . $c->router()->routeInfo()->reason);
     }
 
     public function testWritesTakeTheTokenRightAfterOrAtCommitAndSaveItToTheStore(): void
@@ -126,12 +122,10 @@ final class RoutingTest extends LaravelTestCase
     public function testReplicaConnectionsGetLaravelsSessionSettings(): void
     {
         $c = $this->lagwatch($this->capsule());
-        // A loaded machine can leave no replica provably fresh for a moment: ask until one serves.
         $row = null;
-        self::assertTrue(Sandbox::waitFor(function () use ($c, &$row) {
+        self::assertTrue($this->untilAReplicaServes($c, function () use ($c, &$row) {
             $row = $c->selectOne('SELECT @@session.sql_mode AS m, @@character_set_client AS cs, @@collation_connection AS co');
-            return in_array($this->served($c), ['replica1', 'replica2'], true);
-        }, 5.0), 'a replica served');
+        }), 'a replica served');
         self::assertStringContainsString('STRICT_TRANS_TABLES', $row->m);
         self::assertStringContainsString('ONLY_FULL_GROUP_BY', $row->m);
         self::assertSame('utf8mb4', $row->cs);
