@@ -16,11 +16,8 @@ namespace lagwatch {
 namespace {
 
 // binlog_stream.watch_writes: the heartbeat period asked of a watched server (its stream needs
-// only transactions; one sign of life a second keeps the 5 s read deadline far), and how long a
-// watch waits before a write there urges the probes again (doubling while no move follows).
+// only transactions; one sign of life a second keeps the 5 s read deadline far).
 constexpr int kWatchHeartbeatMs = 1000;
-constexpr Millis kFirstUrgeCooldown(100);
-constexpr Millis kLastUrgeCooldown(5000);
 
 }  // namespace
 
@@ -158,7 +155,7 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
         std::lock_guard wl(w->mu);
         w->server = id;
         w->next_urge.reset();
-        w->cooldown = kFirstUrgeCooldown;
+        w->cooldown = WriteWatch::kFirstCooldown;
       }
       w->listener->SetPrimary(std::move(target));
     } else {
@@ -182,7 +179,7 @@ void Agent::OnOwnWrite(WriteWatch* w, MonoTime arrival) {
     std::lock_guard lock(w->mu);
     if (w->next_urge && arrival < *w->next_urge) return;
     w->next_urge = arrival + w->cooldown;
-    w->cooldown = std::min(w->cooldown * 2, kLastUrgeCooldown);
+    w->cooldown = std::min(w->cooldown * 2, WriteWatch::kLastCooldown);
     server = w->server;
   }
   metrics_.write_watch_urges.Increment();

@@ -122,7 +122,11 @@ class Agent {
     std::mutex mu;
     std::string server;                 // GUARDED_BY(mu): the server followed
     std::optional<MonoTime> next_urge;  // GUARDED_BY(mu): none before this
-    Millis cooldown{100};               // GUARDED_BY(mu)
+    // How long a watch waits before a write there urges the probes again: from the first,
+    // doubling to the last while no move follows.
+    static constexpr Millis kFirstCooldown{100};
+    static constexpr Millis kLastCooldown{5000};
+    Millis cooldown = kFirstCooldown;  // GUARDED_BY(mu)
     // Last: stopped (its thread joined) before the members its callbacks use go away.
     std::unique_ptr<BinlogListener> listener;
   };
