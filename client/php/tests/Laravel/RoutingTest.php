@@ -51,8 +51,8 @@ final class RoutingTest extends LaravelTestCase
             },
         ];
         foreach ($reads as $what => $read) {
-            self::assertTrue($this->untilAReplicaServes($c, $read),
-                "$what never reached a replica: " . $c->router()->routeInfo()->reason);
+            $served = $this->untilAReplicaServes($c, $read);
+            self::assertTrue($served, "$what never reached a replica: " . $c->router()->routeInfo()->reason);
         }
     }
 
@@ -87,8 +87,8 @@ final class RoutingTest extends LaravelTestCase
 
         // Out of the transaction and the lock: replicas again, once one has applied the update above
         // (the session's token) and is provably fresh; on a loaded machine that can take a moment.
-        self::assertTrue($this->untilAReplicaServes($c, fn () => $c->select('SELECT 1')),
-            'no replica served after the transaction: ' . $c->router()->routeInfo()->reason);
+        $served = $this->untilAReplicaServes($c, fn () => $c->select('SELECT 1'));
+        self::assertTrue($served, 'no replica served after the transaction: ' . $c->router()->routeInfo()->reason);
     }
 
     public function testWritesTakeTheTokenRightAfterOrAtCommitAndSaveItToTheStore(): void
