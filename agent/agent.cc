@@ -60,7 +60,7 @@ Agent::Agent(Config config, const Clock& clock)
     listener_ = std::make_unique<BinlogListener>(
         ListenerOptions{PrimaryTarget(initial_.primary),
                         initial_.binlog_stream.ServerId(initial_.agent_id),
-                        initial_.binlog_stream.heartbeat_ms, nullptr},
+                        initial_.binlog_stream.heartbeat_ms, nullptr, nullptr},
         &positions_, &stream_, &reporter_, clock_);
   }
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
@@ -164,7 +164,14 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
       WriteWatch* raw = w.get();
       w->listener = std::make_unique<BinlogListener>(
           ListenerOptions{std::move(target), initial_.binlog_stream.ServerId(initial_.agent_id),
-                          kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); }},
+                          kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); },
+                          [this](const std::string& server, std::optional<AppliedProof> proof) {
+                            if (proof) {
+                              witnesses_.Set(server, std::move(*proof));
+                            } else {
+                              witnesses_.Clear(server);
+                            }
+                          }},
           &positions_, &w->stream, w.get(), clock_);
       w->listener->Start();
     }
@@ -333,8 +340,8 @@ std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
   return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
-                                         listener_ ? &stream_ : nullptr, &topology_, &publisher_,
-                                         &board_, &metrics_, clock_,
+                                         listener_ ? &stream_ : nullptr, &witnesses_, &topology_,
+                                         &publisher_, &board_, &metrics_, clock_,
                                          [this](const std::string& server, int64_t not_after) {
                                            tls_watch_.Learned(server, not_after);
                                          });

@@ -29,6 +29,7 @@
 #include "exporters/redis_publisher.h"
 #include "exporters/router_feedback.h"
 #include "exporters/verdict_board.h"
+#include "heartbeat/applied_witness.h"
 #include "heartbeat/binlog_listener.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sampler.h"
@@ -109,7 +110,8 @@ class Agent {
   // writes made there (a new primary's first). One such write makes every server be probed at
   // once (UrgeProbes), so the move is seen a round trip after it; then at most one more per
   // cooldown (100 ms, doubling to 5 s while no move follows), so a replica written by mistake
-  // costs little.
+  // costs little. What a replica's binary log proves it applied goes to witnesses_, for the
+  // probes it does not answer.
   struct WriteWatch : ListenerSink {
     explicit WriteWatch(Metrics* metrics) : metrics(metrics) {}
     void StreamStarted(const Position&) override {}
@@ -144,6 +146,9 @@ class Agent {
   Metrics metrics_;
   // Every server's latest verdict for HAProxy; declared before the probers, which write it.
   VerdictBoard board_;
+  // What the watched replicas' binary logs prove they applied (binlog_stream.watch_writes);
+  // declared before the probers, which read it, and the watches, which write it.
+  AppliedWitnesses witnesses_;
   HeartbeatLog heartbeat_log_;
   PositionHistory positions_;
   StreamHistory stream_;

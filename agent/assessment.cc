@@ -201,9 +201,13 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   if (a.probe_status.ok() || (in.reply.ok() && a.probe_status.code() == Status::Code::kDataError)) {
     // Whatever parsed is still usable; bounds from a partial observation stay sound.
     Bound(in, pos_text, polled, log, history, stream, &a);
-  } else if (in.previous_applied && a.bounds && a.bounds->fresh_at) {
-    // No answer: what the replica had at its last answer, against what the primary did since.
-    a.bounds = Relocate(*a.bounds, *in.previous_applied, a.obs.received, history, stream);
+  } else if (a.bounds && a.bounds->fresh_at) {
+    // No answer: what the replica had at its last answer, or what its own binary log showed it
+    // applied since, against what the primary did since. Relocate never moves a bound earlier,
+    // so each can only help.
+    for (const auto* applied : {&in.previous_applied, &in.witnessed}) {
+      if (*applied) a.bounds = Relocate(*a.bounds, **applied, a.obs.received, history, stream);
+    }
   }
   FillHealth(in, log, history, &a);
   return a;

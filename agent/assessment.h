@@ -66,6 +66,8 @@ struct ProbeInput {
   // What the prober knew before this probe.
   std::optional<LagBounds> bounds;
   std::optional<Position> previous_applied;  // the position the last probe read
+  // What the replica's own binary log proves it applied since (ReplicaJudge: of this server).
+  std::optional<Position> witnessed;
   ReplicationStatus status;
   // The primary's state and the replica's tier, as of the reply.
   bool primary_known = true;

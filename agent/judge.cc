@@ -16,7 +16,7 @@ ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
 Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& context,
                                  const HeartbeatLog& log, const PositionHistory& history,
                                  const StreamHistory* stream) {
-  if (replies.forget_applied) applied_.reset();
+  if (replies.forget_applied) ForgetApplied();
   ProbeInput in;
   // The replies and the last position move in and back out: a probe copies no result set.
   in.status_access_denied = replies.status_access_denied;
@@ -29,6 +29,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.to_stated = ToNextWholeMs(replies.received_wall);
   in.bounds = bounds_;
   in.previous_applied = std::move(applied_);
+  in.witnessed = Witnessed(context.witnessed);
   in.status = status_;
   in.primary_known = context.primary_known;
   in.tier_enabled = tier_.enabled;
@@ -36,6 +37,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   Assessment a = Assess(in, log, history, stream);
   bounds_ = a.bounds;
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
+  if (a.server_id) server_id_ = a.server_id;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
   status_ = a.status;  // the latest known, for the next probe whatever this one decides
   return a;
@@ -62,8 +64,16 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
 }
 
 void ReplicaJudge::Advance(MonoTime now, const PositionHistory& history,
-                           const StreamHistory* stream) {
-  if (applied_ && has_fresh_bound()) bounds_ = Relocate(*bounds_, *applied_, now, history, stream);
+                           const StreamHistory* stream,
+                           const std::optional<AppliedProof>& witnessed) {
+  if (!has_fresh_bound()) return;
+  if (applied_) bounds_ = Relocate(*bounds_, *applied_, now, history, stream);
+  if (auto w = Witnessed(witnessed)) bounds_ = Relocate(*bounds_, *w, now, history, stream);
+}
+
+std::optional<Position> ReplicaJudge::Witnessed(const std::optional<AppliedProof>& proof) const {
+  if (!proof || !server_id_ || *server_id_ != int64_t{proof->server_id}) return std::nullopt;
+  return proof->applied;
 }
 
 Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary_known,

@@ -25,6 +25,7 @@
 #include "base/query_result.h"
 #include "base/slave_status.h"
 #include "base/snapshot.h"
+#include "heartbeat/applied_witness.h"
 #include "heartbeat/estimator.h"
 #include "heartbeat/history.h"
 
@@ -59,6 +60,9 @@ struct ProbeContext {
   bool primary_known = true;
   // The primary whose channel is judged when the replica has several (ProbeInput).
   ChannelSource primary_source;
+  // What the replica's own binary log proves it applied (binlog_stream.watch_writes:
+  // heartbeat/applied_witness.h); used only while its server id is the one the probes read.
+  std::optional<AppliedProof> witnessed;
 };
 
 // The verdict of one probe (or of a crossing), and the record that states it.
@@ -105,8 +109,10 @@ class ReplicaJudge {
   Judgement AtCrossing(MonoTime now, WallTime now_wall, bool primary_known, bool caught_up);
 
   // While a probe is unanswered: moves the kept bound's fresh_at later by what the primary did
-  // since the last answer (Relocate, from the position that answer read). The bound stays one.
-  void Advance(MonoTime now, const PositionHistory& history, const StreamHistory* stream);
+  // since the last answer (Relocate, from the position that answer read, and from `witnessed`
+  // as ProbeContext has it). The bound stays one.
+  void Advance(MonoTime now, const PositionHistory& history, const StreamHistory* stream,
+               const std::optional<AppliedProof>& witnessed = std::nullopt);
 
   // The primary moved (or this server stopped being it): what was judged against the old one is
   // forgotten; the last verdict is kept so that the next one still reports a change.
@@ -115,7 +121,10 @@ class ReplicaJudge {
   void ForgetBounds() { bounds_.reset(); }
   // A new connection (maybe to another server) or another positions kind: the position read
   // before proves nothing now.
-  void ForgetApplied() { applied_.reset(); }
+  void ForgetApplied() {
+    applied_.reset();
+    server_id_.reset();
+  }
 
   const std::optional<LagBounds>& bounds() const { return bounds_; }
   bool has_fresh_bound() const { return bounds_ && bounds_->fresh_at; }
@@ -126,6 +135,8 @@ class ReplicaJudge {
   bool chained() const { return chained_; }
 
  private:
+  // `proof`'s position, if it is of the server the probes reach.
+  std::optional<Position> Witnessed(const std::optional<AppliedProof>& proof) const;
   // The log lines for a change of chained_ (ChainedNotice) and of the judged channel (when a
   // status poll changed it: ChannelNotice).
   Judgement::Notice ChainedNotice(const Assessment& a) const;
@@ -141,8 +152,10 @@ class ReplicaJudge {
 
   std::optional<LagBounds> bounds_;  // the last proven
   std::optional<Position> applied_;  // the replica's position as the last probe read it
-  ReplicationStatus status_;         // the latest known
-  bool chained_ = false;             // binlog: the replica's source is not the primary
+  // The server's @@server_id as the probes on this connection read it.
+  std::optional<int64_t> server_id_;
+  ReplicationStatus status_;  // the latest known
+  bool chained_ = false;      // binlog: the replica's source is not the primary
   // The channel the last status poll judged (channel_match kOnly: one channel, nothing to say).
   std::pair<std::string, ChannelMatch> channel_{"", ChannelMatch::kOnly};
   uint64_t last_seq_ = 0;

@@ -47,7 +47,7 @@ ProbeReplies NoAnswer(int sent_ms, int received_ms) {
   return r;
 }
 
-const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}};
+const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}, {}};
 
 // One probe through both steps.
 Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
@@ -160,6 +160,48 @@ TEST_CASE("judge: advancing an unanswered replica's bound moves it by what it la
   other.ForgetApplied();
   other.Advance(T(2400), Primary(2400).history, nullptr);
   CHECK(*other.bounds()->fresh_at == T(2100));
+}
+
+TEST_CASE("judge: an unanswered replica is bounded from what its own binary log proved") {
+  // The probes read server id 12; 0-1-5 and 0-1-6 were committed by the 2500 and 3000 samples.
+  auto answer = [](ReplicaJudge& judge) {
+    ProbeReplies r = Row(2120, 2122, "4", "0-1-4");
+    r.reply->columns.push_back("sid");
+    r.reply->rows[0].push_back("12");
+    Probe(judge, Primary(2100), std::move(r));
+  };
+  auto unanswered = [](ReplicaJudge& judge, std::optional<AppliedProof> proof) {
+    ProbeContext context = kGtid;
+    context.witnessed = std::move(proof);
+    Assessment a =
+        judge.Observe(NoAnswer(3020, 3170), context, Primary(3200).log, Primary(3200).history);
+    return judge.Decide(std::move(a), true, W(3170));
+  };
+  // Its binary log showed 0-1-5 applied after the last answer: the first commit it may lack
+  // is 0-1-6, so fresh at the 2950 sample, not at 2450.
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  answer(judge);
+  CHECK(unanswered(judge, AppliedProof{12, P("0-1-5")}).record.delay_ms == 3170 - 2950);
+  // A proof of another server (the probes' connection reached another one) proves nothing here.
+  ReplicaJudge other(Replica(), Tier(), TestConfig());
+  answer(other);
+  CHECK(unanswered(other, AppliedProof{13, P("0-1-5")}).record.delay_ms == 3170 - 2450);
+  // Nor once the connection that read the server id is gone.
+  ReplicaJudge reconnected(Replica(), Tier(), TestConfig());
+  answer(reconnected);
+  reconnected.ForgetApplied();
+  CHECK(unanswered(reconnected, AppliedProof{12, P("0-1-5")}).record.delay_ms == 3170 - 2100);
+  // A proof behind the last answer never moves the bound back.
+  ReplicaJudge behind(Replica(), Tier(), TestConfig());
+  answer(behind);
+  CHECK(unanswered(behind, AppliedProof{12, P("0-1-3")}).record.delay_ms == 3170 - 2450);
+  // At a crossing too.
+  ReplicaJudge crossing(Replica(), Tier(), TestConfig());
+  answer(crossing);
+  crossing.Advance(T(3200), Primary(3200).history, nullptr, AppliedProof{12, P("0-1-5")});
+  CHECK(*crossing.bounds()->fresh_at == T(2950));
+  crossing.Advance(T(3200), Primary(3200).history, nullptr, AppliedProof{13, P("0-1-6")});
+  CHECK(*crossing.bounds()->fresh_at == T(2950));
 }
 
 TEST_CASE("judge: a replica whose source is in doubt is unverified whatever its lag") {

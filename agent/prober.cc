@@ -42,8 +42,8 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
 ReplicaProber::ReplicaProber(
     std::shared_ptr<const Config> settings, const ReplicaConfig& replica, EventLoop* loop,
     const HeartbeatLog* log, const PositionHistory* history, const StreamHistory* stream,
-    TopologyMonitor* topology, RedisPublisher* publisher, VerdictBoard* board, Metrics* metrics,
-    const Clock& clock,
+    const AppliedWitnesses* witnesses, TopologyMonitor* topology, RedisPublisher* publisher,
+    VerdictBoard* board, Metrics* metrics, const Clock& clock,
     std::function<void(const std::string& server, int64_t not_after_unix)> certificate_seen)
     : settings_(std::move(settings)),
       config_(*settings_),
@@ -53,6 +53,7 @@ ReplicaProber::ReplicaProber(
       log_(log),
       history_(history),
       stream_(stream),
+      witnesses_(witnesses),
       topology_(topology),
       publisher_(publisher),
       board_(board),
@@ -293,7 +294,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       session_.positions(), history_->primary_server_id(),
       PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
                    Millis(config_.sampler_interval_ms)),
-      PrimarySource()};
+      PrimarySource(), Witnessed()};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
   {
     std::lock_guard lock(mu_);
@@ -445,6 +446,10 @@ void ReplicaProber::ArmCrossing() {
   crossing_timer_ = loop_->At(std::max(*at, clock_.Now()), [this] { OnCrossing(); });
 }
 
+std::optional<AppliedProof> ReplicaProber::Witnessed() const {
+  return witnesses_ ? witnesses_->Of(id_) : std::nullopt;
+}
+
 void ReplicaProber::CancelCrossing() {
   if (crossing_timer_) loop_->Cancel(crossing_timer_);
   crossing_timer_ = 0;
@@ -465,7 +470,7 @@ void ReplicaProber::OnCrossing() {
   }
   // What the primary did since the last answer may move the bound (a hung replica lacks only
   // what came after its position): the crossing is then later, or gone.
-  judge_.Advance(now, *history_, stream_);
+  judge_.Advance(now, *history_, stream_, Witnessed());
   if (const auto at = NextCrossing(); !at || *at > now) {
     if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;

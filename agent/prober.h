@@ -50,6 +50,7 @@ class ReplicaProber {
   // `settings` is shared by every prober of one configuration (ProberSettings: the
   // configuration without its replica list, which a copy per prober would make memory grow with
   // the square of the fleet). `loop`, `log`, `history`, `stream` (null: no binary log stream),
+  // `witnesses` (null: none; what the replicas' own binary logs prove they applied),
   // `topology`, `publisher`, `board` (null: none; it gets every record Redis gets, for HAProxy)
   // and `metrics` must outlive the prober. `certificate_seen` (may be
   // empty) is told the server certificate's expiry (unix seconds) at every new TLS connection,
@@ -62,8 +63,9 @@ class ReplicaProber {
   // `unverified` while its source is in doubt.
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
-                const StreamHistory* stream, TopologyMonitor* topology, RedisPublisher* publisher,
-                VerdictBoard* board, Metrics* metrics, const Clock& clock,
+                const StreamHistory* stream, const AppliedWitnesses* witnesses,
+                TopologyMonitor* topology, RedisPublisher* publisher, VerdictBoard* board,
+                Metrics* metrics, const Clock& clock,
                 std::function<void(const std::string& server, int64_t not_after_unix)>
                     certificate_seen = nullptr);
   ~ReplicaProber() { Stop(); }
@@ -144,6 +146,8 @@ class ReplicaProber {
   // crossing the bound is first advanced by what the primary did since the last answer
   // (ReplicaJudge::Advance); if that moves the crossing later, the timer waits for it.
   std::optional<MonoTime> NextCrossing() const;  // REQUIRES: judge_.has_fresh_bound()
+  // What the replica's own binary log proves it applied (nothing without witnesses_).
+  std::optional<AppliedProof> Witnessed() const;
   void ArmCrossing();
   void CancelCrossing();
   void OnCrossing();
@@ -167,6 +171,7 @@ class ReplicaProber {
   const HeartbeatLog* const log_;
   const PositionHistory* const history_;
   const StreamHistory* const stream_;
+  const AppliedWitnesses* const witnesses_;
   TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;
   VerdictBoard* const board_;

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
+#include "base/strings.h"
 #include "heartbeat/sampler.h"
 
 namespace lagwatch {
@@ -43,6 +44,26 @@ const char* ReasonOf(const Status& st, unsigned server_errno) {
   if (st.code() == Status::Code::kDataError) return "bad_event";
   if (st.code() == Status::Code::kServerError) return "server_error";
   return "cut";
+}
+
+// Whether the server applies what it replicates one transaction at a time: MariaDB's
+// @@slave_parallel_threads, MySQL's @@replica_parallel_workers (@@slave_parallel_workers before
+// 8.0.26) at most 1. False when it cannot tell.
+bool AppliesSerially(MysqlConn& conn, const ServerFlavor& flavor, MonoTime deadline) {
+  std::vector<const char*> asks;
+  if (flavor.kind == ServerFlavor::kMariaDB) {
+    asks = {"SELECT @@slave_parallel_threads"};
+  } else {
+    asks = {"SELECT @@replica_parallel_workers", "SELECT @@slave_parallel_workers"};
+  }
+  for (const char* ask : asks) {
+    auto r = conn.Query(ask, deadline);
+    if (!r.ok()) continue;
+    if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) return false;
+    const auto n = ParseInt<int64_t>(*r->rows[0][0]);
+    return n && *n <= 1;
+  }
+  return false;
 }
 
 }  // namespace
@@ -140,6 +161,11 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     if (!*id) return Status::DataError("@@server_id is not a number");
     own_id = *id;
   }
+  // Proofs of what the server applied (ListenerOptions::applied), while it takes no writes.
+  bool proving = options_.applied && own_id &&
+                 (kind == PositionsKind::kMariaDbGtid || kind == PositionsKind::kMysqlGtid) &&
+                 AppliesSerially(conn, flavor, deadline);
+  const std::string server = target.endpoint.Id();
 
   // Where to start: the primary's position now, as the sampler reads it.
   std::optional<Position> start;
@@ -205,6 +231,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
           target.endpoint.Id() + " (" + PositionsKindName(kind) + ", server id " +
           std::to_string(options_.server_id) + ") from " + start->ToString());
   BinlogDecoder decoder(kind, *start, checksum);
+  Position applied_before = *start;  // the position before the next transaction
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
   Status ended = Status::Ok();
@@ -242,7 +269,14 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
                      step->mysql_gtid->immediate_commit_us.value_or(0)};
       }
       stream_->Transaction(token, *step->position, step->first_arrival, commit_us);
-      if (own_id && step->origin == own_id) options_.own_write(step->first_arrival);
+      if (own_id && step->origin == own_id) {
+        options_.own_write(step->first_arrival);
+        if (proving) options_.applied(server, std::nullopt);
+        proving = false;
+      } else if (proving) {
+        options_.applied(server, AppliedProof{*own_id, applied_before});
+      }
+      applied_before = *step->position;
     }
     if (now >= next_report) {
       sink_->StreamRead(events, bytes);
@@ -251,6 +285,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     }
   }
   sink_->StreamRead(events, bytes);
+  if (proving) options_.applied(server, std::nullopt);
   stream_->Stop(token);
   {
     std::lock_guard lock(mu_);

@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "base/mysql_conn.h"
 #include "base/worker.h"
+#include "heartbeat/applied_witness.h"
 #include "heartbeat/history.h"
 #include "heartbeat/stream_history.h"
 
@@ -49,6 +50,15 @@ struct ListenerOptions {
   // server id in its first event's header) is that server: a write there, not one it replicated.
   // Its stream history is its own, and its log lines say what it follows.
   std::function<void(MonoTime first_arrival)> own_write;
+  // With own_write, and positions of a GTID kind: what the server followed (by endpoint id) is
+  // proven to have applied, called on the listener's thread as each transaction it replicated
+  // arrives, and with nullopt when the proof ends (the stream stopped, or a write was made there).
+  // The proof is the position before that transaction: the events of a transaction leave with
+  // its commit possibly still under way, but a server that applies one transaction at a time
+  // (@@slave_parallel_threads, or MySQL's @@replica_parallel_workers, at most 1, read at each
+  // start) began this one after the one before had committed. A server applying in parallel
+  // gives no proof: its transactions commit in groups.
+  std::function<void(const std::string& server, std::optional<AppliedProof> proof)> applied;
 };
 
 // What the listener reports as it works (the agent connects it to the metrics). Thread-safe.
