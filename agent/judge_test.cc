@@ -377,6 +377,44 @@ TEST_CASE("roles: a change to writable waits for a status poll of a later probe"
   CHECK(now.send);
 }
 
+TEST_CASE("roles: a writable server that times out is held writable for a while, not if down") {
+  auto timed_out = [] {
+    Assessment a = Role(false, std::nullopt, false);
+    a.probe_status = Status::DeadlineExceeded("no answer in time");
+    return a;
+  };
+  auto refused = [] {
+    Assessment a = Role(false, std::nullopt, false);
+    a.probe_status = Status::Unavailable("connection refused");
+    return a;
+  };
+  RoleReporter roles({"10.0.0.2", 3306});
+  roles.Next(Role(true, false, true), T(0), false);  // writable, replicates from nobody
+  auto r = roles.Next(timed_out(), T(200), false);
+  CHECK(r.send);
+  CHECK_FALSE(r.role.answered);
+  CHECK(r.role.held_writable);
+  // Waiting to reconnect after the timeout: still held, unchanged, until the hold ends.
+  r = roles.Next(refused(), T(1900), false);
+  CHECK(r.role.held_writable);
+  CHECK_FALSE(r.send);
+  r = roles.Next(timed_out(), T(2000), false);
+  CHECK_FALSE(r.role.held_writable);
+  CHECK(r.send);
+  // A refused connection after a writable answer: down, not held.
+  RoleReporter down({"10.0.0.2", 3306});
+  down.Next(Role(true, false, true), T(0), false);
+  CHECK_FALSE(down.Next(refused(), T(200), false).role.held_writable);
+  // A read-only answer, or a replicating one, holds nothing.
+  RoleReporter replica({"10.0.0.2", 3306});
+  replica.Next(Role(true, true, true, true), T(0), false);
+  CHECK_FALSE(replica.Next(timed_out(), T(200), false).role.held_writable);
+  RoleReporter demoted({"10.0.0.2", 3306});
+  demoted.Next(Role(true, false, true), T(0), false);
+  demoted.Next(Role(true, true, false), T(200), false);
+  CHECK_FALSE(demoted.Next(timed_out(), T(400), false).role.held_writable);
+}
+
 TEST_CASE("roles: going read-only is reported at once") {
   RoleReporter roles({"10.0.0.2", 3306});
   roles.Next(Role(true, false, true), T(0), false);

@@ -26,6 +26,13 @@ RoleReporter::Report RoleReporter::Next(const Assessment& a, MonoTime probe_star
   } else {
     flip_seen_.reset();
   }
+  if (role.answered) {
+    const bool writable = role.read_only == false && role.replicates == false;
+    writable_at_ = writable ? std::optional<MonoTime>(probe_started) : std::nullopt;
+  } else if (writable_at_ && probe_started - *writable_at_ < kHeldWritableFor) {
+    role.held_writable =
+        a.probe_status.code() == Status::Code::kDeadlineExceeded || (last_ && last_->held_writable);
+  }
   // Unchanged roles are not reported again, but when asked to confirm an ambiguity.
   r.send = !(last_ == role) || confirm;
   if (r.send) last_ = role;

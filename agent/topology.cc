@@ -1,5 +1,7 @@
 #include "agent/topology.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace lagwatch {
@@ -46,6 +48,13 @@ Topology DecideTopology(const std::vector<ServerRole>& roles) {
     const ServerRole& r = roles[i];
     if (!r.answered || !r.read_only || *r.read_only || !r.replicates) continue;
     (*r.replicates ? t.writable_replicas : t.writable).push_back(i);
+  }
+  // A split brain is not resolved by one server going quiet: the other may still take writes.
+  if (!t.writable.empty()) {
+    for (size_t i = 0; i < roles.size(); ++i) {
+      if (!roles[i].answered && roles[i].held_writable) t.writable.push_back(i);
+    }
+    std::sort(t.writable.begin(), t.writable.end());
   }
   if (t.writable.size() == 1) {
     t.state = TopologyState::kOk;

@@ -28,6 +28,11 @@ struct ServerRole {
   // The IO thread is connected (Slave_IO_Running: Yes): only then is source_server_id the id of
   // the server it names. After CHANGE MASTER it keeps the old source's id until it connects.
   bool source_connected = false;
+  // No answer, but writable and replicating from nobody at an answer shortly before, and the
+  // silence began with a probe that timed out (hung, or cut off from lagwatch while clients may
+  // still reach it: agent/role_report.h). It may still be taking writes: it keeps another
+  // writable server from being taken for the primary (ambiguous), but is never taken itself.
+  bool held_writable = false;
 
   bool operator==(const ServerRole&) const = default;
 };
@@ -53,7 +58,8 @@ struct Topology {
 };
 
 // Decides from every configured server's role. A server counts only once it has answered, said
-// whether it is read-only and whether it replicates.
+// whether it is read-only and whether it replicates; one held writable (ServerRole) counts only
+// beside another writable server, against it.
 Topology DecideTopology(const std::vector<ServerRole>& roles);
 
 // How a replica's data relates to the primary's.

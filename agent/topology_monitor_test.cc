@@ -39,6 +39,27 @@ struct Fixture {
       }};
 };
 
+TEST_CASE("topology: a split brain stays ambiguous while the primary's probe times out") {
+  Fixture f;
+  f.monitor.Report(Role(1, false));
+  f.monitor.Report(Role(3, true, 1));
+  f.monitor.Report(Role(2, false));  // promoted while 1 is still writable
+  CHECK(f.monitor.ViewOf(E(1).Id()).state == TopologyState::kAmbiguous);
+  // 1 answers no more in time: held writable, so 2 is not taken for the primary.
+  ServerRole quiet = Role(1, false);
+  quiet.answered = false;
+  quiet.read_only.reset();
+  quiet.held_writable = true;
+  f.monitor.Report(quiet);
+  CHECK(f.moves.empty());
+  CHECK(f.monitor.ViewOf(E(2).Id()).state == TopologyState::kAmbiguous);
+  // The hold ends (1 silent past it, or down): 2 is the primary.
+  quiet.held_writable = false;
+  f.monitor.Report(quiet);
+  CHECK(f.moves == std::vector<Endpoint>{E(2)});
+  CHECK(f.monitor.primary() == E(2));
+}
+
 TEST_CASE("topology: the configured primary confirmed, then a switchover moves it once") {
   Fixture f;
   f.monitor.Report(Role(2, true, 1));

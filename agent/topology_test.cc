@@ -67,6 +67,25 @@ TEST_CASE("two writable servers are ambiguous: a split brain is never resolved b
   CHECK(t.writable == std::vector<size_t>{0, 1});
 }
 
+TEST_CASE("a split brain does not end when one side stops answering in time") {
+  // 1 and 2 both writable; 1's probe times out: it is held writable, and still counts against 2.
+  ServerRole quiet = Primary(1);
+  quiet.answered = false;
+  quiet.held_writable = true;
+  Topology t = DecideTopology({quiet, Primary(2), ReplicaOf(3, 1)});
+  CHECK(t.state == TopologyState::kAmbiguous);
+  CHECK(t.writable == std::vector<size_t>{0, 1});
+  // Held alone it is not the primary (nothing answered writable): unknown, as before.
+  t = DecideTopology({quiet, ReplicaOf(2, 1), ReplicaOf(3, 1)});
+  CHECK(t.state == TopologyState::kUnknown);
+  CHECK(t.writable.empty());
+  // Once no longer held (down, or silent past the hold), the other is the primary.
+  quiet.held_writable = false;
+  t = DecideTopology({quiet, Primary(2), ReplicaOf(3, 1)});
+  CHECK(t.state == TopologyState::kOk);
+  CHECK(t.primary == size_t{1});
+}
+
 TEST_CASE("a writable replica is not taken for the primary, and is named") {
   ServerRole careless = ReplicaOf(2, 1);
   careless.read_only = false;  // read_only forgotten on a replica
