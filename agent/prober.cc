@@ -435,7 +435,8 @@ void ReplicaProber::OnFollow() {
 
 std::optional<MonoTime> ReplicaProber::NextCrossing() const {
   return CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(),
-                           CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)));
+                           CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)),
+                           probe_started_);
 }
 
 void ReplicaProber::ArmCrossing() {

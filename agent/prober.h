@@ -141,7 +141,8 @@ class ReplicaProber {
   void RecordWindows(const Assessment& a, const Judgement& j);
   void ScheduleNext();
   // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight,
-  // a timer at the moment the bound passes the next limit (plus the grace); OnCrossing publishes
+  // a timer at the moment the bound passes the next limit (plus what is left of the grace for the
+  // probe in flight); OnCrossing publishes
   // the verdict the bound alone gives, without waiting for the answer or its timeout. At the
   // crossing the bound is first advanced by what the primary did since the last answer
   // (ReplicaJudge::Advance); if that moves the crossing later, the timer waits for it.

@@ -33,10 +33,11 @@ Millis PreCrossingLead(Micros slowest_rtt, Millis interval) {
 }
 
 std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
-                                          int64_t reported_ms, Millis grace) {
+                                          int64_t reported_ms, Millis grace, MonoTime sent) {
   for (int64_t limit : limits_ms) {
     if (reported_ms > limit) continue;
-    return fresh_at + Millis(limit) + grace;
+    const MonoTime crossing = fresh_at + Millis(limit);
+    return std::max(crossing, std::min(crossing + grace, sent + 2 * grace));
   }
   return std::nullopt;
 }

@@ -49,11 +49,14 @@ Millis PreCrossingLead(Micros slowest_rtt, Millis interval);
 // is "over" whatever the replica will answer about the time before, so it is published at the
 // crossing, not at the probe's timeout (a hung replica's answer never comes). `grace` is how long
 // an answer merely on its way is waited for: at zero lag the probe that stands in for the tick is
-// sent just after the crossing and answers a round trip later (CrossingGrace).
+// sent just after the crossing and answers a round trip later (CrossingGrace). A probe sent
+// `sent` more than twice the grace before the crossing is not on its way (a hung replica): its
+// answer is not waited for past the crossing, or only until twice the grace after it was sent.
 // Returns when the verdict is due: the first of `limits_ms` (ascending) that `reported_ms` (the
-// upper bound last published) is not over yet, crossed, plus `grace`; nullopt when none is left.
+// upper bound last published) is not over yet, crossed, plus `grace` or what is left of it;
+// nullopt when none is left.
 std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
-                                          int64_t reported_ms, Millis grace);
+                                          int64_t reported_ms, Millis grace, MonoTime sent);
 
 // With probe.after_commit_ms (`after`): when to probe so that the replica's published position
 // shows the newest transaction the binary log stream delivered (its first event arrived at

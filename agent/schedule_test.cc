@@ -98,15 +98,26 @@ TEST_CASE("ticks are moved to just after a position sample, backwards only by th
 }
 
 TEST_CASE("a verdict is due at the first limit not yet reported over, after the grace") {
-  // Fresh at 1000, last published bound 5 ms: 200 ms is crossed at 1200, verdict at 1205.
-  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(5)) == T(1205));
+  // Fresh at 1000, last published bound 5 ms, the probe sent at 1195: 200 ms is crossed at 1200,
+  // verdict at 1205.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(5), T(1195)) == T(1205));
   // Already published over 200 ms (a lagging replica): the next verdict is at 1000 ms.
-  CHECK(CrossingVerdictAt(T(1000), kLimits, 230, Millis(5)) == T(2005));
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 230, Millis(5), T(1995)) == T(2005));
   // Exactly at a limit is not over it.
-  CHECK(CrossingVerdictAt(T(1000), kLimits, 200, Millis(5)) == T(1205));
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 200, Millis(5), T(1195)) == T(1205));
   // Over every limit: nothing left to cross.
-  CHECK_FALSE(CrossingVerdictAt(T(1000), kLimits, 1500, Millis(5)).has_value());
-  CHECK_FALSE(CrossingVerdictAt(T(1000), {}, 0, Millis(5)).has_value());
+  CHECK_FALSE(CrossingVerdictAt(T(1000), kLimits, 1500, Millis(5), T(1195)).has_value());
+  CHECK_FALSE(CrossingVerdictAt(T(1000), {}, 0, Millis(5), T(1195)).has_value());
+}
+
+TEST_CASE("a probe long in flight at the crossing is not waited for: the verdict is at it") {
+  // Grace 20 ms. Sent 100 ms before the crossing (a hung replica): at the crossing.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(20), T(1100)) == T(1200));
+  // Sent 30 ms before: twice the grace after it was sent, 10 ms past the crossing.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(20), T(1170)) == T(1210));
+  // Sent at the crossing, or after: the whole grace.
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(20), T(1200)) == T(1220));
+  CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(20), T(1210)) == T(1220));
 }
 
 TEST_CASE("the grace is twice the slowest recent round trip, within its floor and the timeout") {
