@@ -1376,6 +1376,39 @@ json SuspectRecords(const Scenario& s, const std::vector<LagwatchRecord>& record
   return out;
 }
 
+// Evidence for the report: the lagwatch records of scenario `s` furthest over the truth (up to
+// 8, largest first, those over it by more than 10 ms), with the state, the bounds and the truth;
+// times in s from the scenario's start. Where an error p99 comes from.
+json LargestOver(const Scenario& s, const std::vector<LagwatchRecord>& records, const Truth& t) {
+  std::vector<std::pair<double, const LagwatchRecord*>> over;
+  for (const auto& r : records) {
+    if (r.missing) continue;
+    const int64_t at = r.measured_at_ms * 1000;
+    if (at < s.from_us || at >= s.to_us) continue;
+    const auto lo = t.At(at);
+    if (!lo) continue;
+    const double err = r.delay_ms - static_cast<double>(*lo) / 1000.0;
+    if (err > 10.0) over.emplace_back(err, &r);
+  }
+  std::sort(over.begin(), over.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  json out = json::array();
+  for (size_t i = 0; i < over.size() && i < 8; ++i) {
+    const LagwatchRecord& r = *over[i].second;
+    const int64_t at = r.measured_at_ms * 1000;
+    const auto up = t.Upper(at);
+    out.push_back(
+        {{"error_ms", over[i].first},
+         {"measured_s", static_cast<double>(at - s.from_us) / 1e6},
+         {"delay_ms", r.delay_ms},
+         {"delay_lower_ms", r.delay_lower_ms},
+         {"state", r.state},
+         {"truth_ms", static_cast<double>(*t.At(at)) / 1000.0},
+         {"truth_upper_ms", up ? json(static_cast<double>(*up) / 1000.0) : json(nullptr)}});
+  }
+  return out;
+}
+
 // One system's measures for one server in scenario `s`: `records` are a lagwatch agent's (null
 // for the other systems).
 json ServerJson(const Scenario& s, const std::vector<Report>& reports,
@@ -1432,6 +1465,7 @@ json ServerJson(const Scenario& s, const std::vector<Report>& reports,
     r["key"] = KeyJson(ComputeKeyStats(*records, t, s.from_us, s.to_us, kFarFromLimitUs));
     r["healthy_over_limit"] = CountHealthyOverLimit(*records, s.from_us, s.to_us);
     if (s.table == "move") r["suspect_records"] = SuspectRecords(s, *records, t);
+    r["largest_over_truth"] = LargestOver(s, *records, t);
   }
   return r;
 }
