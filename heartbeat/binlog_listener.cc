@@ -30,6 +30,11 @@ constexpr int kReadTimeoutSeconds = 5;
 constexpr Millis kFirstBackoff(100);
 constexpr Millis kMaxBackoff(5000);
 constexpr Millis kRefusedBackoff(30000);
+// Until the sampler has chosen what to compare (at start, and on a new primary), the listener
+// looks again after this, doubling up to kKindPatience: on a move the sampler asks the new
+// primary within ms, and the stream should start there as soon, not 100 ms later.
+constexpr Millis kFirstKindWait(5);
+constexpr Millis kKindPatience(100);
 constexpr Millis kReportEvery(1000);
 
 void Put(std::string& out, uint64_t v, int width) {
@@ -297,6 +302,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
 void BinlogListener::Run(std::stop_token stop) {
   std::stop_callback on_stop(stop, [this] { Interrupt(); });
   Millis backoff = kFirstBackoff;
+  Millis kind_wait = kFirstKindWait;
   while (!stop.stop_requested()) {
     MysqlTarget target;
     uint64_t generation = 0;
@@ -317,7 +323,13 @@ void BinlogListener::Run(std::stop_token stop) {
       if (st.ok()) st = Status::Unavailable("the stream ended");
     }
     if (started) backoff = kFirstBackoff;
-    Millis wait = Millis(100);
+    Millis wait = kKindPatience;
+    if (!kind) {
+      wait = kind_wait;
+      kind_wait = std::min(kind_wait * 2, kKindPatience);
+    } else {
+      kind_wait = kFirstKindWait;
+    }
     if (kind && *kind != PositionsKind::kNone && st.code() != Status::Code::kCancelled) {
       const char* reason = ReasonOf(st, server_errno);
       sink_->StreamFailed(reason, st);
