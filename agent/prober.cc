@@ -406,6 +406,7 @@ void ReplicaProber::ScheduleNext() {
   planned_ = std::max(now, planned_);
   timer_ = loop_->At(planned_, [this] { OnTick(); });
   ArmFollow();
+  ArmCrossing();  // a replica proven lagging: its verdict at the crossing, before the next probe
 }
 
 std::optional<MonoTime> ReplicaProber::FollowAt() const {
@@ -434,14 +435,22 @@ void ReplicaProber::OnFollow() {
 }
 
 std::optional<MonoTime> ReplicaProber::NextCrossing() const {
-  return CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(),
-                           CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)),
+  // With no probe in flight (a replica proven lagging) there is no answer to wait for.
+  const Millis grace =
+      in_flight_ ? CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)) : Millis(0);
+  return CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(), grace,
                            probe_started_);
+}
+
+bool ReplicaProber::ProvenLagging() const {
+  return judge_.bounds() &&
+         lagwatch::ProvenLagging(judge_.bounds()->lower, limits_ms_, judge_.judged_delay_ms());
 }
 
 void ReplicaProber::ArmCrossing() {
   CancelCrossing();
   if (acting_primary_ || !judge_.has_fresh_bound()) return;
+  if (!in_flight_ && !ProvenLagging()) return;
   const auto at = NextCrossing();
   if (!at) return;
   crossing_timer_ = loop_->At(std::max(*at, clock_.Now()), [this] { OnCrossing(); });
@@ -462,7 +471,7 @@ Micros ReplicaProber::SlowestRecentRtt() const {
 
 void ReplicaProber::OnCrossing() {
   crossing_timer_ = 0;
-  if (!in_flight_ || !judge_.has_fresh_bound()) return;
+  if (!judge_.has_fresh_bound() || (!in_flight_ && !ProvenLagging())) return;
   const MonoTime now = clock_.Now();
   if (session_.AnswerWaiting()) {
     // The answer is here and the loop, not the replica, is late: it is read next, and decides.
@@ -486,7 +495,7 @@ void ReplicaProber::OnCrossing() {
   Metric().lag_lower_seconds.Set(0);
   Metric().healthy.Set(j.record.healthy ? 1 : 0);
   Metric().SetState(j.record.state);
-  PublishVerdict(j, " (no answer yet at the crossing)");
+  PublishVerdict(j, in_flight_ ? " (no answer yet at the crossing)" : " (at the crossing)");
   {
     std::lock_guard lock(mu_);
     view_.state = j.record.state;

@@ -140,13 +140,17 @@ class ReplicaProber {
   void PublishVerdict(const Judgement& j, const std::string& why);
   void RecordWindows(const Assessment& a, const Judgement& j);
   void ScheduleNext();
-  // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight,
+  // Verdicts at the crossing (agent/schedule.h, CrossingVerdictAt): while a probe is in flight, or
+  // while the last answer proved the replica lagging (ProvenLagging: then at the crossing itself),
   // a timer at the moment the bound passes the next limit (plus what is left of the grace for the
   // probe in flight); OnCrossing publishes
   // the verdict the bound alone gives, without waiting for the answer or its timeout. At the
   // crossing the bound is first advanced by what the primary did since the last answer
   // (ReplicaJudge::Advance); if that moves the crossing later, the timer waits for it.
   std::optional<MonoTime> NextCrossing() const;  // REQUIRES: judge_.has_fresh_bound()
+  // The last answer proved the replica lagging toward its next limit (agent/schedule.h): its
+  // crossing is published from the timer even with no probe in flight.
+  bool ProvenLagging() const;
   // What the replica's own binary log proves it applied (nothing without witnesses_).
   std::optional<AppliedProof> Witnessed() const;
   void ArmCrossing();

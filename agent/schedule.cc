@@ -42,6 +42,14 @@ std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<i
   return std::nullopt;
 }
 
+bool ProvenLagging(Micros lower, const std::vector<int64_t>& limits_ms, int64_t reported_ms) {
+  for (int64_t limit : limits_ms) {
+    if (reported_ms > limit) continue;
+    return lower >= Millis(limit) / 2;
+  }
+  return false;
+}
+
 Millis CrossingGrace(Micros slowest_rtt, Millis timeout) {
   const Millis twice = std::chrono::ceil<Millis>(2 * slowest_rtt);
   return std::min(std::max(twice, kMinCrossingGrace), std::max(timeout, kMinCrossingGrace));

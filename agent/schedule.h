@@ -66,6 +66,14 @@ std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<i
 // `after` past the arrival or later: it has looked already.
 std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start, Millis after);
 
+// Whether the last answer proved the replica at least half the next limit behind (`lower`, its
+// lower bound; the next limit is the first of `limits_ms` that `reported_ms` is not over). Such
+// a replica is not at zero lag: its bound crossing that limit is not a probe a few ms late, and
+// the verdict is published at the crossing itself, with or without a probe in flight, instead of
+// at the answer of the probe sent just past it (a round trip and the write to Redis later, by
+// which time an exact bound's truth has crossed too).
+bool ProvenLagging(Micros lower, const std::vector<int64_t>& limits_ms, int64_t reported_ms);
+
 // Twice the slowest of the replica's recent round trips (`slowest_rtt`), at least
 // kMinCrossingGrace and at most `timeout`.
 // The floor is what a busy host may add to a round trip (a scheduler's slice, a server's thread

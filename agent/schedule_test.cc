@@ -120,6 +120,20 @@ TEST_CASE("a probe long in flight at the crossing is not waited for: the verdict
   CHECK(CrossingVerdictAt(T(1000), kLimits, 5, Millis(20), T(1210)) == T(1220));
 }
 
+TEST_CASE(
+    "a replica proven half the next limit behind is lagging: its verdict is at the crossing") {
+  // Last published 150 ms: the next limit is 200; proven 100 ms behind is half of it.
+  CHECK(ProvenLagging(Millis(100), kLimits, 150));
+  CHECK_FALSE(ProvenLagging(Micros(99'999), kLimits, 150));
+  // At zero lag (a bound a few ms old at every probe) it is not.
+  CHECK_FALSE(ProvenLagging(Micros(0), kLimits, 5));
+  // Over 200 already: the next limit is 1,000.
+  CHECK_FALSE(ProvenLagging(Millis(300), kLimits, 250));
+  CHECK(ProvenLagging(Millis(500), kLimits, 600));
+  // Over every limit: nothing to cross.
+  CHECK_FALSE(ProvenLagging(Millis(5000), kLimits, 1500));
+}
+
 TEST_CASE("the grace is twice the slowest recent round trip, within its floor and the timeout") {
   CHECK(CrossingGrace(Micros(400), Millis(150)) == kMinCrossingGrace);
   CHECK(CrossingGrace(Micros(0), Millis(150)) == kMinCrossingGrace);
