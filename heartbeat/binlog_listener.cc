@@ -266,7 +266,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       ended = step.status();
       break;
     }
-    if (step->alive) stream_->Alive(token, now);
+    if (step->alive) stream_->Alive(token, now, step->heartbeat);
     if (step->position) {
       std::optional<std::pair<uint64_t, uint64_t>> commit_us;
       if (step->mysql_gtid && step->mysql_gtid->original_commit_us) {

@@ -147,6 +147,7 @@ TEST_CASE("the stream's bound is left out where it contradicts the samples' lowe
   // fresh as of 2099 by it, yet the samples prove it lacked 0-1-8 since 2051.
   StreamHistory stream;
   const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Alive(token, T(1960), /*heartbeat=*/true);  // caught up
   stream.Transaction(token, P("0-1-8"), T(2100));
   stream.Alive(token, T(2100));
   LagBounds b = Estimate(Probe(2110, 2112, 4, "0-1-7"), log, history, &stream);
@@ -167,6 +168,7 @@ TEST_CASE("the stream's bound is published where it is tighter, and not while it
   // The stream: 0-1-8 arrived at 2080, a heartbeat at 2108.
   StreamHistory stream;
   const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Alive(token, T(1960), /*heartbeat=*/true);  // caught up
   stream.Transaction(token, P("0-1-8"), T(2080));
   stream.Alive(token, T(2080));
   stream.Alive(token, T(2108));
@@ -197,6 +199,7 @@ TEST_CASE("relocate: a replica that stops answering is bounded from what it lack
   for (int t = 1900; t <= 1950; t += 50) history.Add(P("0-1-7"), T(t), T(t + 1));
   StreamHistory stream;
   const uint64_t token = stream.Begin(P("0-1-7"), T(1950));
+  stream.Alive(token, T(1960), /*heartbeat=*/true);  // caught up
   stream.Alive(token, T(2000));
   // The replica answered at 2002 with 0-1-7 (everything), then hung.
   LagBounds kept = Estimate(Probe(2000, 2002, 3, "0-1-7"), log, history, &stream);

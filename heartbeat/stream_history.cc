@@ -12,6 +12,7 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
   running_ = true;
   incomparable_ = false;
   began_ = at;
+  caught_up_ = false;
   last_alive_ = at;
   last_transaction_.reset();
   runs_.clear();
@@ -26,6 +27,20 @@ void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
   const Micros lag = std::max(Micros(0), std::chrono::duration_cast<Micros>(delivered - sent));
   lags_.push_back({sent, lag});
   while (!lags_.empty() && lags_.front().sent < sent - options_.lag_window) lags_.pop_front();
+  // A sample sent since the stream began, delivered by a transaction after its start: the dump
+  // thread had passed the start and sent what was written before the sample.
+  if (!caught_up_ && sent >= began_ && delivered > began_) CatchUp(delivered);
+}
+
+void StreamHistory::CatchUp(MonoTime upto) {
+  // What arrived by `upto` may have come late (a dump thread reads the binary log up to the
+  // position asked for before it sends what follows), by more than any D measured: the newest of
+  // it stays, as the first run, and a replica that lacks any of it is behind every run (no
+  // stream bound). What arrives from now on bounds as usual.
+  caught_up_ = true;
+  auto after = std::partition_point(runs_.begin(), runs_.end(),
+                                    [&](const Run& run) { return run.first_arrival <= upto; });
+  if (after != runs_.begin()) runs_.erase(runs_.begin(), std::prev(after));
 }
 
 void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime first_arrival,
@@ -51,10 +66,12 @@ void StreamHistory::Transaction(uint64_t token, const Position& after, MonoTime 
   }
 }
 
-void StreamHistory::Alive(uint64_t token, MonoTime at) {
+void StreamHistory::Alive(uint64_t token, MonoTime at, bool heartbeat) {
   std::lock_guard lock(mu_);
   if (token != token_ || !running_) return;
   if (!last_alive_ || at > *last_alive_) last_alive_ = at;
+  // The dump thread sends a heartbeat only at the end of the binary log: it has caught up.
+  if (heartbeat && !caught_up_) CatchUp(at);
 }
 
 void StreamHistory::Stop(uint64_t token) {
@@ -67,6 +84,7 @@ void StreamHistory::Reset() {
   ++token_;
   running_ = false;
   incomparable_ = false;
+  caught_up_ = false;
   last_alive_.reset();
   last_transaction_.reset();
   runs_.clear();
@@ -114,7 +132,7 @@ StreamHistory::State StreamHistory::StateLocked(MonoTime now) const {
     s.why_not = stream_reason::kDown;
   } else if (incomparable_) {
     s.why_not = stream_reason::kIncomparable;
-  } else if (!pending_.empty() && now - pending_.front().sent > options_.max_lag) {
+  } else if (!caught_up_ || (!pending_.empty() && now - pending_.front().sent > options_.max_lag)) {
     s.why_not = stream_reason::kBehind;
   } else if (d > options_.max_lag) {
     s.why_not = stream_reason::kSlow;

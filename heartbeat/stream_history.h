@@ -16,11 +16,14 @@
 // D is measured, not assumed: a sample sent at `t` read a position P that holds everything
 // written before t; the stream delivered P at A(P), so everything written before t arrived by
 // A(P), a lag of A(P) − t. D is the largest lag in a sliding window, never less than a floor.
-// The stream is usable only while it keeps that promise: alive recently, no sample waiting
-// longer than the largest lag it may have, D itself under that limit, started on this primary
-// and not broken. When it is not, it gives no bounds (the sampler's stand, at once), says why,
-// and comes back only when all of that holds again, which after a lag spike means once the
-// spike has left the window.
+// The stream is usable only while it keeps that promise: caught up since it began (a heartbeat
+// event, or a sample sent after its start delivered by a transaction after it: until then what
+// arrives may be a backlog the dump thread reads out of the binary log, later than D says, and
+// once caught up that backlog counts as its newest transaction), alive recently, no sample waiting
+// longer than the largest lag it may have, D itself under that limit, started on this primary and
+// not broken. When it is not, it gives no bounds (the sampler's stand, at once), says why, and
+// comes back only when all of that holds again, which after a lag spike means once the spike has
+// left the window.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +52,8 @@ struct StreamHistoryOptions {
 namespace stream_reason {
 inline constexpr const char* kDown = "down";      // not started on this primary, or stopped
 inline constexpr const char* kSilent = "silent";  // no sign of life within alive_within
-inline constexpr const char* kBehind = "behind";  // a sample waits longer than max_lag
+inline constexpr const char* kBehind = "behind";  // a sample waits longer than max_lag, or
+                                                  // not caught up since Begin
 inline constexpr const char* kSlow = "slow";      // D over max_lag (a lag spike in window)
 inline constexpr const char* kIncomparable = "incomparable";  // a sample it cannot compare
 }  // namespace stream_reason
@@ -69,8 +73,8 @@ class StreamHistory {
   // kept for the API and never compared with the agent's clock.
   void Transaction(uint64_t token, const Position& after, MonoTime first_arrival,
                    std::optional<std::pair<uint64_t, uint64_t>> commit_us = std::nullopt);
-  // A heartbeat, or a transaction's first event, arrived at `at`.
-  void Alive(uint64_t token, MonoTime at);
+  // A heartbeat (`heartbeat`), or a transaction's first event, arrived at `at`.
+  void Alive(uint64_t token, MonoTime at, bool heartbeat = false);
   // Stream `token` stopped (cut, refused, bad input); Begin starts the next.
   void Stop(uint64_t token);
   // The primary changed: forgets everything; Begin on the new one starts again.
@@ -126,18 +130,22 @@ class StreamHistory {
   // Locate's work under mu_ (takes it).
   Bounds LocateLocked(const Position& replica_pos, MonoTime now, const char** fell) const;
   void AddLag(MonoTime sent, MonoTime delivered);  // REQUIRES: mu_ held
+  // The stream has caught up by `upto` (a heartbeat, or a sample sent since Begin delivered by
+  // a transaction after the start): what arrived by then is one run. REQUIRES: mu_ held
+  void CatchUp(MonoTime upto);
 
   const StreamHistoryOptions options_;
   mutable std::mutex mu_;
-  uint64_t token_ = 0;                                      // GUARDED_BY(mu_)
-  bool running_ = false;                                    // GUARDED_BY(mu_)
-  bool incomparable_ = false;                               // GUARDED_BY(mu_)
-  MonoTime began_;                                          // GUARDED_BY(mu_)
-  std::optional<MonoTime> last_alive_;                      // GUARDED_BY(mu_)
-  std::optional<MonoTime> last_transaction_;                // GUARDED_BY(mu_)
-  std::deque<Run> runs_;                                    // GUARDED_BY(mu_), oldest first
-  std::deque<Pending> pending_;                             // GUARDED_BY(mu_), oldest first
-  std::deque<Lag> lags_;                                    // GUARDED_BY(mu_), oldest first
+  uint64_t token_ = 0;                        // GUARDED_BY(mu_)
+  bool running_ = false;                      // GUARDED_BY(mu_)
+  bool incomparable_ = false;                 // GUARDED_BY(mu_)
+  bool caught_up_ = false;                    // GUARDED_BY(mu_): since Begin (CatchUp)
+  MonoTime began_;                            // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_alive_;        // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_transaction_;  // GUARDED_BY(mu_)
+  std::deque<Run> runs_;                      // GUARDED_BY(mu_), oldest first
+  std::deque<Pending> pending_;               // GUARDED_BY(mu_), oldest first
+  std::deque<Lag> lags_;                      // GUARDED_BY(mu_), oldest first
   std::optional<std::pair<uint64_t, uint64_t>> commit_us_;  // GUARDED_BY(mu_)
   mutable bool was_usable_ = false;                         // GUARDED_BY(mu_)
   mutable std::map<std::string, uint64_t> fallbacks_;       // GUARDED_BY(mu_)

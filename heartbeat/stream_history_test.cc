@@ -41,9 +41,10 @@ TEST_CASE("a replica lacking a transaction is fresh until its first event's arri
   auto b = s.h.Locate(Seq(11), At(1195));
   REQUIRE(b.fresh_at);
   CHECK(*b.fresh_at == At(1149));
-  // Behind every transaction since the start: fresh until the first one arrived.
+  // Lacking part of what arrived before the stream had caught up (the sample at 1,140): what
+  // came then may have come late, so no bound from its arrival.
   b = s.h.Locate(Seq(10), At(1195));
-  CHECK(*b.fresh_at == At(1099));
+  CHECK(!b.fresh_at);
   // Before the stream's start: nothing to say.
   b = s.h.Locate(Seq(9), At(1195));
   CHECK(!b.fresh_at);
@@ -108,7 +109,8 @@ TEST_CASE("a sample of another kind makes the stream incomparable until it begin
   Stream s;
   s.h.CheckSample(Position(BinlogCoords{"mysql-bin", 1, 400}), At(1160));
   CHECK(std::string(s.h.StateAt(At(1165)).why_not) == stream_reason::kIncomparable);
-  s.h.Begin(Seq(20), At(2000));
+  const uint64_t next = s.h.Begin(Seq(20), At(2000));
+  s.h.Alive(next, At(2000), /*heartbeat=*/true);
   CHECK(s.h.StateAt(At(2001)).usable);
   CHECK(s.h.Locate(Position(BinlogCoords{"mysql-bin", 1, 400}), At(2001)).incomparable);
 }
@@ -119,8 +121,46 @@ TEST_CASE("a sample sent before the stream began is not a measure of it") {
   h.CheckSample(Seq(11), At(990));
   h.Transaction(t, Seq(11), At(1200));
   h.Alive(t, At(1200));
-  CHECK(h.StateAt(At(1201)).usable);
-  CHECK(h.StateAt(At(1201)).delivery_bound == Micros(1000));
+  CHECK_FALSE(h.StateAt(At(1201)).usable);  // nor a proof that it has caught up
+  h.CheckSample(Seq(11), At(1201));
+  CHECK(h.StateAt(At(1202)).usable);
+  CHECK(h.StateAt(At(1202)).delivery_bound == Micros(1000));
+}
+
+TEST_CASE("a stream is used once it caught up: a sample sent since it began, or a heartbeat") {
+  StreamHistory h;
+  const uint64_t t = h.Begin(Seq(10), At(1000));
+  // The dump thread reads the binary log up to the start before it sends what follows: 0-1-11
+  // arrives at 1,030, perhaps written at 1,001.
+  h.Transaction(t, Seq(11), At(1030));
+  h.Alive(t, At(1030));
+  CHECK(std::string(h.StateAt(At(1031)).why_not) == stream_reason::kBehind);
+  CHECK_FALSE(h.Locate(Seq(10), At(1031)).fresh_at);
+  // A sample sent at 1,040 read 0-1-12, which arrives at 1,060: caught up, D 20 ms.
+  h.CheckSample(Seq(12), At(1040));
+  h.Transaction(t, Seq(12), At(1060));
+  h.Alive(t, At(1060));
+  const auto st = h.StateAt(At(1061));
+  CHECK(st.usable);
+  CHECK(st.delivery_bound == Millis(20));
+  // What came by then is one run, 0-1-12: a replica that lacks part of it has no stream bound,
+  // one that has it is fresh as of its arrival less D (the sample's send time, at the latest).
+  CHECK_FALSE(h.Locate(Seq(11), At(1061)).fresh_at);
+  CHECK(*h.Locate(Seq(12), At(1061)).fresh_at == At(1040));
+  // What arrives from now on bounds as usual.
+  h.Transaction(t, Seq(13), At(1080));
+  h.Alive(t, At(1080));
+  CHECK(*h.Locate(Seq(12), At(1085)).fresh_at == At(1060));
+  CHECK(*h.Locate(Seq(13), At(1085)).fresh_at == At(1060));
+  // A sample that read the start proves nothing (the dump thread may not have reached it), a
+  // heartbeat event does (it is sent only at the end of the binary log).
+  StreamHistory idle;
+  const uint64_t i = idle.Begin(Seq(10), At(1000));
+  idle.CheckSample(Seq(10), At(1005));
+  CHECK_FALSE(idle.StateAt(At(1006)).usable);
+  idle.Alive(i, At(1010), /*heartbeat=*/true);
+  CHECK(idle.StateAt(At(1011)).usable);
+  CHECK(*idle.Locate(Seq(10), At(1011)).fresh_at == At(1009));
 }
 
 TEST_CASE("MySQL's commit timestamps of the last transaction are kept as they came, per stream") {
