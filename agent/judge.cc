@@ -36,6 +36,14 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.max_delay_ms = tier_.max_delay_ms;
   Assessment a = Assess(in, log, history, stream);
   bounds_ = a.bounds;
+  if (a.measured && a.bounds) {
+    // Falling behind at half real time or more since the answer before: lag that grows.
+    const Micros lower = a.bounds->lower;
+    const auto since = std::chrono::duration_cast<Micros>(a.obs.received - last_lower_at_);
+    lag_growing_ = last_lower_ && lower > *last_lower_ && 2 * (lower - *last_lower_) >= since;
+    last_lower_ = lower;
+    last_lower_at_ = a.obs.received;
+  }
   if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   if (a.server_id) server_id_ = a.server_id;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
@@ -137,7 +145,7 @@ std::optional<Judgement::Notice> ReplicaJudge::ChannelNotice(const Assessment& a
 }
 
 void ReplicaJudge::StartOver() {
-  bounds_.reset();
+  ForgetBounds();
   applied_.reset();
   chained_ = false;
   health_.Reset();

@@ -118,7 +118,11 @@ class ReplicaJudge {
   // forgotten; the last verdict is kept so that the next one still reports a change.
   void StartOver();
   // Its server is the primary: its own freshness is no bound as a replica.
-  void ForgetBounds() { bounds_.reset(); }
+  void ForgetBounds() {
+    bounds_.reset();
+    last_lower_.reset();
+    lag_growing_ = false;
+  }
   // A new connection (maybe to another server) or another positions kind: the position read
   // before proves nothing now.
   void ForgetApplied() {
@@ -128,6 +132,9 @@ class ReplicaJudge {
 
   const std::optional<LagBounds>& bounds() const { return bounds_; }
   bool has_fresh_bound() const { return bounds_ && bounds_->fresh_at; }
+  // The last two answers' lower bounds grew by at least half the time between them: the replica
+  // is falling behind (a stalled applier), not catching up or holding a steady lag.
+  bool lag_growing() const { return lag_growing_; }
   // The upper bound the last verdict judged (the crossings are scheduled from it).
   int64_t judged_delay_ms() const { return judged_delay_ms_; }
   const ReplicationStatus& status() const { return status_; }
@@ -159,6 +166,9 @@ class ReplicaJudge {
   // The channel the last status poll judged (channel_match kOnly: one channel, nothing to say).
   std::pair<std::string, ChannelMatch> channel_{"", ChannelMatch::kOnly};
   uint64_t last_seq_ = 0;
+  std::optional<Micros> last_lower_;  // the last answer's lower bound (lag_growing)
+  MonoTime last_lower_at_{};          // ... and when it came
+  bool lag_growing_ = false;
   HealthTracker health_;
   HealthInput last_health_;  // the last probe's, which a crossing verdict starts from
   int64_t judged_delay_ms_ = 0;

@@ -146,6 +146,26 @@ TEST_CASE("judge: no answer bounds the replica from the first commit it lacks, n
   CHECK(back.verdict.healthy);
 }
 
+TEST_CASE("judge: lag grows while answers prove the replica further behind as fast as time") {
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Probe(judge, Primary(2100), Row(2120, 2122, "4", "0-1-4"));
+  CHECK_FALSE(judge.lag_growing());  // one answer says nothing of a trend
+  // Stuck at 0-1-4 while 0-1-5 (acknowledged at 2502) waits: 118, then 318 ms behind.
+  Probe(judge, Primary(2700), Row(2620, 2622, "4", "0-1-4"));
+  CHECK_FALSE(judge.lag_growing());  // from 0: grew 118 in 500 ms
+  Probe(judge, Primary(2900), Row(2820, 2822, "4", "0-1-4"));
+  CHECK(judge.lag_growing());
+  // It applied 0-1-5: 18 ms behind 0-1-6 now, catching up.
+  Probe(judge, Primary(3100), Row(3020, 3022, "5", "0-1-5"));
+  CHECK_FALSE(judge.lag_growing());
+  // A move forgets the trend.
+  Probe(judge, Primary(3300), Row(3220, 3222, "5", "0-1-5"));
+  Probe(judge, Primary(3400), Row(3320, 3322, "5", "0-1-5"));
+  REQUIRE(judge.lag_growing());
+  judge.StartOver();
+  CHECK_FALSE(judge.lag_growing());
+}
+
 TEST_CASE("judge: advancing an unanswered replica's bound moves it by what it lacks only") {
   ReplicaJudge judge(Replica(), Tier(), TestConfig());
   Probe(judge, Primary(2100), Row(2120, 2122, "4", "0-1-4"));

@@ -443,7 +443,7 @@ std::optional<MonoTime> ReplicaProber::NextCrossing() const {
 }
 
 bool ReplicaProber::ProvenLagging() const {
-  return judge_.bounds() &&
+  return judge_.bounds() && judge_.lag_growing() &&
          lagwatch::ProvenLagging(judge_.bounds()->lower, limits_ms_, judge_.judged_delay_ms());
 }
 

@@ -148,7 +148,8 @@ class ReplicaProber {
   // crossing the bound is first advanced by what the primary did since the last answer
   // (ReplicaJudge::Advance); if that moves the crossing later, the timer waits for it.
   std::optional<MonoTime> NextCrossing() const;  // REQUIRES: judge_.has_fresh_bound()
-  // The last answer proved the replica lagging toward its next limit (agent/schedule.h): its
+  // The last answer proved the replica lagging toward its next limit (agent/schedule.h), and its
+  // lag growing (a replica catching up is not: its bound at the crossing would be loose): its
   // crossing is published from the timer even with no probe in flight.
   bool ProvenLagging() const;
   // What the replica's own binary log proves it applied (nothing without witnesses_).

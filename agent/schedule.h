@@ -68,10 +68,11 @@ std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start
 
 // Whether the last answer proved the replica at least half the next limit behind (`lower`, its
 // lower bound; the next limit is the first of `limits_ms` that `reported_ms` is not over). Such
-// a replica is not at zero lag: its bound crossing that limit is not a probe a few ms late, and
-// the verdict is published at the crossing itself, with or without a probe in flight, instead of
-// at the answer of the probe sent just past it (a round trip and the write to Redis later, by
-// which time an exact bound's truth has crossed too).
+// a replica is not at zero lag: its bound crossing that limit is not a probe a few ms late. While
+// its lag also grows (ReplicaJudge::lag_growing), the verdict is published at the crossing
+// itself, with or without a probe in flight, instead of at the answer of the probe sent just past
+// it (a round trip and the write to Redis later, by which time an exact bound's truth has
+// crossed too).
 bool ProvenLagging(Micros lower, const std::vector<int64_t>& limits_ms, int64_t reported_ms);
 
 // Twice the slowest of the replica's recent round trips (`slowest_rtt`), at least
