@@ -294,7 +294,9 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       session_.positions(), history_->primary_server_id(),
       PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
                    Millis(config_.sampler_interval_ms)),
-      PrimarySource(), Witnessed()};
+      PrimarySource(),
+      // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
+      replies.reply.ok() ? std::nullopt : Witnessed()};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
   {
     std::lock_guard lock(mu_);
