@@ -166,11 +166,7 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
           ListenerOptions{std::move(target), initial_.binlog_stream.ServerId(initial_.agent_id),
                           kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); },
                           [this](const std::string& server, std::optional<AppliedProof> proof) {
-                            if (proof) {
-                              witnesses_.Set(server, std::move(*proof));
-                            } else {
-                              witnesses_.Clear(server);
-                            }
+                            witnesses_.Set(server, std::move(proof));
                           }},
           &positions_, &w->stream, w.get(), clock_);
       w->listener->Start();

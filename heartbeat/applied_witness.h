@@ -26,13 +26,14 @@ struct AppliedProof {
 
 class AppliedWitnesses {
  public:
-  void Set(const std::string& server, AppliedProof proof) {
+  // The server's newest proof, or nullopt: it has none now (ListenerOptions::applied's calls).
+  void Set(const std::string& server, std::optional<AppliedProof> proof) {
     std::lock_guard lock(mu_);
-    proofs_.insert_or_assign(server, std::move(proof));
-  }
-  void Clear(const std::string& server) {
-    std::lock_guard lock(mu_);
-    proofs_.erase(server);
+    if (proof) {
+      proofs_.insert_or_assign(server, std::move(*proof));
+    } else {
+      proofs_.erase(server);
+    }
   }
   // The server's proof, if its watch has one.
   std::optional<AppliedProof> Of(const std::string& server) const {
