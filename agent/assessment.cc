@@ -203,11 +203,9 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
     Bound(in, pos_text, polled, log, history, stream, &a);
   } else if (a.bounds && a.bounds->fresh_at) {
     // No answer: what the replica had at its last answer, or what its own binary log showed it
-    // applied since, against what the primary did since. Relocate never moves a bound earlier,
-    // so each can only help.
-    for (const auto* applied : {&in.previous_applied, &in.witnessed}) {
-      if (*applied) a.bounds = Relocate(*a.bounds, **applied, a.obs.received, history, stream);
-    }
+    // applied since, against what the primary did since.
+    a.bounds = RelocateFromKnown(*a.bounds, in.previous_applied, in.witnessed, a.obs.received,
+                                 history, stream);
   }
   FillHealth(in, log, history, &a);
   return a;

@@ -74,9 +74,9 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
 void ReplicaJudge::Advance(MonoTime now, const PositionHistory& history,
                            const StreamHistory* stream,
                            const std::optional<AppliedProof>& witnessed) {
-  if (!has_fresh_bound()) return;
-  if (applied_) bounds_ = Relocate(*bounds_, *applied_, now, history, stream);
-  if (auto w = Witnessed(witnessed)) bounds_ = Relocate(*bounds_, *w, now, history, stream);
+  if (has_fresh_bound()) {
+    bounds_ = RelocateFromKnown(*bounds_, applied_, Witnessed(witnessed), now, history, stream);
+  }
 }
 
 std::optional<Position> ReplicaJudge::Witnessed(const std::optional<AppliedProof>& proof) const {

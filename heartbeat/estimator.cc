@@ -115,4 +115,14 @@ LagBounds Relocate(const LagBounds& kept, const Position& applied, MonoTime now,
   return out;
 }
 
+LagBounds RelocateFromKnown(const LagBounds& kept, const std::optional<Position>& answered,
+                            const std::optional<Position>& witnessed, MonoTime now,
+                            const PositionHistory& history, const StreamHistory* stream) {
+  LagBounds out = kept;
+  for (const std::optional<Position>* applied : {&answered, &witnessed}) {
+    if (*applied) out = Relocate(out, **applied, now, history, stream);
+  }
+  return out;
+}
+
 }  // namespace lagwatch

@@ -76,4 +76,11 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
 LagBounds Relocate(const LagBounds& kept, const Position& applied, MonoTime now,
                    const PositionHistory& history, const StreamHistory* stream = nullptr);
 
+// Relocate from each position the replica is known to have applied, those it has: its last
+// answer's (`answered`) and what its own binary log proved since (`witnessed`,
+// heartbeat/applied_witness.h). Each can only move fresh_at later. REQUIRES: kept.fresh_at.
+LagBounds RelocateFromKnown(const LagBounds& kept, const std::optional<Position>& answered,
+                            const std::optional<Position>& witnessed, MonoTime now,
+                            const PositionHistory& history, const StreamHistory* stream = nullptr);
+
 }  // namespace lagwatch
