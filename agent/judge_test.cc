@@ -197,24 +197,23 @@ TEST_CASE("judge: an unanswered replica is bounded from what its own binary log 
         judge.Observe(NoAnswer(3020, 3170), context, Primary(3200).log, Primary(3200).history);
     return judge.Decide(std::move(a), true, W(3170));
   };
+  // The delay_ms a fresh judge publishes for the unanswered probe, given `proof` (after a new
+  // connection, with `reconnected`).
+  auto delay_with = [&](AppliedProof proof, bool reconnected = false) {
+    ReplicaJudge judge(Replica(), Tier(), TestConfig());
+    answer(judge);
+    if (reconnected) judge.ForgetApplied();
+    return unanswered(judge, std::move(proof)).record.delay_ms;
+  };
   // Its binary log showed 0-1-5 applied after the last answer: the first commit it may lack
   // is 0-1-6, so fresh at the 2950 sample, not at 2450.
-  ReplicaJudge judge(Replica(), Tier(), TestConfig());
-  answer(judge);
-  CHECK(unanswered(judge, AppliedProof{12, P("0-1-5")}).record.delay_ms == 3170 - 2950);
+  CHECK(delay_with({12, P("0-1-5")}) == 3170 - 2950);
   // A proof of another server (the probes' connection reached another one) proves nothing here.
-  ReplicaJudge other(Replica(), Tier(), TestConfig());
-  answer(other);
-  CHECK(unanswered(other, AppliedProof{13, P("0-1-5")}).record.delay_ms == 3170 - 2450);
+  CHECK(delay_with({13, P("0-1-5")}) == 3170 - 2450);
   // Nor once the connection that read the server id is gone.
-  ReplicaJudge reconnected(Replica(), Tier(), TestConfig());
-  answer(reconnected);
-  reconnected.ForgetApplied();
-  CHECK(unanswered(reconnected, AppliedProof{12, P("0-1-5")}).record.delay_ms == 3170 - 2100);
+  CHECK(delay_with({12, P("0-1-5")}, /*reconnected=*/true) == 3170 - 2100);
   // A proof behind the last answer never moves the bound back.
-  ReplicaJudge behind(Replica(), Tier(), TestConfig());
-  answer(behind);
-  CHECK(unanswered(behind, AppliedProof{12, P("0-1-3")}).record.delay_ms == 3170 - 2450);
+  CHECK(delay_with({12, P("0-1-3")}) == 3170 - 2450);
   // At a crossing too.
   ReplicaJudge crossing(Replica(), Tier(), TestConfig());
   answer(crossing);
