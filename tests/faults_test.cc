@@ -279,7 +279,10 @@ TEST_CASE("a hung replica is over its limit at the crossing, before its probe ti
     MESSAGE("healthy=0 at the crossing, " << events[0]["measured_at_ms"].get<int64_t>() - hung_at
                                           << " ms after the replica hung and " << before_timeout
                                           << " ms before the probe timed out");
-    CHECK(before_timeout >= 20);
+    // Strictly before: the verdict is the crossing's, not the timeout's. How long before depends
+    // on when the probe in flight was sent (a TSan run saw the hang land late after the answer,
+    // that probe sent 53 ms after the hang, and its timeout 4 ms after the crossing).
+    CHECK(before_timeout > 0);
   }
   CHECK(writes.Stop() == 0);
   CHECK(crossed);
