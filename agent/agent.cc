@@ -19,6 +19,10 @@ namespace {
 // only transactions; one sign of life a second keeps the 5 s read deadline far).
 constexpr int kWatchHeartbeatMs = 1000;
 
+Millis LagSpan(const Config& config) {
+  return Millis(std::max(1000, 2 * (config.binlog_stream.max_lag_ms + config.sampler_interval_ms)));
+}
+
 }  // namespace
 
 Agent::Agent(Config config, const Clock& clock)
@@ -30,7 +34,11 @@ Agent::Agent(Config config, const Clock& clock)
                                    // Heartbeats every heartbeat_ms prove it alive; a few missed, or
                                    // a stall of the listener's thread, is silence.
                                    Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
-                                   Millis(config.binlog_stream.max_lag_ms), Millis(10000),
+                                   Millis(config.binlog_stream.max_lag_ms),
+                                   // A delay longer than this shows as a lag of about this much
+                                   // (stream_history.h): it must exceed max_lag by a sampling
+                                   // interval and more.
+                                   LagSpan(config), std::max(Millis(10000), 2 * LagSpan(config)),
                                    Micros(1000 * config.binlog_stream.min_delivery_ms)}),
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),

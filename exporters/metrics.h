@@ -57,8 +57,8 @@ inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command",
 // binlog_listener.cc, heartbeat/stream_history.h).
 inline constexpr const char* kStreamErrorReasons[] = {"refused",   "no_binlog", "cut",
                                                       "bad_event", "tls",       "server_error"};
-inline constexpr const char* kStreamFallbackReasons[] = {"down", "silent", "behind", "slow",
-                                                         "incomparable"};
+inline constexpr const char* kStreamFallbackReasons[] = {"down", "silent",       "behind",
+                                                         "slow", "incomparable", "late"};
 // What a TLS connection reached: the target label of the TLS series.
 inline constexpr const char* kTlsTargets[] = {"mysql", "redis"};
 

@@ -84,10 +84,13 @@ LagBounds Estimate(const ProbeObservation& obs, const HeartbeatLog& log,
   // heartbeat's lower bound (the delivery was slower than measured), it is left out, not they.
   if (stream) {
     LagBounds st = StreamBounds(obs, *stream);
-    if (st.fresh_at && (!out.fresh_at || *st.fresh_at > *out.fresh_at) &&
-        out.lower <= st.UpperAt(obs.received)) {
-      out.fresh_at = st.fresh_at;
-      out.upper_source = BoundSource::kStream;
+    if (st.fresh_at && (!out.fresh_at || *st.fresh_at > *out.fresh_at)) {
+      if (out.lower <= st.UpperAt(obs.received)) {
+        out.fresh_at = st.fresh_at;
+        out.upper_source = BoundSource::kStream;
+      } else {
+        stream->NoteLate();
+      }
     }
   }
   if (out.fresh_at && out.lower > out.UpperAt(obs.received)) {

@@ -155,6 +155,11 @@ TEST_CASE("the stream's bound is left out where it contradicts the samples' lowe
   CHECK_FALSE(b.inconsistent);
   CHECK(Ms(b.UpperAt(T(2112))) == 102);  // fresh as of the 2010 sample
   CHECK(Ms(b.lower) == 59);              // 2110 - 2051
+  // Counted, as a fallback of that probe's.
+  const auto fell = stream.TakeFallbacks();
+  REQUIRE(fell.size() == 1);
+  CHECK(std::string(fell[0].first) == stream_reason::kLate);
+  CHECK(fell[0].second == 1);
 }
 
 TEST_CASE("the stream's bound is published where it is tighter, and not while it is unusable") {

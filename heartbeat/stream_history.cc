@@ -25,11 +25,28 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
 
 void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
   const Micros lag = std::max(Micros(0), std::chrono::duration_cast<Micros>(delivered - sent));
-  lags_.push_back({sent, lag});
-  while (!lags_.empty() && lags_.front().sent < sent - options_.lag_window) lags_.pop_front();
+  // In order of `sent`, so DeliveryBoundAt looks only at the newest. Samples come in that order;
+  // one that waited is resolved before any sent after it that holds it, so this is the end but
+  // for a position that went backwards.
+  auto at = std::upper_bound(lags_.begin(), lags_.end(), sent,
+                             [](MonoTime t, const Lag& l) { return t < l.sent; });
+  lags_.insert(at, {sent, lag});
+  while (!lags_.empty() && lags_.front().sent < lags_.back().sent - options_.lag_window) {
+    lags_.pop_front();
+  }
   // A sample sent since the stream began, delivered by a transaction after its start: the dump
   // thread had passed the start and sent what was written before the sample.
   if (!caught_up_ && sent >= began_ && delivered > began_) CatchUp(delivered);
+}
+
+std::optional<Micros> StreamHistory::DeliveryBoundAt(MonoTime a, MonoTime now) const {
+  const MonoTime since = a - options_.lag_span;
+  // Lags sent before now − lag_window may be gone (AddLag keeps those sent since the newest
+  // one's time less lag_window), unless the stream is younger than that.
+  if (since < now - options_.lag_window && began_ < now - options_.lag_window) return std::nullopt;
+  Micros d = options_.min_delivery;
+  for (auto l = lags_.rbegin(); l != lags_.rend() && l->sent >= since; ++l) d = std::max(d, l->lag);
+  return d;
 }
 
 void StreamHistory::CatchUp(MonoTime upto) {
@@ -123,10 +140,7 @@ StreamHistory::State StreamHistory::StateLocked(MonoTime now) const {
   s.last_alive = last_alive_;
   s.commit_us = commit_us_;
   if (!runs_.empty()) s.position = runs_.back().pos;
-  Micros d = options_.min_delivery;
-  for (const Lag& l : lags_) {
-    if (l.sent >= now - options_.lag_window) d = std::max(d, l.lag);
-  }
+  const Micros d = DeliveryBoundAt(now, now).value_or(options_.min_delivery);
   s.delivery_bound = d;
   if (!running_ || runs_.empty() || !last_alive_) {
     s.why_not = stream_reason::kDown;
@@ -159,6 +173,14 @@ void StreamHistory::LogFallback(const char* reason) {
                  "): bounds from position sampling until it is back");
 }
 
+void StreamHistory::NoteLate() const {
+  {
+    std::lock_guard lock(mu_);
+    ++fallbacks_[stream_reason::kLate];
+  }
+  LogFallback(stream_reason::kLate);
+}
+
 StreamHistory::State StreamHistory::StateAt(MonoTime now) const {
   State s;
   const char* fell = nullptr;
@@ -174,8 +196,9 @@ StreamHistory::State StreamHistory::StateAt(MonoTime now) const {
 std::vector<std::pair<const char*, uint64_t>> StreamHistory::TakeFallbacks() {
   std::lock_guard lock(mu_);
   std::vector<std::pair<const char*, uint64_t>> out;
-  for (const char* reason : {stream_reason::kDown, stream_reason::kSilent, stream_reason::kBehind,
-                             stream_reason::kSlow, stream_reason::kIncomparable}) {
+  for (const char* reason :
+       {stream_reason::kDown, stream_reason::kSilent, stream_reason::kBehind, stream_reason::kSlow,
+        stream_reason::kIncomparable, stream_reason::kLate}) {
     auto it = fallbacks_.find(reason);
     if (it != fallbacks_.end() && it->second > 0) out.emplace_back(reason, it->second);
   }
@@ -198,15 +221,19 @@ StreamHistory::Bounds StreamHistory::LocateLocked(const Position& replica_pos, M
   *fell = Observe(s);
   if (!s.usable) return b;
   // A transaction may be on its way for up to D: the replica lacks nothing written before
-  // (arrival of the next run, or the last sign of life) − D.
-  const auto d = std::chrono::duration_cast<MonoTime::duration>(s.delivery_bound);
+  // (arrival of the next run, or the last sign of life) − D, D as measured around that arrival.
+  auto fresh_from = [&](MonoTime arrival) -> std::optional<MonoTime> {
+    const std::optional<Micros> d = DeliveryBoundAt(arrival, now);
+    if (!d || *d > options_.max_lag) return std::nullopt;
+    return arrival - std::chrono::duration_cast<MonoTime::duration>(*d);
+  };
   // The runs the replica has are a prefix (as in CheckSample): a binary search, not a walk back
   // over every transaction a lagging replica lacks, on every probe.
   switch (replica_pos.Compare(runs_.back().pos)) {
     case Inclusion::kIncomparable:
       return Bounds{std::nullopt, true};
     case Inclusion::kIncludes:
-      b.fresh_at = std::max(*last_alive_, runs_.back().first_arrival) - d;
+      b.fresh_at = fresh_from(std::max(*last_alive_, runs_.back().first_arrival));
       return b;
     case Inclusion::kLacks:
       break;
@@ -214,7 +241,7 @@ StreamHistory::Bounds StreamHistory::LocateLocked(const Position& replica_pos, M
   // The first run it lacks (the newest is one): fresh until that one's first event arrived.
   auto lacked = std::partition_point(runs_.begin(), runs_.end(),
                                      [&](const Run& run) { return replica_pos.Includes(run.pos); });
-  if (lacked != runs_.begin()) b.fresh_at = lacked->first_arrival - d;
+  if (lacked != runs_.begin()) b.fresh_at = fresh_from(lacked->first_arrival);
   return b;
 }
 

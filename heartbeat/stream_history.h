@@ -15,15 +15,22 @@
 //
 // D is measured, not assumed: a sample sent at `t` read a position P that holds everything
 // written before t; the stream delivered P at A(P), so everything written before t arrived by
-// A(P), a lag of A(P) − t. D is the largest lag in a sliding window, never less than a floor.
+// A(P), a lag of A(P) − t. D for a transaction that arrived at `a` is the largest lag of the
+// samples sent from a − lag_span on, never less than a floor: a delivery delay X ≤ lag_span is
+// seen by the first sample sent after the transaction was written (lag ≥ X − the sampling
+// interval, and the wait itself keeps the stream `behind` while it lasts), a longer one by the
+// sample sent about lag_span before `a`, whose lag is then about lag_span (over max_lag: no
+// bound). So a lag spike loosens the bounds from the transactions around it, and the stream is
+// `slow` only while the spike is within lag_span of now, not for as long as lags are kept.
 // The stream is usable only while it keeps that promise: caught up since it began (a heartbeat
 // event, or a sample sent after its start delivered by a transaction after it: until then what
 // arrives may be a backlog the dump thread reads out of the binary log, later than D says, and
 // once caught up that backlog counts as its newest transaction), alive recently, no sample waiting
 // longer than the largest lag it may have, D itself under that limit, started on this primary and
 // not broken. When it is not, it gives no bounds (the sampler's stand, at once), says why, and
-// comes back only when all of that holds again, which after a lag spike means once the spike has
-// left the window.
+// comes back only when all of that holds again, which after a lag spike means once the spike is
+// lag_span old; a replica that still lacks a transaction whose D is over the limit, or older than
+// the lags kept (lag_window), gets no stream bound either.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +51,8 @@ struct StreamHistoryOptions {
   size_t capacity = 4096;              // runs kept
   Millis alive_within = Millis(100);   // the stream is silent after this long without a sign
   Millis max_lag = Millis(50);         // a sample undelivered this long, or D over it: behind
-  Millis lag_window = Millis(10000);   // D is the largest lag over this window
+  Millis lag_span = Millis(1000);      // D at `a`: the largest lag of samples sent since a − this
+  Millis lag_window = Millis(10000);   // lags kept this long (at least lag_span)
   Micros min_delivery = Micros(1000);  // D is never less than this
 };
 
@@ -54,8 +62,11 @@ inline constexpr const char* kDown = "down";      // not started on this primary
 inline constexpr const char* kSilent = "silent";  // no sign of life within alive_within
 inline constexpr const char* kBehind = "behind";  // a sample waits longer than max_lag, or
                                                   // not caught up since Begin
-inline constexpr const char* kSlow = "slow";      // D over max_lag (a lag spike in window)
+inline constexpr const char* kSlow = "slow";      // D over max_lag (a lag spike in lag_span)
 inline constexpr const char* kIncomparable = "incomparable";  // a sample it cannot compare
+// Its bound for one probe fell below the samples' or the heartbeat's lower bound: that delivery
+// was slower than D (counted per probe, by the estimator's NoteLate).
+inline constexpr const char* kLate = "late";
 }  // namespace stream_reason
 
 class StreamHistory {
@@ -95,8 +106,11 @@ class StreamHistory {
   State StateAt(MonoTime now) const;
 
   // How often the stream stopped being usable since the previous call, by reason (a transition
-  // from usable, as StateAt and Locate saw it; each is also logged, rate-limited).
+  // from usable, as StateAt and Locate saw it, or a probe's NoteLate; each is also logged,
+  // rate-limited).
   std::vector<std::pair<const char*, uint64_t>> TakeFallbacks();
+  // A probe left the stream's bound out: it contradicted a lower bound (stream_reason::kLate).
+  void NoteLate() const;
 
   // When the newest transaction's first event arrived; nullopt while none has since the stream
   // began. For the probes that follow commits (probe.after_commit_ms).
@@ -130,6 +144,9 @@ class StreamHistory {
   // Locate's work under mu_ (takes it).
   Bounds LocateLocked(const Position& replica_pos, MonoTime now, const char** fell) const;
   void AddLag(MonoTime sent, MonoTime delivered);  // REQUIRES: mu_ held
+  // D for a transaction that arrived at `a`; nullopt when lags that old are no longer kept.
+  // REQUIRES: mu_ held
+  std::optional<Micros> DeliveryBoundAt(MonoTime a, MonoTime now) const;
   // The stream has caught up by `upto` (a heartbeat, or a sample sent since Begin delivered by
   // a transaction after the start): what arrived by then is one run. REQUIRES: mu_ held
   void CatchUp(MonoTime upto);
@@ -145,7 +162,7 @@ class StreamHistory {
   std::optional<MonoTime> last_transaction_;  // GUARDED_BY(mu_)
   std::deque<Run> runs_;                      // GUARDED_BY(mu_), oldest first
   std::deque<Pending> pending_;               // GUARDED_BY(mu_), oldest first
-  std::deque<Lag> lags_;                      // GUARDED_BY(mu_), oldest first
+  std::deque<Lag> lags_;                      // GUARDED_BY(mu_), by `sent`, oldest first
   std::optional<std::pair<uint64_t, uint64_t>> commit_us_;  // GUARDED_BY(mu_)
   mutable bool was_usable_ = false;                         // GUARDED_BY(mu_)
   mutable std::map<std::string, uint64_t> fallbacks_;       // GUARDED_BY(mu_)

@@ -50,7 +50,7 @@ TEST_CASE("a replica lacking a transaction is fresh until its first event's arri
   CHECK(!b.fresh_at);
 }
 
-TEST_CASE("a sample the stream delivered late makes D that lag, for the window") {
+TEST_CASE("a sample the stream delivered late makes D that lag, for lag_span") {
   Stream s;
   // Sent at 1,195: 0-1-13 arrives at 1,210 (15 ms later).
   s.h.CheckSample(Seq(13), At(1195));
@@ -63,9 +63,17 @@ TEST_CASE("a sample the stream delivered late makes D that lag, for the window")
   auto b = s.h.Locate(Seq(13), At(1215));
   REQUIRE(b.fresh_at);
   CHECK(*b.fresh_at == At(1195));
-  // Out of the 10 s window, the floor again.
-  s.h.Alive(s.token, At(11200));
-  CHECK(s.h.StateAt(At(11200)).delivery_bound == Micros(1000));
+  // More than lag_span (1 s) after that sample was sent, the floor again; the transaction it
+  // measured still carries it.
+  s.h.Transaction(s.token, Seq(14), At(2200));
+  s.h.Alive(s.token, At(2200));
+  CHECK(s.h.StateAt(At(2200)).delivery_bound == Micros(1000));
+  b = s.h.Locate(Seq(13), At(2200));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(2199));
+  b = s.h.Locate(Seq(12), At(2200));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(1195));
 }
 
 TEST_CASE("the stream is not used while a sample waits too long, nor after, while D is too big") {
@@ -77,13 +85,43 @@ TEST_CASE("the stream is not used while a sample waits too long, nor after, whil
   CHECK(!st.usable);
   CHECK(std::string(st.why_not) == stream_reason::kBehind);
   CHECK(!s.h.Locate(Seq(12), At(1246)).fresh_at);
-  // It catches up 80 ms late: D is 80 ms, over the 50 ms limit, until that leaves the window.
+  // It catches up 80 ms late: D is 80 ms, over the 50 ms limit, until that sample was sent
+  // lag_span (1 s) ago.
   s.h.Transaction(s.token, Seq(13), At(1275));
   s.h.Alive(s.token, At(1275));
   st = s.h.StateAt(At(1276));
   CHECK(std::string(st.why_not) == stream_reason::kSlow);
-  s.h.Alive(s.token, At(11300));
-  CHECK(s.h.StateAt(At(11301)).usable);
+  s.h.Alive(s.token, At(2190));
+  CHECK(std::string(s.h.StateAt(At(2194)).why_not) == stream_reason::kSlow);
+  s.h.Transaction(s.token, Seq(14), At(2196));
+  s.h.Alive(s.token, At(2196));
+  CHECK(s.h.StateAt(At(2196)).usable);
+  // A replica that lacks a transaction from within lag_span after the late sample is bounded by
+  // the samples alone (D there is 80 ms); one that lacks only what came after is bounded tight.
+  CHECK(!s.h.Locate(Seq(12), At(2196)).fresh_at);
+  auto b = s.h.Locate(Seq(13), At(2196));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(2195));
+}
+
+TEST_CASE("a transaction older than the lags kept gives no bound") {
+  StreamHistory h;
+  const uint64_t token = h.Begin(Seq(10), At(1000));
+  h.Alive(token, At(1010), /*heartbeat=*/true);
+  h.Transaction(token, Seq(11), At(1100));
+  for (int t = 1150; t <= 13000; t += 50) {
+    h.Transaction(token, Seq(t), At(t));
+    h.Alive(token, At(t));
+    h.CheckSample(Seq(t), At(t));
+  }
+  REQUIRE(h.StateAt(At(13000)).usable);
+  // Lacking 0-1-11, which arrived at 1,100: the lags measured around it (since 100 ms) may be
+  // gone, 10 s later, so nothing bounds its delivery.
+  CHECK(!h.Locate(Seq(10), At(13000)).fresh_at);
+  // Lacking one that arrived at 4,000: lags since 3,000 are kept.
+  auto b = h.Locate(Seq(3950), At(13000));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(3999));
 }
 
 TEST_CASE("a stream silent for longer than alive_within, stopped or reset gives no bounds") {
