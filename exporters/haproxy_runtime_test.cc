@@ -510,7 +510,9 @@ TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived")
   FakeHaproxy haproxy(f.dir.path + "/admin.sock", f.names);
   f.board.Put(Record("r:2", "ok", true));
   HaproxyPushOptions o = f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}});
-  o.timeout_ms = 300;  // for the silent socket
+  // For the silent socket (the fake holds it 3 s); long enough that the huge reply's 4 MiB are
+  // read under TSan on a busy host (at 300 ms that timed out before it was found too big).
+  o.timeout_ms = 1000;
   HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
@@ -523,7 +525,8 @@ TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived")
        {Case{FakeHaproxy::Mode::kGarbage, "bad_data"}, Case{FakeHaproxy::Mode::kHuge, "bad_data"},
         Case{FakeHaproxy::Mode::kSilent, "timeout"},
         Case{FakeHaproxy::Mode::kRefuse, "server_error"}}) {
-    CAPTURE(c.reason);
+    const std::string reason = c.reason;
+    CAPTURE(reason);
     const double errors = f.Errors("lb1", c.reason);
     haproxy.SetMode(c.mode);
     // The refusal shows only when there is something to set.

@@ -136,22 +136,25 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   Subscriber sub(E().sandbox.redis_port(), "slave_delay:events");
   std::this_thread::sleep_for(300ms);  // subscribed before anything changes
   AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
-  auto is_stopped = [](const json& e) { return e.value("state", "") == "stopped"; };
+  auto is_stopped = [](const json& e) {
+    return e.value("state", "") == "stopped" && e.value("replica", "") == E().sandbox.replica_id(1);
+  };
   bool seen = WaitFor(
       [&] {
         auto ev = sub.Events();
         return std::any_of(ev.begin(), ev.end(), is_stopped);
       },
       3s);
-  // The replica's events (the primary's, "event": "primary", are not at issue here).
+  // Replica1's events (the primary's, "event": "primary", are not at issue here, nor a flip of
+  // replica2's on a host so busy that its answer came after its bound's crossing).
   std::vector<json> events;
   for (const auto& e : sub.Events()) {
-    if (e.contains("replica")) events.push_back(e);
+    if (e.value("replica", "") == E().sandbox.replica_id(1)) events.push_back(e);
   }
   INFO(json(events).dump());
   REQUIRE(seen);
+  REQUIRE(!events.empty());
   const json& first = events.front();
-  CHECK(first["replica"] == E().sandbox.replica_id(1));
   CHECK(first["previous_state"] == "ok");
   CHECK(first["previous_healthy"] == 1);
   CHECK(first["healthy"] == 0);
@@ -159,7 +162,6 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   CHECK(first["cluster"] == E().sandbox.primary_id());
   CHECK(first["delay_ms"].is_number_integer());
   CHECK(first["measured_at_ms"].is_number_integer());
-  for (const auto& e : events) CHECK(e["replica"] == E().sandbox.replica_id(1));
 
   // The API in this known state: replica1 stopped and unhealthy (over 1 s by now), replica2 ok.
   json api;

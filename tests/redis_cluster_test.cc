@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "base/contract.h"
 #include "base/redis_client.h"
 #include "base/strings.h"
 #include "client/contract_reader.h"
@@ -182,12 +183,24 @@ std::string KeyOnAMasterWithAReplica(const std::string& stem) {
   return "";
 }
 
-bool BothUsable(client::ContractReader& reader) {
+// `why`, when given and they are not: what the contract said of each replica.
+bool BothUsable(client::ContractReader& reader, std::string* why = nullptr) {
   reader.Invalidate();
   auto c = reader.Snapshot();
   int usable = 0;
   for (const auto& r : c->replicas) usable += r.usable() ? 1 : 0;
-  return usable == 2 && c->primary.id == A().sandbox.primary_id();
+  const bool both = usable == 2 && c->primary.id == A().sandbox.primary_id();
+  if (!both && why) {
+    std::ostringstream out;
+    out << "primary " << c->primary.id << ";";
+    for (const auto& r : c->replicas) {
+      out << " " << r.id << " state " << contract::kReplicaStates[static_cast<size_t>(r.state)]
+          << " healthy " << r.healthy << " delay_ms " << r.delay_ms << " measured_at_ms "
+          << r.measured_at_ms << ";";
+    }
+    *why = out.str();
+  }
+  return both;
 }
 
 TEST_CASE("redis cluster: the agent publishes there as its ACL user and a router reads it") {
@@ -281,9 +294,13 @@ TEST_CASE("redis cluster: a replica's slot resharded while the agent publishes s
   // While the slot moves, the router reads the contract every 10 ms: the replica stays usable.
   std::atomic<bool> done{false};
   std::atomic<int> reads{0}, unusable{0};
+  std::string first_unusable;  // the router thread's until it is joined
   std::thread router([&] {
     while (!done) {
-      if (!BothUsable(reader)) ++unusable;
+      std::string why;
+      if (!BothUsable(reader, &why)) {
+        if (unusable++ == 0) first_unusable = why;
+      }
       ++reads;
       std::this_thread::sleep_for(10ms);
     }
@@ -314,7 +331,7 @@ TEST_CASE("redis cluster: a replica's slot resharded while the agent publishes s
                 state);
   MESSAGE(unusable.load() << " of " << reads.load() << " contract reads had a replica unusable");
   CHECK(reads > 50);
-  CHECK(unusable == 0);
+  CHECK_MESSAGE(unusable == 0, "first: " << first_unusable << "\n" << agent.Log());
   const auto errors = MetricValue(HttpGet(A().sandbox.http_port(), "/metrics").second,
                                   "lagwatch_redis_errors_total{reason=\"command\"}");
   CHECK(errors.value_or(0) == 0);
