@@ -25,9 +25,9 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
 
 void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
   const Micros lag = std::max(Micros(0), std::chrono::duration_cast<Micros>(delivered - sent));
-  // In order of `sent`, so DeliveryBoundAt looks only at the newest. Samples come in that order;
-  // one that waited is resolved before any sent after it that holds it, so this is the end but
-  // for a position that went backwards.
+  // In order of `sent`, for the pruning below. Samples come in that order; one that waited is
+  // resolved before any sent after it that holds it, so this is the end but for a position that
+  // went backwards.
   auto at = std::upper_bound(lags_.begin(), lags_.end(), sent,
                              [](MonoTime t, const Lag& l) { return t < l.sent; });
   lags_.insert(at, {sent, lag});
@@ -45,7 +45,11 @@ std::optional<Micros> StreamHistory::DeliveryBoundAt(MonoTime a, MonoTime now) c
   // one's time less lag_window), unless the stream is younger than that.
   if (since < now - options_.lag_window && began_ < now - options_.lag_window) return std::nullopt;
   Micros d = options_.min_delivery;
-  for (auto l = lags_.rbegin(); l != lags_.rend() && l->sent >= since; ++l) d = std::max(d, l->lag);
+  // Every lag kept is looked at (a few hundred at the default sampling interval): one sent long
+  // before `a` counts if it was delivered at or after `a`.
+  for (const Lag& l : lags_) {
+    if (l.sent >= since || (l.sent <= a && l.sent + l.lag >= a)) d = std::max(d, l.lag);
+  }
   return d;
 }
 

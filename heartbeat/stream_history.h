@@ -16,12 +16,14 @@
 // D is measured, not assumed: a sample sent at `t` read a position P that holds everything
 // written before t; the stream delivered P at A(P), so everything written before t arrived by
 // A(P), a lag of A(P) − t. D for a transaction that arrived at `a` is the largest lag of the
-// samples sent from a − lag_span on, never less than a floor: a delivery delay X ≤ lag_span is
-// seen by the first sample sent after the transaction was written (lag ≥ X − the sampling
-// interval, and the wait itself keeps the stream `behind` while it lasts), a longer one by the
-// sample sent about lag_span before `a`, whose lag is then about lag_span (over max_lag: no
-// bound). So a lag spike loosens the bounds from the transactions around it, and the stream is
-// `slow` only while the spike is within lag_span of now, not for as long as lags are kept.
+// samples sent from a − lag_span on and of those sent before `a` and delivered at or after it,
+// never less than a floor: a delivery delay X ≤ lag_span is seen by the first sample sent after
+// the transaction was written (lag ≥ X − the sampling interval, and the wait itself keeps the
+// stream `behind` while it lasts), a longer one by the sample sent about lag_span before `a`,
+// whose lag is then about lag_span (over max_lag: no bound), or, when no sample was sent then
+// (the sampler waiting on a frozen primary), by the one it waited on, delivered after `a`. So a
+// lag spike loosens the bounds from the transactions around it, and the stream is `slow` only
+// while the spike is within lag_span of now, not for as long as lags are kept.
 // The stream is usable only while it keeps that promise: caught up since it began (a heartbeat
 // event, or a sample sent after its start delivered by a transaction after it: until then what
 // arrives may be a backlog the dump thread reads out of the binary log, later than D says, and
@@ -135,7 +137,7 @@ class StreamHistory {
   };
   struct Lag {
     MonoTime sent;
-    Micros lag;
+    Micros lag;  // delivered at sent + lag
   };
   State StateLocked(MonoTime now) const;  // REQUIRES: mu_ held
   // Counts a transition from usable to `s`; the reason to log, or null. REQUIRES: mu_ held.

@@ -104,6 +104,27 @@ TEST_CASE("the stream is not used while a sample waits too long, nor after, whil
   CHECK(*b.fresh_at == At(2195));
 }
 
+TEST_CASE("a sample waited on through a freeze is D for what arrived while it waited") {
+  // The primary freezes after the sample sent at 1,195; the sampler waits on that query, so no
+  // other is sent. 0-1-13, written before the freeze, arrives at 4,000 with the answer.
+  Stream s;
+  s.h.CheckSample(Seq(13), At(1195));
+  s.h.Transaction(s.token, Seq(13), At(4000));
+  s.h.Alive(s.token, At(4000));
+  // The lag (2,805 ms) was sent over lag_span ago: right after the answer the stream is not
+  // slow...
+  CHECK(!s.h.StateAt(At(4000)).usable);
+  CHECK(s.h.StateAt(At(4001)).usable);
+  // ...but 0-1-13 arrived while that sample waited: no bound from its arrival.
+  CHECK(!s.h.Locate(Seq(12), At(4001)).fresh_at);
+  // What arrives after the answer is bounded as usual.
+  s.h.Transaction(s.token, Seq(14), At(4100));
+  s.h.Alive(s.token, At(4100));
+  auto b = s.h.Locate(Seq(13), At(4100));
+  REQUIRE(b.fresh_at);
+  CHECK(*b.fresh_at == At(4099));
+}
+
 TEST_CASE("a transaction older than the lags kept gives no bound") {
   StreamHistory h;
   const uint64_t token = h.Begin(Seq(10), At(1000));
