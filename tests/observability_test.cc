@@ -329,21 +329,30 @@ TEST_CASE(
   CHECK(E().agent.Log().find("applier signals") == std::string::npos);
 }
 
-TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWSR and DSR") {
+TEST_CASE("router feedback written with HINCRBY in a transaction shows up as reads, RWSR and DSR") {
   const int port = E().sandbox.redis_port();
-  // As a router counts: its own Redis user, which may HINCRBY rw_stats keys and little else.
-  auto hincrby = [&](const std::string& field, int by) {
-    RunResult r = RedisCli(port, E().sandbox.RouterLogin(),
-                           {"HINCRBY", "rw_stats:shop", field, std::to_string(by)});
-    REQUIRE(r.exit_code == 0);
-    REQUIRE_MESSAGE(r.output.find("NOPERM") == std::string::npos, r.output);
+  // As a router counts: its own Redis user, which may HINCRBY rw_stats keys in MULTI/EXEC and
+  // little else. One transaction per batch, so the agent never reads half of one (on a slow host
+  // it read the replica reads of separate commands before the primary's, and the first
+  // snapshot of an app is its baseline).
+  Redis router_redis(port, E().sandbox.RouterLogin());
+  auto hincrby = [&](const std::vector<std::pair<std::string, int>>& counts) {
+    REQUIRE(router_redis.Command({"MULTI"}) == "OK");
+    for (const auto& [field, by] : counts) {
+      const std::string queued =
+          router_redis.Command({"HINCRBY", "rw_stats:shop", field, std::to_string(by)});
+      REQUIRE_MESSAGE(queued == "QUEUED", queued);
+    }
+    const std::string done = router_redis.Command({"EXEC"});
+    REQUIRE_MESSAGE(done.find("NOPERM") == std::string::npos, done);
+    REQUIRE_MESSAGE(done.find("ERR") == std::string::npos, done);
   };
   const std::string replica = "reads_replica:" + E().sandbox.replica_id(1);
-  hincrby("reads_replica", 95);
-  hincrby(replica, 95);
-  hincrby("reads_master", 5);
-  hincrby("degrade_attempts", 10);
-  hincrby("degrade_successes", 10);
+  hincrby({{"reads_replica", 95},
+           {replica, 95},
+           {"reads_master", 5},
+           {"degrade_attempts", 10},
+           {"degrade_successes", 10}});
   // A malformed value is counted and skipped, never fatal.
   RedisCli(port, RedisAdminLogin(port), {"HSET", "rw_stats:junk", "reads_master", "lots"});
   auto value = [](const std::string& series) { return MetricValue(Metrics(), series); };
@@ -363,10 +372,10 @@ TEST_CASE("router feedback written with redis-cli HINCRBY shows up as reads, RWS
 
   // Rolling windows need traffic inside them: 80 of the next 100 reads go to replicas and 9 of
   // 10 degradations succeed.
-  hincrby("reads_replica", 80);
-  hincrby("reads_master", 20);
-  hincrby("degrade_attempts", 10);
-  hincrby("degrade_successes", 9);
+  hincrby({{"reads_replica", 80},
+           {"reads_master", 20},
+           {"degrade_attempts", 10},
+           {"degrade_successes", 9}});
   auto near = [](std::optional<double> v, double want) { return v && std::abs(*v - want) < 1e-9; };
   CHECK(WaitFor(
       [&] {
