@@ -173,8 +173,14 @@ TEST_CASE("the stream gives the bounds: registered on the primary, usable, tight
 }
 
 TEST_CASE("an idle primary: the stream's heartbeat events keep it usable without writes") {
-  // One heartbeat row a minute: nothing is written while this runs.
-  Agent agent(ConfigWith("idle", [](json& j) { j["heartbeat"]["interval_ms"] = 60000; }),
+  // One heartbeat row a minute: nothing is written while this runs. Heartbeat events every
+  // 10 ms (silent after 100 ms), stretched under the sanitizers as every timing bound is: under
+  // ASan on a slow host the stream went silent twice in 3 s.
+  Agent agent(ConfigWith("idle",
+                         [](json& j) {
+                           j["heartbeat"]["interval_ms"] = 60000;
+                           j["binlog_stream"]["heartbeat_ms"] = TimeBoundMs(10);
+                         }),
               kDir + "/idle.log");
   Redis redis(E().sandbox.redis_port());
   REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); },
