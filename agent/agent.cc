@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ranges>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -19,9 +21,9 @@ namespace {
 // only transactions; one sign of life a second keeps the 5 s read deadline far).
 constexpr int kWatchHeartbeatMs = 1000;
 
-Millis LagSpan(const Config& config) {
-  return Millis(std::max(1000, 2 * (config.binlog_stream.max_lag_ms + config.sampler_interval_ms)));
-}
+// The stream's fallbacks are counted under the reasons the metric's series were made for.
+static_assert(std::ranges::equal(kStreamFallbackReasons, stream_reason::kAll,
+                                 [](std::string_view a, std::string_view b) { return a == b; }));
 
 }  // namespace
 
@@ -30,16 +32,18 @@ Agent::Agent(Config config, const Clock& clock)
       metrics_(LAGWATCH_VERSION, config.cluster, clock_),
       board_(clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
-      stream_(StreamHistoryOptions{4096,
-                                   // Heartbeats every heartbeat_ms prove it alive; a few missed, or
-                                   // a stall of the listener's thread, is silence.
-                                   Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
-                                   Millis(config.binlog_stream.max_lag_ms),
-                                   // A delay longer than this shows as a lag of about this much
-                                   // (stream_history.h): it must exceed max_lag by a sampling
-                                   // interval and more.
-                                   LagSpan(config), std::max(Millis(10000), 2 * LagSpan(config)),
-                                   Micros(1000 * config.binlog_stream.min_delivery_ms)}),
+      stream_(StreamHistoryOptions{
+          4096,
+          // Heartbeats every heartbeat_ms prove it alive; a few missed, or
+          // a stall of the listener's thread, is silence.
+          Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
+          Millis(config.binlog_stream.max_lag_ms),
+          // A delay longer than this shows as a lag of about this much
+          // (stream_history.h): it must exceed max_lag by a sampling
+          // interval and more.
+          Millis(
+              std::max(1000, 2 * (config.binlog_stream.max_lag_ms + config.sampler_interval_ms))),
+          Millis(10000), Micros(1000 * config.binlog_stream.min_delivery_ms)}),
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),

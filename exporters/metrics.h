@@ -54,7 +54,8 @@ inline constexpr const char* kErrorReasons[] = {"timeout",  "unavailable", "serv
 // lagwatch_tls_errors_total).
 inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly", "tls"};
 // lagwatch_binlog_stream_errors_total's and _fallbacks_total's reasons (heartbeat/
-// binlog_listener.cc, heartbeat/stream_history.h).
+// binlog_listener.cc, heartbeat/stream_history.h; the agent checks the second against
+// stream_reason::kAll at compile time).
 inline constexpr const char* kStreamErrorReasons[] = {"refused",   "no_binlog", "cut",
                                                       "bad_event", "tls",       "server_error"};
 inline constexpr const char* kStreamFallbackReasons[] = {"down", "silent",       "behind",

@@ -6,6 +6,18 @@
 
 namespace lagwatch {
 
+namespace {
+
+// Lags are kept for at least two spans: D at a transaction reaches lag_span before it.
+StreamHistoryOptions Kept(StreamHistoryOptions o) {
+  o.lag_window = std::max(o.lag_window, 2 * o.lag_span);
+  return o;
+}
+
+}  // namespace
+
+StreamHistory::StreamHistory(StreamHistoryOptions options) : options_(Kept(options)) {}
+
 uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
   std::lock_guard lock(mu_);
   ++token_;
@@ -200,9 +212,7 @@ StreamHistory::State StreamHistory::StateAt(MonoTime now) const {
 std::vector<std::pair<const char*, uint64_t>> StreamHistory::TakeFallbacks() {
   std::lock_guard lock(mu_);
   std::vector<std::pair<const char*, uint64_t>> out;
-  for (const char* reason :
-       {stream_reason::kDown, stream_reason::kSilent, stream_reason::kBehind, stream_reason::kSlow,
-        stream_reason::kIncomparable, stream_reason::kLate}) {
+  for (const char* reason : stream_reason::kAll) {
     auto it = fallbacks_.find(reason);
     if (it != fallbacks_.end() && it->second > 0) out.emplace_back(reason, it->second);
   }

@@ -54,7 +54,7 @@ struct StreamHistoryOptions {
   Millis alive_within = Millis(100);   // the stream is silent after this long without a sign
   Millis max_lag = Millis(50);         // a sample undelivered this long, or D over it: behind
   Millis lag_span = Millis(1000);      // D at `a`: the largest lag of samples sent since a − this
-  Millis lag_window = Millis(10000);   // lags kept this long (at least lag_span)
+  Millis lag_window = Millis(10000);   // lags kept this long (and never less than 2 × lag_span)
   Micros min_delivery = Micros(1000);  // D is never less than this
 };
 
@@ -69,11 +69,14 @@ inline constexpr const char* kIncomparable = "incomparable";  // a sample it can
 // Its bound for one probe fell below the samples' or the heartbeat's lower bound: that delivery
 // was slower than D (counted per probe, by the estimator's NoteLate).
 inline constexpr const char* kLate = "late";
+// Every reason, in the order of the metric's series (exporters/metrics.h's
+// kStreamFallbackReasons, which the agent checks against this at compile time).
+inline constexpr const char* kAll[] = {kDown, kSilent, kBehind, kSlow, kIncomparable, kLate};
 }  // namespace stream_reason
 
 class StreamHistory {
  public:
-  explicit StreamHistory(StreamHistoryOptions options = {}) : options_(options) {}
+  explicit StreamHistory(StreamHistoryOptions options = {});
 
   // The listener started a stream on the current primary at `at`, from `start` (the position
   // it asked for: the primary had it before `at`). Forgets the previous stream's runs, checks

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/contract.h"
 #include "base/redis_client.h"
 #include "base/strings.h"
@@ -275,9 +276,7 @@ TEST_CASE("redis cluster: the agent publishes there as its ACL user and a router
 TEST_CASE("redis cluster: a replica's slot resharded while the agent publishes stays readable") {
   // The keys the case before left expire within 1 s: only this agent's records count (under
   // ASan it took over a second to start, and the reads below found the old ones gone).
-  const int64_t started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
+  const int64_t started_ms = UnixMillis(std::chrono::system_clock::now());
   Agent agent(A().Config(), "/tmp/lw-rcs/agent-reshard.log");
   client::ReaderOptions options;
   options.redis = A().Router();
