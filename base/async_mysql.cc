@@ -52,7 +52,8 @@ void AsyncMysqlConn::Handle(std::optional<MysqlConn::Wait> wait) {
     Complete(conn_.TakeResult());
     return;
   }
-  if (watched_fd_ >= 0 && watched_fd_ != wait->fd) loop_->Unwatch(watched_fd_);
+  // A new socket within one statement (the library reconnecting) means it closed the old one.
+  if (watched_fd_ >= 0 && watched_fd_ != wait->fd) loop_->Forget(watched_fd_);
   watched_fd_ = wait->fd;
   const int wait_events = wait->events;
   if (wait_events & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT)) {
@@ -82,9 +83,17 @@ void AsyncMysqlConn::Resume(int wait_events) {
 }
 
 void AsyncMysqlConn::Disarm() {
-  // The fd may already be closed (a failed statement closes the connection); unwatching a
-  // closed fd is harmless, and no other watch on this loop can have reused its number yet.
-  if (watched_fd_ >= 0) loop_->Unwatch(watched_fd_);
+  // A failed statement closes the connection (Connector/C closes its socket itself on a failed
+  // connect or a lost connection): the fd is then gone from the epoll set, and its number may
+  // already be another thread's (OpenSSL opening a CA file for another connection's handshake),
+  // so it is only forgotten. An open connection keeps its socket until Close, after this.
+  if (watched_fd_ >= 0) {
+    if (conn_.connected()) {
+      loop_->Unwatch(watched_fd_);
+    } else {
+      loop_->Forget(watched_fd_);
+    }
+  }
   watched_fd_ = -1;
   if (deadline_timer_) loop_->Cancel(deadline_timer_);
   if (library_timer_) loop_->Cancel(library_timer_);

@@ -119,7 +119,10 @@ Status EventLoop::Watch(int fd, uint32_t events, FdCallback callback) {
   epoll_event ev{};
   ev.events = events;
   ev.data.u64 = Pack(fd, generation);
-  if (::epoll_ctl(epoll_fd_, exists ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+  int rc = ::epoll_ctl(epoll_fd_, exists ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  // A watched number closed and reopened in between (a library reconnecting) is a new descriptor.
+  if (rc != 0 && exists && errno == ENOENT) rc = ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  if (rc != 0) {
     return Status::Unavailable("epoll_ctl failed for fd " + std::to_string(fd) + ": " +
                                std::strerror(errno));
   }
@@ -130,6 +133,8 @@ Status EventLoop::Watch(int fd, uint32_t events, FdCallback callback) {
 void EventLoop::Unwatch(int fd) {
   if (watches_.erase(fd)) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
 }
+
+void EventLoop::Forget(int fd) { watches_.erase(fd); }
 
 void EventLoop::ArmTimerFd() {
   // Skip cancelled timers at the top so the timerfd is not armed for nothing.

@@ -72,9 +72,13 @@ class EventLoop {
   void Cancel(TimerId id);
 
   // Calls `callback` whenever `fd` is ready for `events` (level-triggered) until Unwatch. Watching
-  // an fd again replaces its events and callback. REQUIRES: fd stays open until Unwatch.
+  // an fd again replaces its events and callback. REQUIRES: fd stays open until Unwatch or Forget.
   Status Watch(int fd, uint32_t events, FdCallback callback);
   void Unwatch(int fd);
+  // Drops the watch of an fd that was closed without Unwatch (a library closed its own socket):
+  // the close already took it out of the epoll set, and its number may be another thread's by
+  // now, so the descriptor is not touched.
+  void Forget(int fd);
 
   // The clock timers are measured on (for callers computing deadlines).
   const Clock& clock() const { return clock_; }

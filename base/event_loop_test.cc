@@ -159,6 +159,41 @@ TEST_CASE("a watched fd calls back while readable, and not after Unwatch") {
   ::close(p[1]);
 }
 
+TEST_CASE("an fd closed under its watch: forgotten, or its number reopened, is watched afresh") {
+  // Connector/C closes its own socket on a failed connect; the next socket often gets its number.
+  int a[2];
+  REQUIRE(::pipe(a) == 0);
+  EventLoop loop("test-loop");
+  REQUIRE(loop.Watch(a[0], EPOLLIN, [](uint32_t) {}).ok());
+  ::close(a[0]);
+  ::close(a[1]);
+  int b[2];
+  REQUIRE(::pipe(b) == 0);
+  REQUIRE(b[0] == a[0]);  // the lowest free numbers: the closed pipe's
+  std::promise<void> fired;
+  // Still registered under that number, but the epoll set lost the closed descriptor: watching
+  // the new one must add it, not fail modifying what is no longer there.
+  REQUIRE(loop.Watch(b[0], EPOLLIN,
+                     [&](uint32_t) {
+                       char c;
+                       CHECK(::read(b[0], &c, 1) == 1);
+                       loop.Unwatch(b[0]);
+                       fired.set_value();
+                     })
+              .ok());
+  loop.Start();
+  REQUIRE(::write(b[1], "x", 1) == 1);
+  auto f = fired.get_future();
+  CHECK(f.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  loop.Stop();
+
+  REQUIRE(loop.Watch(b[0], EPOLLIN, [](uint32_t) {}).ok());
+  ::close(b[0]);
+  loop.Forget(b[0]);
+  CHECK(loop.watched() == 0);
+  ::close(b[1]);
+}
+
 TEST_CASE("watching a bad fd fails with a status, not a crash") {
   EventLoop loop("test-loop");
   CHECK_FALSE(loop.Watch(-1, EPOLLIN, [](uint32_t) {}).ok());
