@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ranges>
 #include <set>
-#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -20,10 +18,6 @@ namespace {
 // binlog_stream.watch_writes: the heartbeat period asked of a watched server (its stream needs
 // only transactions; one sign of life a second keeps the 5 s read deadline far).
 constexpr int kWatchHeartbeatMs = 1000;
-
-// The stream's fallbacks are counted under the reasons the metric's series were made for.
-static_assert(std::ranges::equal(kStreamFallbackReasons, stream_reason::kAll,
-                                 [](std::string_view a, std::string_view b) { return a == b; }));
 
 }  // namespace
 

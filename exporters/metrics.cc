@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/net_stream.h"
+#include "base/stream_reason.h"
 #include "base/strings.h"
 #include "exporters/exposition.h"
 
@@ -553,7 +554,7 @@ Metrics::Metrics(const std::string& version, std::string_view cluster, const Clo
   }
   for (const char* reason : kRedisErrorReasons) redis_errors.Add({{"reason", reason}});
   for (const char* reason : kStreamErrorReasons) stream_errors.Add({{"reason", reason}});
-  for (const char* reason : kStreamFallbackReasons) stream_fallbacks.Add({{"reason", reason}});
+  for (const char* reason : stream_reason::kAll) stream_fallbacks.Add({{"reason", reason}});
   for (const char* target : kTlsTargets) {
     for (const char* reason : kTlsReasons) tls_errors.Add({{"target", target}, {"reason", reason}});
   }

@@ -46,6 +46,7 @@
 
 #include "base/clock.h"
 #include "base/position.h"
+#include "base/stream_reason.h"
 
 namespace lagwatch {
 
@@ -57,22 +58,6 @@ struct StreamHistoryOptions {
   Millis lag_window = Millis(10000);   // lags kept this long (and never less than 2 × lag_span)
   Micros min_delivery = Micros(1000);  // D is never less than this
 };
-
-// Why the stream gives no bounds (a metric label and a log word).
-namespace stream_reason {
-inline constexpr const char* kDown = "down";      // not started on this primary, or stopped
-inline constexpr const char* kSilent = "silent";  // no sign of life within alive_within
-inline constexpr const char* kBehind = "behind";  // a sample waits longer than max_lag, or
-                                                  // not caught up since Begin
-inline constexpr const char* kSlow = "slow";      // D over max_lag (a lag spike in lag_span)
-inline constexpr const char* kIncomparable = "incomparable";  // a sample it cannot compare
-// Its bound for one probe fell below the samples' or the heartbeat's lower bound: that delivery
-// was slower than D (counted per probe, by the estimator's NoteLate).
-inline constexpr const char* kLate = "late";
-// Every reason, in the order of the metric's series (exporters/metrics.h's
-// kStreamFallbackReasons, which the agent checks against this at compile time).
-inline constexpr const char* kAll[] = {kDown, kSilent, kBehind, kSlow, kIncomparable, kLate};
-}  // namespace stream_reason
 
 class StreamHistory {
  public:
