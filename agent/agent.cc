@@ -27,17 +27,17 @@ Agent::Agent(Config config, const Clock& clock)
       board_(clock_),
       positions_(4096, SampleGapAfter(Millis(config.sampler_interval_ms))),
       stream_(StreamHistoryOptions{
-          4096,
-          // Heartbeats every heartbeat_ms prove it alive; a few missed, or
-          // a stall of the listener's thread, is silence.
-          Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
-          Millis(config.binlog_stream.max_lag_ms),
-          // A delay longer than this shows as a lag of about this much
-          // (stream_history.h): it must exceed max_lag by a sampling
-          // interval and more.
-          Millis(
+          .capacity = 4096,
+          // Heartbeats every heartbeat_ms prove it alive; a few missed, or a stall of the
+          // listener's thread, is silence.
+          .alive_within = Millis(std::max(100, 5 * config.binlog_stream.heartbeat_ms)),
+          .max_lag = Millis(config.binlog_stream.max_lag_ms),
+          // A delay longer than this shows as a lag of about this much (stream_history.h): it
+          // must exceed max_lag by a sampling interval and more. Lags are kept for the default
+          // lag_window (10 s), and never less than two spans.
+          .lag_span = Millis(
               std::max(1000, 2 * (config.binlog_stream.max_lag_ms + config.sampler_interval_ms))),
-          Millis(10000), Micros(1000 * config.binlog_stream.min_delivery_ms)}),
+          .min_delivery = Micros(1000 * config.binlog_stream.min_delivery_ms)}),
       initial_(config),
       publisher_(initial_.redis, initial_.agent_id, &metrics_, clock_),
       reporter_(&metrics_, &publisher_, initial_.primary.Id()),
