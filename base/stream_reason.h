@@ -1,7 +1,10 @@
-// Why the binary log stream gives no bounds: the words of the stream's fallbacks, in one place
-// for the stream's history (heartbeat/stream_history.h), which falls back for them, and the
-// metric that counts them (lagwatch_binlog_stream_fallbacks_total, exporters/metrics.h). A
-// metric label and a log word: a name changes here or nowhere.
+// The binary log stream's words, each in one place for the room that uses it (heartbeat/) and the
+// metric that counts it (exporters/metrics.h). A metric label and a log word: a name changes here
+// or nowhere.
+// - stream_reason: why the stream gives no bounds, as the stream's history
+//   (heartbeat/stream_history.h) falls back (lagwatch_binlog_stream_fallbacks_total);
+// - stream_error: why a stream ended, as the listener (heartbeat/binlog_listener.cc) reports it
+//   (lagwatch_binlog_stream_errors_total).
 #pragma once
 
 namespace lagwatch::stream_reason {
@@ -19,3 +22,16 @@ inline constexpr const char* kLate = "late";
 inline constexpr const char* kAll[] = {kDown, kSilent, kBehind, kSlow, kIncomparable, kLate};
 
 }  // namespace lagwatch::stream_reason
+
+namespace lagwatch::stream_error {
+
+inline constexpr const char* kRefused = "refused";     // access denied (REPLICATION SLAVE)
+inline constexpr const char* kNoBinlog = "no_binlog";  // the server's binary logging is off
+inline constexpr const char* kCut = "cut";             // the connection ended or timed out
+inline constexpr const char* kBadEvent = "bad_event";  // bytes that are not a valid event
+inline constexpr const char* kTls = "tls";             // the TLS handshake or verification failed
+inline constexpr const char* kServerError = "server_error";  // any other server error
+// Every reason, in the order of the metric's series.
+inline constexpr const char* kAll[] = {kRefused, kNoBinlog, kCut, kBadEvent, kTls, kServerError};
+
+}  // namespace lagwatch::stream_error

@@ -553,7 +553,7 @@ Metrics::Metrics(const std::string& version, std::string_view cluster, const Clo
     sampler_errors.Add({{"reason", reason}});
   }
   for (const char* reason : kRedisErrorReasons) redis_errors.Add({{"reason", reason}});
-  for (const char* reason : kStreamErrorReasons) stream_errors.Add({{"reason", reason}});
+  for (const char* reason : stream_error::kAll) stream_errors.Add({{"reason", reason}});
   for (const char* reason : stream_reason::kAll) stream_fallbacks.Add({{"reason", reason}});
   for (const char* target : kTlsTargets) {
     for (const char* reason : kTlsReasons) tls_errors.Add({{"target", target}, {"reason", reason}});

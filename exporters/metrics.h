@@ -53,10 +53,7 @@ inline constexpr const char* kErrorReasons[] = {"timeout",  "unavailable", "serv
 // Redis publisher failure reasons ("tls": a connect that failed on TLS; the named reason is in
 // lagwatch_tls_errors_total).
 inline constexpr const char* kRedisErrorReasons[] = {"connect", "io", "command", "readonly", "tls"};
-// lagwatch_binlog_stream_errors_total's reasons (heartbeat/binlog_listener.cc); its
-// _fallbacks_total's are stream_reason::kAll (base/stream_reason.h).
-inline constexpr const char* kStreamErrorReasons[] = {"refused",   "no_binlog", "cut",
-                                                      "bad_event", "tls",       "server_error"};
+// The binary log stream's error and fallback reasons are in base/stream_reason.h.
 // What a TLS connection reached: the target label of the TLS series.
 inline constexpr const char* kTlsTargets[] = {"mysql", "redis"};
 

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
+#include "base/stream_reason.h"
 #include "base/strings.h"
 #include "heartbeat/sampler.h"
 
@@ -43,12 +44,14 @@ void Put(std::string& out, uint64_t v, int width) {
 
 // Why a stream ended, for the sink and the log.
 const char* ReasonOf(const Status& st, unsigned server_errno) {
-  if (st.code() == Status::Code::kTls) return "tls";
-  if (server_errno == kErSpecificAccessDenied || server_errno == kErAccessDenied) return "refused";
-  if (st.message().find("binary logging is off") != std::string::npos) return "no_binlog";
-  if (st.code() == Status::Code::kDataError) return "bad_event";
-  if (st.code() == Status::Code::kServerError) return "server_error";
-  return "cut";
+  if (st.code() == Status::Code::kTls) return stream_error::kTls;
+  if (server_errno == kErSpecificAccessDenied || server_errno == kErAccessDenied)
+    return stream_error::kRefused;
+  if (st.message().find("binary logging is off") != std::string::npos)
+    return stream_error::kNoBinlog;
+  if (st.code() == Status::Code::kDataError) return stream_error::kBadEvent;
+  if (st.code() == Status::Code::kServerError) return stream_error::kServerError;
+  return stream_error::kCut;
 }
 
 // Whether the server applies what it replicates one transaction at a time: MariaDB's
@@ -333,8 +336,8 @@ void BinlogListener::Run(std::stop_token stop) {
     if (kind && *kind != PositionsKind::kNone && st.code() != Status::Code::kCancelled) {
       const char* reason = ReasonOf(st, server_errno);
       sink_->StreamFailed(reason, st);
-      const bool refused =
-          std::string_view(reason) == "refused" || std::string_view(reason) == "no_binlog";
+      const bool refused = std::string_view(reason) == stream_error::kRefused ||
+                           std::string_view(reason) == stream_error::kNoBinlog;
       if (options_.own_write) {
         LogLimited(LogLevel::kWarn, "binlog-watch",
                    "writes on " + target.endpoint.Id() + " not watched: " + st.ToString() +

@@ -67,7 +67,7 @@ class ListenerSink {
   virtual ~ListenerSink() = default;
   // The stream started on the primary, from this position.
   virtual void StreamStarted(const Position& start) = 0;
-  // It stopped or could not start; `reason`: "refused", "cut", "bad_event", "timeout", ...
+  // It stopped or could not start; `reason`: one of stream_error::kAll (base/stream_reason.h).
   virtual void StreamFailed(std::string_view reason, const Status& cause) = 0;
   // Packets read and their bytes, since the previous call.
   virtual void StreamRead(uint64_t events, uint64_t bytes) = 0;
