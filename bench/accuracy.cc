@@ -64,6 +64,7 @@ constexpr auto kOraclePeriod = std::chrono::microseconds(5000);
 constexpr auto kRedisPeriod = std::chrono::microseconds(2000);
 constexpr auto kSqlPollPeriod = std::chrono::microseconds(200'000);
 constexpr auto kNaiveWritePeriod = std::chrono::microseconds(500'000);
+constexpr auto kDeliveryPollPeriod = std::chrono::microseconds(100'000);
 constexpr int64_t kDetectGraceUs = 1'000'000;
 // A change of `healthy` is a flap when the oracle's upper bound was at most this at both records
 // (half the 200 ms limit: no verdict should change there).
@@ -675,6 +676,9 @@ struct Scenario {
     int64_t end_us = 0;  // the next move's begin, or the scenario's end
   };
   std::vector<Move> moves{};
+  // Per agent that follows the stream: its D over the scenario while the stream was usable
+  // (StreamStatePoller), as percentiles, and the share of readings it was not.
+  json delivery_bound_ms = json::object();
   void End() {
     to_us = NowUs();
     if (!moves.empty() && !moves.back().end_us) moves.back().end_us = to_us;
@@ -1544,7 +1548,8 @@ json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
       {"start_unix_ms", s.from_us / 1000},
       {"duration_s", static_cast<double>(s.to_us - s.from_us) / 1e6},
       {"events", s.events},
-      {"notes", s.notes}};
+      {"notes", s.notes},
+      {"delivery_bound_ms", s.delivery_bound_ms}};
   for (int i = 0; i < kReplicas; ++i) {
     const std::string rn = "replica" + std::to_string(i + 1);
     const Truth& t = truth[static_cast<size_t>(i)];
@@ -1821,6 +1826,16 @@ int RunBenchmark(const Options& opt) {
   const size_t primary_keys = keys.size();
   for (const Agent& a : agents) keys.push_back(p.ServerKey(0, a.key_prefix));
   RedisPoller redis(p.redis, keys);
+  // The stream state of every agent that follows the stream, from its API (plain HTTP in the
+  // sandbox).
+  std::vector<std::pair<std::string, std::unique_ptr<StreamStatePoller>>> delivery;
+  for (const Agent& a : agents) {
+    const json& c = results[a.config_key];
+    if (!c.value("binlog_stream", json::object()).value("enabled", true)) continue;
+    const std::string listen = c.at("http").at("listen").get<std::string>();
+    delivery.emplace_back(a.name, std::make_unique<StreamStatePoller>(
+                                      std::stoi(listen.substr(listen.rfind(':') + 1))));
+  }
   PtHeartbeatReader pt_reader({pt_monitor[0]->pty_fd(), pt_monitor[1]->pty_fd()},
                               logs + "/pt-heartbeat-monitor.log");
 
@@ -1843,6 +1858,7 @@ int RunBenchmark(const Options& opt) {
   });
   redis.Start(kRedisPeriod);
   pt_reader.Start();
+  for (auto& [name, poller] : delivery) poller->Start(kDeliveryPollPeriod);
 
   Progress("warming up");
   if (!WaitUntil(
@@ -1891,6 +1907,7 @@ int RunBenchmark(const Options& opt) {
   const int64_t data_end_us = NowUs();
   pt_reader.Stop();
   redis.Stop();
+  for (auto& [name, poller] : delivery) poller->Stop();
   naive_writer.Stop();
   for (int i = 0; i < kReplicas; ++i) {
     auto k = static_cast<size_t>(i);
@@ -1929,6 +1946,9 @@ int RunBenchmark(const Options& opt) {
     const std::string rn = "replica" + std::to_string(i + 1);
     processes["sbm_poll_errors"][rn] = sbm[k]->errors();
     processes["naive_read_errors"][rn] = naive[k]->errors();
+  }
+  for (const auto& [name, poller] : delivery) {
+    processes["delivery_bound_poll_errors"][name] = poller->errors();
   }
   processes["naive_writes"] = naive_writes;
   processes["naive_write_errors"] = naive_write_errors;
@@ -1994,6 +2014,29 @@ int RunBenchmark(const Options& opt) {
                                           {"max_id_there", m.max_id_there},
                                           {"rows_lost", m.lost},
                                           {"next_id", m.next_id}});
+  }
+  for (Scenario& s : scenarios) {
+    for (const auto& [name, poller] : delivery) {
+      std::vector<double> d;
+      size_t unusable = 0;
+      for (const StreamStatePoller::Reading& r : poller->readings()) {
+        if (r.sent_us < s.from_us || r.sent_us >= s.to_us) continue;
+        if (r.usable) {
+          d.push_back(r.delivery_bound_ms);
+        } else {
+          ++unusable;
+        }
+      }
+      const Percentiles pc = Summarize(d);
+      s.delivery_bound_ms[name] = {{"usable", PercentilesJson(pc)},
+                                   {"unusable_readings", unusable}};
+      if (pc.n + unusable == 0) continue;
+      s.notes.push_back(name + ": the stream's delivery bound D while usable (its API every " +
+                        std::to_string(kDeliveryPollPeriod.count() / 1000) + " ms, " +
+                        std::to_string(pc.n) + " readings) p50 / p99 / max " + Num(pc.p50, 1) +
+                        " / " + Num(pc.p99, 1) + " / " + Num(pc.max, 1) + " ms; not usable in " +
+                        std::to_string(unusable) + " readings");
+    }
   }
   results["scenarios"] = json::array();
   for (const Scenario& s : scenarios) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "base/clock.h"
 
 namespace lagwatch::bench {
@@ -304,6 +306,28 @@ void ValuePoller::Tick() {
   }
   if (auto v = res->Get(column_)) r.value_ms = std::strtod(v->c_str(), nullptr) * scale_;
   readings_.push_back(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void StreamStatePoller::Start(std::chrono::microseconds period) {
+  StartTicking(worker_, period, [this](const std::stop_token&) { Tick(); });
+}
+
+void StreamStatePoller::Tick() {
+  const HttpResult r = HttpGet(port_, "/api/v1/primary", std::chrono::milliseconds(1000));
+  const auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (r.status != 200 || !j.is_object() || !j.contains("binlog_stream")) {
+    ++errors_;
+    return;
+  }
+  const auto& s = j["binlog_stream"];
+  if (!s.is_object() || !s.value("usable", nlohmann::json()).is_boolean() ||
+      !s.value("delivery_bound_ms", nlohmann::json()).is_number()) {
+    ++errors_;
+    return;
+  }
+  readings_.push_back({r.sent_us, s["usable"].get<bool>(), s["delivery_bound_ms"].get<double>()});
 }
 
 }  // namespace lagwatch::bench

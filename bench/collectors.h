@@ -209,4 +209,28 @@ class ValuePoller {
   Worker worker_;
 };
 
+// Reads a lagwatch agent's binary log stream state (/api/v1/primary's `binlog_stream`, on
+// 127.0.0.1:`port`) every `period`: whether the stream was usable and its delivery bound D as of
+// that request, which explains how much of the stream's error is D itself.
+class StreamStatePoller {
+ public:
+  struct Reading {
+    int64_t sent_us = 0;
+    bool usable = false;
+    double delivery_bound_ms = 0;
+  };
+  explicit StreamStatePoller(int port) : port_(port) {}
+  void Start(std::chrono::microseconds period);
+  void Stop() { worker_.Stop(); }
+  const std::vector<Reading>& readings() const { return readings_; }
+  size_t errors() const { return errors_; }
+
+ private:
+  void Tick();
+  const int port_;
+  std::vector<Reading> readings_;
+  size_t errors_ = 0;
+  Worker worker_;
+};
+
 }  // namespace lagwatch::bench
