@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace lagwatch::bench {
 
@@ -9,8 +10,16 @@ Truth::Truth(const OracleLog* log, std::vector<ReaderSample> reads, const std::v
              int64_t hang_step_us, const std::vector<AppliedRow>& applied)
     : log_(log), reads_(std::move(reads)), samples_(reads_) {
   for (const AppliedRow& a : applied) {
-    // Row a.id was not visible a microsecond before its insert (see the top of analysis.h).
+    // Row a.id was not visible a microsecond before its insert, and row a.id − 1 had committed
+    // by then (see the top of analysis.h).
     samples_.push_back({a.at_us - 1, a.at_us - 1, a.id - 1});
+    applied_.push_back({a.at_us, a.at_us, a.id - 1});
+  }
+  std::sort(applied_.begin(), applied_.end(),
+            [](const ReaderSample& a, const ReaderSample& b) { return a.recv_us < b.recv_us; });
+  // A row applied stays applied: each point proves the most any point up to it proves.
+  for (size_t k = 1; k < applied_.size(); ++k) {
+    applied_[k].max_id = std::max(applied_[k].max_id, applied_[k - 1].max_id);
   }
   for (const Hang& h : hangs) {
     // The first row sent at or after the stop, whose outcome is known: committed after the stop,
@@ -57,13 +66,16 @@ std::optional<int64_t> Truth::AtSample(size_t i) const {
 }
 
 std::optional<int64_t> Truth::Upper(int64_t t) const {
+  // The most rows proven applied by t: by the last read answered by t, or the last apply.
   // Reads are sent in order and answered in order (one connection), so recv_us ascends too.
-  auto it = std::upper_bound(reads_.begin(), reads_.end(), t,
-                             [](int64_t v, const ReaderSample& s) { return v < s.recv_us; });
-  if (it == reads_.begin()) return std::nullopt;
-  --it;
-  if (it->max_id == 0) return std::nullopt;
-  const OracleRow* row = log_->Get(it->max_id);
+  int64_t max_id = 0;
+  for (const auto* points : {&reads_, &applied_}) {
+    auto it = std::upper_bound(points->begin(), points->end(), t,
+                               [](int64_t v, const ReaderSample& s) { return v < s.recv_us; });
+    if (it != points->begin()) max_id = std::max(max_id, std::prev(it)->max_id);
+  }
+  if (max_id == 0) return std::nullopt;
+  const OracleRow* row = log_->Get(max_id);
   if (!row || row->sent_us < 0) return std::nullopt;
   return std::max<int64_t>(0, t - row->sent_us);
 }
@@ -138,7 +150,7 @@ Percentiles Summarize(std::vector<double> v) {
 ErrorStats ComputeErrors(const std::vector<Report>& reports, const Truth& truth, int64_t from_us,
                          int64_t to_us) {
   ErrorStats s;
-  std::vector<double> errors;
+  std::vector<double> errors, over_upper;
   for (const Report& r : reports) {
     if (r.measured_us < from_us || r.measured_us >= to_us) continue;
     ++s.reports;
@@ -154,14 +166,15 @@ ErrorStats ComputeErrors(const std::vector<Report>& reports, const Truth& truth,
     const double err = *r.value_ms - static_cast<double>(*t) / 1000.0;
     errors.push_back(err);
     if (err < -10.0) ++s.below_10ms;
-    if (r.lower_ms) {
-      if (auto up = truth.Upper(r.measured_us)) {
-        ++s.lower_checked;
-        if (*r.lower_ms > static_cast<double>(*up) / 1000.0 + 10.0) ++s.lower_above;
-      }
+    const auto up = truth.Upper(r.measured_us);
+    if (up) over_upper.push_back(*r.value_ms - static_cast<double>(*up) / 1000.0);
+    if (r.lower_ms && up) {
+      ++s.lower_checked;
+      if (*r.lower_ms > static_cast<double>(*up) / 1000.0 + 10.0) ++s.lower_above;
     }
   }
   s.error_ms = Summarize(std::move(errors));
+  s.over_upper_ms = Summarize(std::move(over_upper));
   return s;
 }
 

@@ -12,8 +12,9 @@
 // (it saw no more than the replica had at t): Truth(t) = max(0, t − acked(m_next + 1)). The same
 // function defines every crossing and episode below. Its companion Upper(t) = t − sent(m_prev),
 // from the last sample answered by t (the replica had applied m_prev, committed after
-// sent(m_prev)), brackets real staleness; Upper − Truth is the oracle's resolution (about one write
-// interval plus one reader interval plus commit latency).
+// sent(m_prev)) or the last apply time (below), brackets real staleness; Upper − Truth is the
+// oracle's resolution (about one write interval plus one reader interval plus commit latency
+// from the reads alone; about one write interval with the apply times).
 //
 // A hung replica (its server SIGSTOPped) blocks the reader, whose next answer comes after SIGCONT,
 // when the replica has already caught up part of the way: reads alone would prove next to nothing
@@ -37,7 +38,9 @@
 // it, and (commit order) every later row. Each such moment is a point like a read's, with
 // max_id = id − 1. A replica that applies one transaction at a time has committed row id − 1
 // before it inserts row id, so the bound then trails real staleness by at most one row: the one
-// whose commit may still be under way.
+// whose commit may still be under way. For the same reason each apply also proves row id − 1
+// applied at that moment, so the upper bound follows the apply times too, not the reads alone:
+// the bracket narrows to about one row while the replica keeps applying.
 #pragma once
 
 #include <cstdint>
@@ -130,8 +133,11 @@ class Truth {
  private:
   std::optional<int64_t> LowerFrom(const ReaderSample& next, int64_t t) const;
   const OracleLog* log_;
-  std::vector<ReaderSample> reads_;    // for Upper: only a read proves rows applied
+  std::vector<ReaderSample> reads_;    // for Upper: a read proves the rows it saw applied
   std::vector<ReaderSample> samples_;  // for the lower bound
+  // For Upper too: each apply proves the row before it committed (recv_us = its moment, max_id
+  // = that row, the most of any apply up to it), recv_us ascending.
+  std::vector<ReaderSample> applied_;
 };
 
 // One change of lagwatch's Redis hash for a replica, as the bench's poller saw it.
@@ -176,10 +182,13 @@ struct Percentiles {
 Percentiles Summarize(std::vector<double> v);
 
 struct ErrorStats {
-  size_t reports = 0;        // reports in the window
-  size_t unknown = 0;        // reports with no value (SBM NULL, lagwatch key missing)
-  size_t no_truth = 0;       // value but no truth at that moment (end of data)
-  Percentiles error_ms;      // reported − Truth(measured), for reports with both
+  size_t reports = 0;    // reports in the window
+  size_t unknown = 0;    // reports with no value (SBM NULL, lagwatch key missing)
+  size_t no_truth = 0;   // value but no truth at that moment (end of data)
+  Percentiles error_ms;  // reported − Truth(measured), for reports with both
+  // reported − Upper(measured), for reports with both: the error that is certain whatever real
+  // staleness within the oracle's bracket was (negative: within or under the bracket).
+  Percentiles over_upper_ms;
   size_t below_10ms = 0;     // reported < Truth − 10 ms
   size_t lower_above = 0;    // lagwatch: delay_lower_ms > Upper + 10 ms (lower bound too high)
   size_t lower_checked = 0;  // reports where that could be checked

@@ -61,8 +61,8 @@ TEST_CASE("truth during a replica hang is t − ack of the first row sent after 
   const auto over1000 = truth.Episodes(1'000'000);
   REQUIRE(over1000.size() == 1);
   CHECK(over1000[0].start_us == 1'006'000 + 1'000'000);
-  // Only reads prove rows applied: the upper bound during the hang still comes from the last
-  // read answered before it.
+  // A hang proves nothing applied: without apply times the upper bound during it still comes
+  // from the last read answered before it.
   CHECK(truth.Upper(2'000'000) == reads_only.Upper(2'000'000));
   CHECK(truth.reads().size() == reads.size());
   CHECK(truth.samples().size() > reads.size());
@@ -106,8 +106,15 @@ TEST_CASE("apply times make truth exact while a replica catches up faster than i
   // Away from the catch-up nothing changes.
   CHECK(truth.At(500'000) == reads_only.At(500'000));
   CHECK(truth.At(1'500'000).value() == reads_only.At(1'500'000).value());
-  // Only reads prove rows applied: the upper bound is the reads'.
-  CHECK(truth.Upper(t) == reads_only.Upper(t));
+  // Each apply proves the row before it committed: the upper bound follows the apply times, from
+  // row 300 (proven by 301's apply), where the reads' trails at the last read answered by t
+  // (sent at 2,008,000: it saw row 281). The bracket still holds the exact truth.
+  CHECK(truth.Upper(t).value() == t - log.Get(first_missing - 2)->sent_us);
+  const int64_t read_saw = max_applied(2'008'000);
+  CHECK(read_saw == 281);
+  CHECK(reads_only.Upper(t).value() == t - log.Get(read_saw)->sent_us);
+  CHECK(truth.Upper(t).value() >= exact);
+  CHECK(truth.Upper(t).value() - exact < 3 * 5000);
   // The crossing of 200 ms is where the stalled rows make it, from either.
   REQUIRE(truth.Episodes(200'000).size() == 1);
   CHECK(truth.Episodes(200'000)[0].start_us == reads_only.Episodes(200'000)[0].start_us);

@@ -77,6 +77,10 @@ std::vector<Column> ErrorColumns(bool p95) {
   if (p95) c.push_back({"p95", [](const json& r) { return Pct(r["error_ms"], "p95"); }});
   c.push_back({"p99", [](const json& r) { return Pct(r["error_ms"], "p99"); }});
   c.push_back({"max", [](const json& r) { return Pct(r["error_ms"], "max"); }});
+  c.push_back({"p99 over upper", [](const json& r) {
+                 return r.contains("error_over_upper_ms") ? Pct(r["error_over_upper_ms"], "p99")
+                                                          : std::string("-");
+               }});
   c.push_back({"< -10ms", [](const json& r) { return Share(r["below_truth_by_10ms_share"]); }});
   return c;
 }
@@ -491,6 +495,9 @@ std::string RenderMarkdown(const json& res) {
         "`measured_at_ms`; SQL pollers: when the query was sent; pt-heartbeat: when its line "
         "arrived); p50/p95/p99/max, and *< -10ms*: the share of reports below truth by more "
         "than 10 ms (truth is a lower bound, so these are certain under-reports).\n"
+        "- *p99 over upper*: the p99 of reported lag − the oracle's upper bound at the same "
+        "moment: the part of the error that is certain whatever real staleness within the "
+        "oracle's bracket was (0 or less: the report was within the bracket).\n"
         "- *det200 / det1000*: first report over the threshold, as seen by the bench (lagwatch: "
         "the Redis poll that returned `healthy=0`, resp. `delay_ms > 1000`) − the moment truth "
         "crossed it. Negative = reported before truth crossed (an upper bound does that; fine). "
