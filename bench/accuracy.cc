@@ -1536,6 +1536,30 @@ json MoveJson(const Scenario& s, const Scenario::Move& m, const std::vector<Syst
   return j;
 }
 
+// The stream state readings of agent `name` within the scenario: D's percentiles while the stream
+// was usable, and how many readings found it not usable, in the scenario's JSON and its notes.
+void AddDeliveryBound(Scenario& s, const std::string& name,
+                      const std::vector<StreamStatePoller::Reading>& readings) {
+  std::vector<double> d;
+  size_t unusable = 0;
+  for (const StreamStatePoller::Reading& r : readings) {
+    if (r.sent_us < s.from_us || r.sent_us >= s.to_us) continue;
+    if (r.usable) {
+      d.push_back(r.delivery_bound_ms);
+    } else {
+      ++unusable;
+    }
+  }
+  const Percentiles pc = Summarize(d);
+  s.delivery_bound_ms[name] = {{"usable", PercentilesJson(pc)}, {"unusable_readings", unusable}};
+  if (pc.n + unusable == 0) return;
+  s.notes.push_back(name + ": the stream's delivery bound D while usable (its API every " +
+                    std::to_string(kDeliveryPollPeriod.count() / 1000) + " ms, " +
+                    std::to_string(pc.n) + " readings) p50 / p99 / max " + Num(pc.p50, 1) + " / " +
+                    Num(pc.p99, 1) + " / " + Num(pc.max, 1) + " ms; not usable in " +
+                    std::to_string(unusable) + " readings");
+}
+
 json ScenarioJson(const Scenario& s, const std::vector<System>& systems,
                   const std::array<Truth, kReplicas>& truth, const Truth& primary_truth,
                   int64_t data_end_us) {
@@ -2017,27 +2041,7 @@ int RunBenchmark(const Options& opt) {
                                           {"next_id", m.next_id}});
   }
   for (Scenario& s : scenarios) {
-    for (const auto& [name, poller] : delivery) {
-      std::vector<double> d;
-      size_t unusable = 0;
-      for (const StreamStatePoller::Reading& r : poller->readings()) {
-        if (r.sent_us < s.from_us || r.sent_us >= s.to_us) continue;
-        if (r.usable) {
-          d.push_back(r.delivery_bound_ms);
-        } else {
-          ++unusable;
-        }
-      }
-      const Percentiles pc = Summarize(d);
-      s.delivery_bound_ms[name] = {{"usable", PercentilesJson(pc)},
-                                   {"unusable_readings", unusable}};
-      if (pc.n + unusable == 0) continue;
-      s.notes.push_back(name + ": the stream's delivery bound D while usable (its API every " +
-                        std::to_string(kDeliveryPollPeriod.count() / 1000) + " ms, " +
-                        std::to_string(pc.n) + " readings) p50 / p99 / max " + Num(pc.p50, 1) +
-                        " / " + Num(pc.p99, 1) + " / " + Num(pc.max, 1) + " ms; not usable in " +
-                        std::to_string(unusable) + " readings");
-    }
+    for (const auto& [name, poller] : delivery) AddDeliveryBound(s, name, poller->readings());
   }
   results["scenarios"] = json::array();
   for (const Scenario& s : scenarios) {
