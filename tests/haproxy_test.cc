@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -68,6 +69,13 @@ class Haproxy {
   ~Haproxy() { Stop(); }
   pid_t pid() const { return pid_; }
   std::string Log() const { return Slurp(log_); }
+  // The log's size in bytes, and its text from byte `from` on (what it logged since a size).
+  size_t LogSize() const { return std::filesystem::file_size(log_); }
+  std::string LogFrom(size_t from) const {
+    std::ifstream in(log_);
+    in.seekg(static_cast<std::streamoff>(from));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
 
   // A restart: HAProxy stops, a new one starts (it forgets every runtime state).
   void Restart() {
@@ -254,10 +262,16 @@ std::set<std::string> Pool(const std::string& backend) {
   return in;
 }
 
-std::string Show(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return "{" + out + "}";
+// A set as "{a, b}": server names, ports.
+template <typename T>
+std::string Show(const std::set<T>& items) {
+  std::ostringstream out;
+  out << "{";
+  for (auto it = items.begin(); it != items.end(); ++it) {
+    out << (it == items.begin() ? "" : ", ") << *it;
+  }
+  out << "}";
+  return out.str();
 }
 
 // Every backend's pool is `want`; how long that took (nullopt: not within `timeout`).
@@ -324,19 +338,12 @@ int ReadThrough(int port) { return Session(port).Port(); }
 // The lines of HAProxy's log from byte `from` on that name a server of `backend` ("Server
 // backend/name is DOWN, reason: ...").
 std::string HaproxyLines(const std::string& backend, size_t from) {
-  const std::string log = E().haproxy.Log();
-  std::istringstream in(from < log.size() ? log.substr(from) : "");
+  std::istringstream in(E().haproxy.LogFrom(from));
   std::string out;
   for (std::string line; std::getline(in, line);) {
     if (line.find(" " + backend + "/") != std::string::npos) out += line + "\n";
   }
   return out;
-}
-
-std::string ShowPorts(const std::set<int>& ports) {
-  std::string out;
-  for (int p : ports) out += (out.empty() ? "" : ", ") + std::to_string(p);
-  return "{" + out + "}";
 }
 
 // Eight reads through each frontend, each on a connection of its own, land on `ports`. A pool
@@ -347,16 +354,16 @@ void CheckReadsLandOn(const std::set<int>& ports, const std::set<std::string>& p
   for (const auto& [backend, port] : kBackends) {
     CAPTURE(backend);
     for (int attempt = 1;; ++attempt) {
-      const size_t from = E().haproxy.Log().size();
+      const size_t from = E().haproxy.LogSize();
       std::set<int> landed;
       for (int i = 0; i < 8; ++i) landed.insert(ReadThrough(port));
       const std::string changes = HaproxyLines(backend, from);
       if (changes.empty() || attempt == 3) {
         INFO("HAProxy's log while reading: " << changes);
-        CHECK(ShowPorts(landed) == ShowPorts(ports));
+        CHECK(Show(landed) == Show(ports));
         break;
       }
-      MESSAGE(backend << "'s pool changed while it was read (read " << ShowPorts(landed)
+      MESSAGE(backend << "'s pool changed while it was read (read " << Show(landed)
                       << "); read again. HAProxy's log:\n"
                       << changes);
       REQUIRE(PoolsBecome(pool, 5s, {{backend, port}}));
