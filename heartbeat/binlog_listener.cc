@@ -11,6 +11,8 @@
 #include "base/server_flavor.h"
 #include "base/stream_reason.h"
 #include "base/strings.h"
+#include "base/thread_times.h"
+#include "heartbeat/arrival_stamp.h"
 #include "heartbeat/sampler.h"
 
 namespace lagwatch {
@@ -221,6 +223,8 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   } else {
     dump = BinlogDumpPacket(options_.server_id, file, file_pos);
   }
+  // Nothing of the stream arrives before it is asked for.
+  ArrivalStamp arrivals(clock_.Now());
   if (Status s = conn.SendCommand(command, dump, /*read_reply=*/false); !s.ok()) return s;
   {
     std::lock_guard lock(mu_);
@@ -243,9 +247,24 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
   Status ended = Status::Ok();
+  // This thread's busy time as of the last read that slept (heartbeat/arrival_stamp.h).
+  const ThreadTimes times;
+  std::optional<std::chrono::nanoseconds> busy_before = times.Busy();
   for (;;) {
+    const MonoTime read_from = clock_.Now();
+    const int64_t sleeps = ThreadTimes::Sleeps();
     auto packet = conn.ReadPacket();
     const MonoTime now = clock_.Now();
+    // When what was read arrived, at the latest: see arrival_stamp.h. Without the kernel's
+    // counters, a read that slept is stamped at its start (no later than the arrival, but up to
+    // a heartbeat period early).
+    std::optional<std::chrono::nanoseconds> busy;
+    if (ThreadTimes::Sleeps() != sleeps) {
+      const auto busy_now = times.Busy();
+      busy = busy_now && busy_before ? *busy_now - *busy_before : now - read_from;
+      busy_before = busy_now;
+    }
+    const MonoTime arrival = arrivals.Read(now, busy);
     if (stop.stop_requested()) {
       ended = Status::Cancelled("stopping");
       break;
@@ -264,12 +283,12 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       ended = Status::DataError("a stream packet that is not an event");
       break;
     }
-    auto step = decoder.Feed(packet->substr(1), now);
+    auto step = decoder.Feed(packet->substr(1), arrival);
     if (!step.ok()) {
       ended = step.status();
       break;
     }
-    if (step->alive) stream_->Alive(token, now, step->heartbeat);
+    if (step->alive) stream_->Alive(token, arrival, step->heartbeat);
     if (step->position) {
       std::optional<std::pair<uint64_t, uint64_t>> commit_us;
       if (step->mysql_gtid && step->mysql_gtid->original_commit_us) {

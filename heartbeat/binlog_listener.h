@@ -88,9 +88,9 @@ class BinlogListener {
                  ListenerSink* sink, const Clock& clock);
   ~BinlogListener() { Stop(); }
 
-  // With `realtime`, the listening thread asks for SCHED_FIFO priority 1 (base/event_loop.h): an
-  // event's arrival is stamped when this thread reads it, and on a busy host a thread at normal
-  // priority reads late.
+  // With `realtime`, the listening thread asks for SCHED_FIFO priority 1 (base/event_loop.h): on
+  // a busy host a thread at normal priority reads late. What it reads late is stamped no later
+  // than it arrived (heartbeat/arrival_stamp.h), but the bounds from it are looser by as much.
   void Start(bool realtime = false);
   void Stop();
   // Follows `primary` from now on: the stream under way is cut and the next starts there.

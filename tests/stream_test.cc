@@ -2,13 +2,18 @@
 // a replica with its own server id, takes its bounds from the stream (replicas[].bound "stream"),
 // stays on it through an idle primary (heartbeat events), falls back to position sampling at
 // once when the dump is killed or refused and comes back when it is up again; the same with
-// binary log coordinates; binlog_stream.enabled false leaves no dump thread; bad keys are named.
+// binary log coordinates; binlog_stream.enabled false leaves no dump thread; bad keys are named;
+// a listener kept from running stamps what it then reads no later than it came.
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string_view>
@@ -81,6 +86,16 @@ bool AnyBoundBy(const std::string& bound) {
     if (r["bound"] == bound) return true;
   }
   return false;
+}
+
+// Where replica `r`'s upper bound comes from now (replicas[].bound), "" without an answer.
+std::string BoundOf(int r) {
+  auto j = Api("/api/v1/replicas");
+  if (!j) return "";
+  for (const auto& e : (*j)["replicas"]) {
+    if (e["replica"] == E().sandbox.replica_id(r)) return e["bound"].get<std::string>();
+  }
+  return "";
 }
 
 bool StreamUsable() {
@@ -304,6 +319,107 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
     REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
   }
   CHECK(tight_rounds == 4);
+  CHECK(agent.Stop() == 0);
+}
+
+// Runs every thread of process `pid` on CPU `cpu` only.
+void PinThreads(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    const pid_t tid = std::stoi(task.path().filename().string());
+    REQUIRE_MESSAGE(sched_setaffinity(tid, sizeof(set), &set) == 0, "thread " << tid);
+  }
+}
+
+// A process that keeps CPU `cpu` to itself for `span`: SCHED_FIFO at priority 50, above the
+// agent's realtime threads (priority 1). Returns once it spins, with its pid.
+pid_t Hog(int cpu, std::chrono::milliseconds span) {
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_param param{};
+    param.sched_priority = 50;
+    const char ok = sched_setaffinity(0, sizeof(set), &set) == 0 &&
+                            sched_setscheduler(0, SCHED_FIFO, &param) == 0
+                        ? 'y'
+                        : 'n';
+    const auto until = std::chrono::steady_clock::now() + span;
+    (void)!write(ready[1], &ok, 1);
+    while (ok == 'y' && std::chrono::steady_clock::now() < until) {
+    }
+    _exit(0);
+  }
+  close(ready[1]);
+  char ok = 'n';
+  (void)!read(ready[0], &ok, 1);
+  close(ready[0]);
+  REQUIRE_MESSAGE(ok == 'y', "the hog could not take SCHED_FIFO on CPU " << cpu);
+  return pid;
+}
+
+TEST_CASE("a listener kept from running: what it reads late is stamped no later than it came") {
+  // The agent's threads all on CPU 0, and a process of a higher priority spinning there for
+  // 150 ms: the listener, the sampler and the prober are runnable but do not run. A transaction
+  // committed meanwhile is read 130 ms after it arrived. Stamped at the read, replica 1 (which
+  // lacks it) would be bounded 130 ms below the truth once the stream is used again.
+  Agent agent(ConfigWith("starved", [](json& j) { j["heartbeat"]["interval_ms"] = 60000; }),
+              kDir + "/starved.log");
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); },
+                          kStreamUsableWithin),
+                  StreamState(agent));
+  auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  AdminQuery(E().sandbox.socket("replica1"), "STOP SLAVE SQL_THREAD");
+  std::this_thread::sleep_for(100ms);
+  PinThreads(agent.pid(), 0);
+  const pid_t hog = Hog(0, 150ms);
+  std::this_thread::sleep_for(20ms);
+  Primary("INSERT INTO lwtest.stream_probe VALUES (NULL)");
+  const int64_t acked = wall_ms();
+  int status = 0;
+  REQUIRE(waitpid(hog, &status, 0) == hog);
+  // Every record measured after the write, for a second: the stream is used again within ms of
+  // the hog's end (its heartbeats every 10 ms are signs of life), so its bound is among them.
+  int records = 0, from_stream = 0;
+  int64_t last_at = 0, over = INT64_MAX;
+  const auto until = std::chrono::steady_clock::now() + 1s;
+  while (std::chrono::steady_clock::now() < until) {
+    auto h = redis.HGetAll(E().sandbox.replica_key(1));
+    if (h.count("measured_at_ms") && h.count("delay_ms")) {
+      const int64_t at = std::stoll(h["measured_at_ms"]);
+      const int64_t delay = std::stoll(h["delay_ms"]);
+      if (at > acked && at != last_at) {
+        last_at = at;
+        ++records;
+        if (BoundOf(1) == "stream") ++from_stream;
+        CAPTURE(at - acked);
+        CAPTURE(delay);
+        // The truth is at least measured_at - acked; 5 ms is the stream's target.
+        CHECK(delay >= at - acked - 5);
+        over = std::min(over, delay - (at - acked));
+      }
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  MESSAGE(records << " records after the write, " << from_stream
+                  << " with a stream bound; the closest " << over
+                  << " ms over the truth's lower end");
+  CHECK(records >= 2);
+  CHECK(from_stream >= 1);
+  AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
+  REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
   CHECK(agent.Stop() == 0);
 }
 

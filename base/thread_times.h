@@ -1,0 +1,32 @@
+// What the calling thread did with the wall time that passed: how much of it it ran or waited for
+// a CPU, and how often it went to sleep. A thread that reads a socket tells from these whether
+// what it read could have been there long before it got to read it (heartbeat/arrival_stamp.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+namespace lagwatch {
+
+// The calling thread's own counters: construct, read and destroy it on one thread.
+class ThreadTimes {
+ public:
+  ThreadTimes();  // opens /proc/thread-self/schedstat
+  ~ThreadTimes();
+  ThreadTimes(const ThreadTimes&) = delete;
+  ThreadTimes& operator=(const ThreadTimes&) = delete;
+
+  // The time the thread has been running plus the time it was runnable and waited for a CPU
+  // (schedstat's first two fields: the kernel's sum_exec_runtime and run_delay), since it
+  // started; nullopt where the kernel keeps no schedstat (CONFIG_SCHED_INFO off).
+  std::optional<std::chrono::nanoseconds> Busy() const;
+  // How many times the thread has given up its CPU to sleep: getrusage(RUSAGE_THREAD)'s
+  // ru_nvcsw, the voluntary context switches.
+  static int64_t Sleeps();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace lagwatch
