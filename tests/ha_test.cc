@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -195,30 +196,45 @@ TEST_CASE("an agent record that does not decode is dropped, and the script survi
   CHECK(WaitFor([&] { return Shown(redis) == "agent=1 healthy=1 at=6001"; }, 5s));
 }
 
-// Reads every replica key every few ms, as a router would, and keeps what a router would suffer.
+// Reads every replica key every few ms, as a router would, and keeps what a router would suffer
+// while agent `victim` is killed (Killed() says when).
 class KeyWatch {
  public:
-  explicit KeyWatch(std::vector<std::string> keys) : keys_(std::move(keys)) {
+  KeyWatch(std::vector<std::string> keys, std::string victim)
+      : keys_(std::move(keys)), victim_(std::move(victim)) {
     thread_ = std::thread([this] { Run(); });
   }
   ~KeyWatch() { Finish(); }
+  void Killed() { killed_ = true; }
   void Finish() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  int missing = 0;               // polls that found a key absent
-  int64_t longest_stale_ms = 0;  // longest time a key's measured_at_ms did not advance
-  int backwards = 0;             // polls where measured_at_ms went back
-  int flips = 0;                 // changes of `healthy`
+  int missing = 0;  // polls that found a key absent
+  // Longest time a key said healthy without a newer measurement: a healthy verdict that is not
+  // renewed is what would keep a router on a replica that fell behind.
+  int64_t longest_stale_ms = 0;
+  // Polls where one agent's record went back (measured_at_ms older than the poll before it
+  // showed of the same agent). The key itself steps back when it moves to another agent's older
+  // record that is unhealthy (docs/redis.md); one agent's never does.
+  int backwards = 0;
+  int flips = 0;  // changes of `healthy`
+  // Of the flips, those from the killed agent's unhealthy record to a live agent's healthy one:
+  // the dead record lapsed (its TTL), which no agent announces as a change of its verdict.
+  int lapses = 0;
+  // Longest time a key still showed the killed agent's record after the kill.
+  int64_t dead_shown_ms = 0;
   int polls = 0;
 
  private:
   void Run() {
     Redis redis(E().sandbox.redis_port());
-    std::vector<int64_t> last_at(keys_.size(), 0);
+    std::vector<int64_t> last_at(keys_.size(), 0), shown_at(keys_.size(), 0);
     std::vector<SteadyClock::time_point> advanced(keys_.size(), SteadyClock::now());
-    std::vector<std::string> healthy(keys_.size());
+    std::vector<std::string> healthy(keys_.size()), shown_by(keys_.size());
+    std::optional<SteadyClock::time_point> killed_at;
     while (!stop_) {
+      if (killed_ && !killed_at) killed_at = SteadyClock::now();
       for (size_t i = 0; i < keys_.size(); ++i) {
         auto h = redis.HGetAll(keys_[i]);
         const auto now = SteadyClock::now();
@@ -228,47 +244,72 @@ class KeyWatch {
           continue;
         }
         const int64_t at = ParseInt<int64_t>(h["measured_at_ms"]).value_or(0);
-        if (at < last_at[i]) ++backwards;
+        if (h["agent"] == shown_by[i] && at < shown_at[i]) ++backwards;
+        shown_at[i] = at;
         if (at > last_at[i]) {
           last_at[i] = at;
           advanced[i] = now;
         }
-        longest_stale_ms = std::max<int64_t>(
-            longest_stale_ms,
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - advanced[i]).count());
-        if (!healthy[i].empty() && healthy[i] != h["healthy"]) ++flips;
+        if (h["healthy"] == "1") {
+          longest_stale_ms = std::max<int64_t>(
+              longest_stale_ms,
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - advanced[i]).count());
+        }
+        if (killed_at && h["agent"] == victim_) {
+          dead_shown_ms = std::max<int64_t>(
+              dead_shown_ms,
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - *killed_at).count());
+        }
+        if (!healthy[i].empty() && healthy[i] != h["healthy"]) {
+          ++flips;
+          if (killed_at && shown_by[i] == victim_ && h["agent"] != victim_ && h["healthy"] == "1") {
+            ++lapses;
+          }
+        }
         healthy[i] = h["healthy"];
+        shown_by[i] = h["agent"];
       }
       std::this_thread::sleep_for(5ms);
     }
   }
   std::vector<std::string> keys_;
+  const std::string victim_;
+  std::atomic<bool> killed_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 
-// Kills `victim` with SIGKILL while `survivor` runs, and checks what routers saw meanwhile.
-void KillOneWhileRoutersRead(std::unique_ptr<Agent>& victim, const std::string& victim_name) {
+// Kills agent `victim_id` (`victim`) with SIGKILL while the other runs, and checks what routers
+// saw meanwhile.
+void KillOneWhileRoutersRead(std::unique_ptr<Agent>& victim, int victim_id) {
   Subscriber events(E().sandbox.redis_port(), "slave_delay:events");
-  KeyWatch watch({E().sandbox.replica_key(1), E().sandbox.replica_key(2)});
+  KeyWatch watch({E().sandbox.replica_key(1), E().sandbox.replica_key(2)},
+                 std::to_string(victim_id));
   std::this_thread::sleep_for(1s);
   REQUIRE(kill(victim->pid(), SIGKILL) == 0);
+  watch.Killed();
   victim->Stop();  // reaps it
   victim.reset();
   std::this_thread::sleep_for(3s);
   watch.Finish();
   const size_t verdict_changes = events.Events().size();
-  MESSAGE(victim_name << " killed: " << watch.polls << " polls, " << watch.missing
-                      << " found a key missing, longest " << watch.longest_stale_ms
-                      << " ms without a newer measurement, " << watch.flips << " flips of healthy, "
-                      << watch.backwards << " went backwards; the agents "
-                      << "changed their own verdicts " << verdict_changes << " times");
+  MESSAGE("agent " << victim_id << " killed: " << watch.polls << " polls, " << watch.missing
+                   << " found a key missing, longest " << watch.longest_stale_ms
+                   << " ms healthy without a newer measurement, " << watch.flips
+                   << " flips of healthy (" << watch.lapses << " as the dead agent's unhealthy "
+                   << "record lapsed), its record shown " << watch.dead_shown_ms
+                   << " ms after the kill, " << watch.backwards << " went backwards; the agents "
+                   << "changed their own verdicts " << verdict_changes << " times");
   CHECK(watch.missing == 0);
   CHECK(watch.backwards == 0);
   // The merge never makes the key flip between two agents' verdicts: every change of `healthy`
   // is one an agent made to its own verdict (at zero lag there are none, unless a busy host made
-  // an agent's probe answer too late).
-  CHECK(static_cast<size_t>(watch.flips) <= verdict_changes);
+  // an agent's probe answer too late), or the dead agent's last record lapsing after its TTL
+  // (1 s): unhealthy wins the merge, so a verdict it made just before it was killed (seen once,
+  // under ASan on a loaded host) holds the key until then.
+  CHECK(static_cast<size_t>(watch.flips - watch.lapses) <= verdict_changes);
+  CHECK(watch.lapses <= 2);
+  CHECK(watch.dead_shown_ms < 1000 + 800);
   // The survivor rewrites each key after every probe (200 ms); generous for a loaded host.
   CHECK(watch.longest_stale_ms < 800);
 }
@@ -286,13 +327,13 @@ TEST_CASE("two agents publish the same keys; either one killed, routers never mi
   };
   REQUIRE_MESSAGE(WaitFor(both_publish, 15s), a->Log() << b->Log());
 
-  KillOneWhileRoutersRead(a, "agent 1");
+  KillOneWhileRoutersRead(a, 1);
   // The dead agent's record leaves the hash once its TTL has passed.
   CHECK(
       WaitFor([&] { return redis.HGetAll(E().sandbox.replica_key(1)).count("agent:1") == 0; }, 3s));
   a = std::make_unique<Agent>(AgentConfig(1, E().sandbox.http_port()), dir + "/agent1.log");
   REQUIRE_MESSAGE(WaitFor(both_publish, 15s), a->Log());
-  KillOneWhileRoutersRead(b, "agent 2");
+  KillOneWhileRoutersRead(b, 2);
   CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 }
 
