@@ -346,6 +346,20 @@ std::string HaproxyLines(const std::string& backend, size_t from) {
   return out;
 }
 
+// HAProxy's statistics of `backend` and its servers (`show stat`, with the header): weights,
+// current sessions, check transitions, for a failure's message.
+std::string StatLines(const std::string& backend) {
+  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
+  auto reply = HaproxyExchange(*socket, "show stat", Clock::now() + 2s);
+  if (!reply.ok()) return reply.status().ToString();
+  std::istringstream in(*reply);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) == 0 || line.rfind(backend + ",", 0) == 0) out += line + "\n";
+  }
+  return out;
+}
+
 // Eight reads through each frontend, each on a connection of its own, land on `ports`. A pool
 // that changed while it was read (HAProxy logged a server of it going down or up: its own check
 // timing out on a busy host, say) is read again once it is `pool` again, at most twice; each
@@ -355,11 +369,19 @@ void CheckReadsLandOn(const std::set<int>& ports, const std::set<std::string>& p
     CAPTURE(backend);
     for (int attempt = 1;; ++attempt) {
       const size_t from = E().haproxy.LogSize();
+      // Eight sessions open at once: leastconn spreads them over the pool whatever sessions
+      // of earlier steps are still open (read one after another, eight reads all went to one
+      // replica once under ASan, the other one up and in the pool; its statistics were not
+      // printed then).
+      std::vector<std::unique_ptr<Session>> open;
+      for (int i = 0; i < 8; ++i) open.push_back(std::make_unique<Session>(port));
       std::set<int> landed;
-      for (int i = 0; i < 8; ++i) landed.insert(ReadThrough(port));
+      for (auto& session : open) landed.insert(session->Port());
+      open.clear();
       const std::string changes = HaproxyLines(backend, from);
       if (changes.empty() || attempt == 3) {
         INFO("HAProxy's log while reading: " << changes);
+        INFO("HAProxy's statistics after: " << StatLines(backend));
         CHECK(Show(landed) == Show(ports));
         break;
       }
