@@ -22,7 +22,8 @@ class ThreadTimes {
   // started; nullopt where the kernel keeps no schedstat (CONFIG_SCHED_INFO off).
   std::optional<std::chrono::nanoseconds> Busy() const;
   // How many times the thread has given up its CPU to sleep: getrusage(RUSAGE_THREAD)'s
-  // ru_nvcsw, the voluntary context switches.
+  // ru_nvcsw, the voluntary context switches (0 if it fails: then no read looks as if it slept,
+  // and arrival stamps stay early, never late).
   static int64_t Sleeps();
 
  private:

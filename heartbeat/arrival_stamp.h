@@ -40,9 +40,7 @@ class ArrivalStamp {
   // it ran or waited for a CPU from a moment no later than the read's start (the return of an
   // earlier read) to `read_at`; nullopt when the read did not sleep. Returns the read's stamp.
   MonoTime Read(MonoTime read_at, std::optional<std::chrono::nanoseconds> busy) {
-    if (busy) {
-      last_ = std::max(last_, std::chrono::time_point_cast<MonoTime::duration>(read_at - *busy));
-    }
+    if (busy) last_ = std::max(last_, read_at - *busy);
     return last_;
   }
 

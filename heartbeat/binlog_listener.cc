@@ -247,23 +247,25 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
   Status ended = Status::Ok();
-  // This thread's busy time as of the last read that slept (heartbeat/arrival_stamp.h).
+  // This thread's busy time as of the last read that slept (heartbeat/arrival_stamp.h), and
+  // when the read before this one returned.
   const ThreadTimes times;
   std::optional<std::chrono::nanoseconds> busy_before = times.Busy();
+  MonoTime returned = clock_.Now();
   for (;;) {
-    const MonoTime read_from = clock_.Now();
     const int64_t sleeps = ThreadTimes::Sleeps();
     auto packet = conn.ReadPacket();
     const MonoTime now = clock_.Now();
     // When what was read arrived, at the latest: see arrival_stamp.h. Without the kernel's
-    // counters, a read that slept is stamped at its start (no later than the arrival, but up to
-    // a heartbeat period early).
+    // counters, a read that slept is stamped when the read before it returned (no later than the
+    // arrival, but up to a heartbeat period early).
     std::optional<std::chrono::nanoseconds> busy;
     if (ThreadTimes::Sleeps() != sleeps) {
       const auto busy_now = times.Busy();
-      busy = busy_now && busy_before ? *busy_now - *busy_before : now - read_from;
+      busy = busy_now && busy_before ? *busy_now - *busy_before : now - returned;
       busy_before = busy_now;
     }
+    returned = now;
     const MonoTime arrival = arrivals.Read(now, busy);
     if (stop.stop_requested()) {
       ended = Status::Cancelled("stopping");
