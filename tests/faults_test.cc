@@ -240,7 +240,6 @@ TEST_CASE("a hung replica is over its limit at the crossing, before its probe ti
   for (int attempt = 1; attempt <= 3 && !crossed; ++attempt) {
     REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
     std::this_thread::sleep_for(300ms);  // subscribed, and the writes flowing, before the fault
-    const size_t seen_before = EventsOf(sub.Events(), 1).size();
     REQUIRE(NextProbe(redis, 1));
     const int64_t answered_at = MeasuredAt(redis, 1);
     if (!BothOk(redis)) {  // that answer judged by a busy host: not the fault under test
@@ -248,15 +247,14 @@ TEST_CASE("a hung replica is over its limit at the crossing, before its probe ti
       continue;
     }
     REQUIRE(kill(pid, SIGSTOP) == 0);
-    const int64_t hung_at = UnixMillis(std::chrono::system_clock::now());
-    // The events of what was measured after that answer. An event of the answer itself can
-    // arrive after `seen_before` was taken: once under ASan, a recovery from a lagging verdict
-    // that a busy host caused just before (its measured_at_ms is the answer's).
+    const int64_t hung_at = WallMs();
+    // The events of what was measured after that answer, this try's: not what came before it,
+    // not even an event of the answer itself that arrives late (once under ASan, a recovery from
+    // a lagging verdict that a busy host caused just before).
     auto hang_events = [&] {
-      auto all = EventsOf(sub.Events(), 1);
       std::vector<nlohmann::json> after;
-      for (auto it = all.begin() + static_cast<long>(seen_before); it != all.end(); ++it) {
-        if (it->value("measured_at_ms", int64_t{0}) > answered_at) after.push_back(*it);
+      for (const auto& e : EventsOf(sub.Events(), 1)) {
+        if (e.value("measured_at_ms", int64_t{0}) > answered_at) after.push_back(e);
       }
       return after;
     };
@@ -317,7 +315,7 @@ TEST_CASE("a hung replica's bound grows from the first commit it lacks, not from
   const int64_t answered_at = MeasuredAt(redis, 1);
   std::this_thread::sleep_until(answered + 100ms);
   REQUIRE(kill(pid, SIGSTOP) == 0);
-  const int64_t hung_at = UnixMillis(std::chrono::system_clock::now());
+  const int64_t hung_at = WallMs();
   std::vector<std::pair<int64_t, int64_t>> records;  // measured_at_ms, delay_ms
   const auto until = Clock::now() + 1500ms;
   while (Clock::now() < until) {

@@ -247,11 +247,16 @@ std::string Replica(int i) { return E().sandbox.replica_id(i); }
 std::string Primary() { return E().sandbox.primary_id(); }
 std::string Sock(const std::string& server) { return E().sandbox.socket(server); }
 
+// `command` on the test HAProxy's admin socket: its answer.
+Result<std::string> Admin(const std::string& command, Clock::duration patience = 2s) {
+  return HaproxyExchange(*ParseHaproxySocket(kDir + "/hx/admin.sock"), command,
+                         Clock::now() + patience);
+}
+
 // The servers of `backend` in the pool now: running, and in no maintenance or drain but the
 // configuration's (a `disabled` server that was set ready keeps that bit and serves).
 std::set<std::string> Pool(const std::string& backend) {
-  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
-  auto reply = HaproxyExchange(*socket, "show servers state " + backend, Clock::now() + 2s);
+  auto reply = Admin("show servers state " + backend);
   if (!reply.ok()) return {"(" + reply.status().ToString() + ")"};
   auto servers = ParseServersState(*reply, backend);
   if (!servers.ok()) return {"(" + servers.status().ToString() + ")"};
@@ -349,8 +354,7 @@ std::string HaproxyLines(const std::string& backend, size_t from) {
 // HAProxy's statistics of `backend` and its servers (`show stat`, with the header): weights,
 // current sessions, check transitions, for a failure's message.
 std::string StatLines(const std::string& backend) {
-  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
-  auto reply = HaproxyExchange(*socket, "show stat", Clock::now() + 2s);
+  auto reply = Admin("show stat");
   if (!reply.ok()) return reply.status().ToString();
   std::istringstream in(*reply);
   std::string out;
@@ -534,10 +538,8 @@ TEST_CASE("a frozen replica (SIGSTOP) leaves the pools, and returns when it runs
 
 TEST_CASE("a manual change is undone at the next resync") {
   REQUIRE(PoolsBecome(AtRest(), 10s));
-  const auto socket = ParseHaproxySocket(kDir + "/hx/admin.sock");
   const double before = Metric("lagwatch_haproxy_corrections_total{haproxy=\"lb\"}").value_or(-1);
-  auto r = HaproxyExchange(*socket, "set server push_reads/" + Replica(1) + " state maint",
-                           Clock::now() + 1s);
+  auto r = Admin("set server push_reads/" + Replica(1) + " state maint", 1s);
   REQUIRE(r.ok());
   REQUIRE(Pool("push_reads").count(Replica(1)) == 0);
   const auto back = PoolsBecome(AtRest(), 3s, {{"push_reads", kPushFront}});

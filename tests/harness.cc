@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 #include <mysql.h>
 
+#include "base/clock.h"
 #include "base/http_client.h"
 #include "base/strings.h"
 
@@ -754,6 +755,8 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   HttpReply reply = lagwatch::HttpGet(target, request);
   return {reply.code, std::move(reply.body)};
 }
+
+int64_t WallMs() { return UnixMillis(std::chrono::system_clock::now()); }
 
 int64_t TimeBoundMs(int64_t ms) {
   static const int64_t scale = [] {

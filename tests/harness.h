@@ -291,6 +291,9 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path);
 // that the same code runs without a report, and still fail a bound stretched that far.
 int64_t TimeBoundMs(int64_t ms);
 
+// The wall clock now, in unix ms: the clock of a record's measured_at_ms.
+int64_t WallMs();
+
 // Polls `cond` every 20 ms until it holds or `timeout` passes; returns whether it held.
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 

@@ -276,7 +276,7 @@ TEST_CASE("redis cluster: the agent publishes there as its ACL user and a router
 TEST_CASE("redis cluster: a replica's slot resharded while the agent publishes stays readable") {
   // The keys the case before left expire within 1 s: only this agent's records count (under
   // ASan it took over a second to start, and the reads below found the old ones gone).
-  const int64_t started_ms = UnixMillis(std::chrono::system_clock::now());
+  const int64_t started_ms = WallMs();
   Agent agent(A().Config(), "/tmp/lw-rcs/agent-reshard.log");
   client::ReaderOptions options;
   options.redis = A().Router();

@@ -228,8 +228,6 @@ TEST_CASE("an idle primary: the stream's heartbeat events keep it usable without
   CHECK(agent.Stop() == 0);
 }
 
-int64_t WallMs() { return UnixMillis(std::chrono::system_clock::now()); }
-
 // An agent that writes no heartbeat row after its first, so that what a stopped replica lacks is
 // the test's own transactions, its configuration edited by `edit`; returned once both replicas
 // are ok and its stream is usable.
@@ -245,6 +243,25 @@ std::unique_ptr<Agent> AgentWithoutHeartbeats(
                           kStreamUsableWithin),
                   StreamState(*agent));
   return agent;
+}
+
+// Calls `record(measured_at_ms, delay_ms)` once for each record of replica 1 measured after
+// `after` (wall ms) that its key shows within `span`, read every `every`.
+void EachRecordAfter(Redis& redis, int64_t after, std::chrono::milliseconds span,
+                     std::chrono::milliseconds every,
+                     const std::function<void(int64_t at, int64_t delay)>& record) {
+  int64_t last_at = 0;
+  const auto until = std::chrono::steady_clock::now() + span;
+  while (std::chrono::steady_clock::now() < until) {
+    auto h = redis.HGetAll(E().sandbox.replica_key(1));
+    const auto at = ParseInt<int64_t>(h["measured_at_ms"]);
+    const auto delay = ParseInt<int64_t>(h["delay_ms"]);
+    if (at && delay && *at > after && *at != last_at) {
+      last_at = *at;
+      record(*at, *delay);
+    }
+    std::this_thread::sleep_for(every);
+  }
 }
 
 TEST_CASE("a replica lacking one transaction is bounded from its arrival: within ms of the truth") {
@@ -281,27 +298,16 @@ TEST_CASE("a replica lacking one transaction is bounded from its arrival: within
       int64_t delay;
     };
     std::vector<Seen> seen;
-    const auto until = std::chrono::steady_clock::now() + 600ms;
-    int64_t last_at = 0;
-    while (std::chrono::steady_clock::now() < until) {
-      auto h = redis.HGetAll(E().sandbox.replica_key(1));
-      if (h.count("measured_at_ms") && h.count("delay_ms")) {
-        const int64_t at = std::stoll(h["measured_at_ms"]);
-        const int64_t delay = std::stoll(h["delay_ms"]);
-        if (at > acked + 50 && at != last_at) {
-          last_at = at;
-          bound_d = std::max(bound_d, DeliveryBoundMs());
-          seen.push_back({at - sent, delay});
-          CAPTURE(at - sent);
-          CAPTURE(delay);
-          // Never more than 5 ms below the truth (the stream's target, docs/benchmarks.md): D is
-          // measured, and an event read late on a busy host arrives later than D allows (3 ms
-          // once, with the benchmark programs compiling beside the suite).
-          CHECK(delay >= at - acked - 5);
-        }
-      }
-      std::this_thread::sleep_for(5ms);
-    }
+    EachRecordAfter(redis, acked + 50, 600ms, 5ms, [&](int64_t at, int64_t delay) {
+      bound_d = std::max(bound_d, DeliveryBoundMs());
+      seen.push_back({at - sent, delay});
+      CAPTURE(at - sent);
+      CAPTURE(delay);
+      // Never more than 5 ms below the truth (the stream's target, docs/benchmarks.md): D is
+      // measured, and an event read late on a busy host arrives later than D allows (3 ms once,
+      // with the benchmark programs compiling beside the suite).
+      CHECK(delay >= at - acked - 5);
+    });
     CHECK(seen.size() >= 2);
     // Past the next export, a fallback during the window shows (read at once, one under ASan did
     // not, and its round was judged tight).
@@ -417,26 +423,16 @@ TEST_CASE("a listener kept from running: what it reads late is stamped no later 
     // Every record measured after the write, for a second: the stream is used again within ms
     // of the release (its heartbeats every 10 ms are signs of life).
     int records = 0, from_stream = 0;
-    int64_t last_at = 0, over = INT64_MAX;
-    const auto until = std::chrono::steady_clock::now() + 1s;
-    while (std::chrono::steady_clock::now() < until) {
-      auto h = redis.HGetAll(E().sandbox.replica_key(1));
-      if (h.count("measured_at_ms") && h.count("delay_ms")) {
-        const int64_t at = std::stoll(h["measured_at_ms"]);
-        const int64_t delay = std::stoll(h["delay_ms"]);
-        if (at > acked && at != last_at) {
-          last_at = at;
-          ++records;
-          if (BoundOf(1) == "stream") ++from_stream;
-          CAPTURE(at - acked);
-          CAPTURE(delay);
-          // The truth is at least measured_at - acked; 5 ms is the stream's target.
-          CHECK(delay >= at - acked - 5);
-          over = std::min(over, delay - (at - acked));
-        }
-      }
-      std::this_thread::sleep_for(5ms);
-    }
+    int64_t over = INT64_MAX;
+    EachRecordAfter(redis, acked, 1s, 5ms, [&](int64_t at, int64_t delay) {
+      ++records;
+      if (BoundOf(1) == "stream") ++from_stream;
+      CAPTURE(at - acked);
+      CAPTURE(delay);
+      // The truth is at least measured_at - acked; 5 ms is the stream's target.
+      CHECK(delay >= at - acked - 5);
+      over = std::min(over, delay - (at - acked));
+    });
     MESSAGE("round " << round << ": " << records << " records after the write, " << from_stream
                      << " with a stream bound; the closest " << over
                      << " ms over the truth's lower end");
@@ -502,16 +498,9 @@ TEST_CASE("binlog_stream.watch_writes: a hung replica is bounded from its own bi
       int64_t at, delay;
     };
     std::vector<Seen> seen;
-    const auto until = std::chrono::steady_clock::now() + 600ms;
-    while (std::chrono::steady_clock::now() < until) {
-      auto h = redis.HGetAll(E().sandbox.replica_key(1));
-      const auto at = ParseInt<int64_t>(h["measured_at_ms"]);
-      const auto delay = ParseInt<int64_t>(h["delay_ms"]);
-      if (at && delay && *at > hung_at + 20 && (seen.empty() || seen.back().at != *at)) {
-        seen.push_back({*at, *delay});
-      }
-      std::this_thread::sleep_for(2ms);
-    }
+    EachRecordAfter(redis, hung_at + 20, 600ms, 2ms, [&](int64_t at, int64_t delay) {
+      seen.push_back({at, delay});
+    });
     REQUIRE(kill(pid, SIGCONT) == 0);
     // The second commit acknowledged after the hang was sent after it: the replica lacks it, so
     // the truth at `at` is at least at - its acknowledgement.
