@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -127,6 +128,25 @@ bool ReplicasOk(Redis& redis, std::initializer_list<int> replicas) {
   return true;
 }
 std::string PointerPrimary(Redis& redis) { return redis.HGetAll(kPointer)["primary"]; }
+// What a failed wait for a move prints before the agent's log (which CI output cuts): the pointer,
+// then each server's record and its replication threads, source and last errors.
+std::string MoveState(Redis& redis) {
+  std::ostringstream out;
+  out << "pointer: primary " << PointerPrimary(redis);
+  for (int s : {kPrimary, kReplica1, kReplica2}) {
+    AdminSession a(Sock(s));
+    auto st = a.QueryNamed("SHOW SLAVE STATUS");
+    out << "\n" << Id(s) << ": " << RecordVerdict(redis.HGetAll(Key(s)));
+    if (st.empty()) {
+      out << "; not replicating";
+    } else {
+      out << "; from port " << st["Master_Port"] << ", io " << st["Slave_IO_Running"] << ", sql "
+          << st["Slave_SQL_Running"] << ", errors '" << st["Last_IO_Error"] << "' '"
+          << st["Last_SQL_Error"] << "'";
+    }
+  }
+  return out.str() + "\n";
+}
 std::string Metrics() { return HttpGet(E().sandbox.http_port(), "/metrics").second; }
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -241,7 +261,7 @@ std::unique_ptr<Agent> StartAgent(Redis& redis, const std::string& name,
                         return ReplicasOk(redis, {kReplica1, kReplica2});
                       },
                       15s),
-                  agent->Log());
+                  (MoveState(redis) + agent->Log()));
   return agent;
 }
 
@@ -425,7 +445,7 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
                              redis.HGetAll(Key(kPrimary)).empty();
                     },
                     15s),
-                agent.Log());
+                (MoveState(redis) + agent.Log()));
   CHECK(MetricValue(Metrics(), "lagwatch_primary_changes_total") == 2);
   CHECK(agent.Stop() == 0);
 }
@@ -497,7 +517,7 @@ TEST_CASE("binlog_stream.watch_writes: the new primary's first write has the mov
                              ReplicasOk(redis, {kReplica1, kReplica2});
                     },
                     15s),
-                agent.Log());
+                (MoveState(redis) + agent.Log()));
   CHECK(watched() == "[\"" + Id(kReplica1) + "\",\"" + Id(kReplica2) + "\"]");
   CHECK(agent.Stop() == 0);
 }
