@@ -612,6 +612,7 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   REQUIRE(primary_pid > 0);
   REQUIRE(kill(primary_pid, SIGKILL) == 0);
   std::this_thread::sleep_for(1s);
+  const auto promoting = Clock::now();
   Promote(kReplica1);
   const std::string promoted_at = Position(kReplica1);
   PointAt(kReplica2, Port(kReplica1));
@@ -620,11 +621,15 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   CHECK_MESSAGE(WaitFor([&] { return Is(redis, kReplica2, "ok", "1"); }, 5s), agent.Log());
   CHECK(PointerPrimary(redis) == Id(kReplica1));
   // While no server was writable (the second before the promotion) the replicas, caught up when
-  // the primary went silent, stayed healthy as primary_unknown, publishing delay_ms 0.
+  // the primary went silent, stayed healthy as primary_unknown, publishing delay_ms 0. (After it,
+  // until lagwatch sees the new primary, replica 2 follows a server it does not know as the
+  // primary: no longer proved fresh, it may be unhealthy. Under TSan it was, for 120 ms.)
   int unknown = 0;
   for (const auto& s : watch.Of(Key(kReplica2))) {
+    if (s.at >= promoting) break;
     if (s.fields.count("state") && s.fields.at("state") == "primary_unknown") {
       ++unknown;
+      INFO("read " << Ms(promoting - s.at) << " ms before the promotion");
       CHECK(s.fields.at("healthy") == "1");
       CHECK(s.fields.at("delay_ms") == "0");
     }
