@@ -23,19 +23,18 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// The probe timeout: the sandbox's 150 ms, scaled as the harness scales time bounds, up to the
-// 200 ms probe interval (the most the configuration allows). "A hung replica is over its limit at
-// the crossing" needs the probe in flight to outlast the crossing, which comes 200 ms after the
-// hang; under TSan, beside the ASan suite, a 150 ms timeout came first in three tries of three.
-int64_t ProbeTimeoutMs() { return std::min<int64_t>(TimeBoundMs(150), 200); }
-
 // The sandbox's configuration with one probe thread: both replicas then share one event loop, so
-// "a hung replica delays no other" is tested where it could happen.
+// "a hung replica delays no other" is tested where it could happen. Its probe timeout is scaled as
+// the harness scales time bounds, up to the probe interval (the most the configuration allows):
+// "a hung replica is over its limit at the crossing" needs the probe in flight to outlast the
+// crossing, which comes 200 ms after the hang, and under TSan, beside the ASan suite, the
+// sandbox's 150 ms came first in three tries of three.
 std::string OneLoopConfig(const Sandbox& sandbox) {
   std::ifstream in(sandbox.config_path());
   nlohmann::json j = nlohmann::json::parse(in, nullptr, true, true);
   j["probe"]["threads"] = 1;
-  j["probe"]["timeout_ms"] = ProbeTimeoutMs();
+  j["probe"]["timeout_ms"] = std::min(TimeBoundMs(j["probe"]["timeout_ms"].get<int64_t>()),
+                                      j["probe"]["interval_ms"].get<int64_t>());
   const std::string path = sandbox.dir() + "/one-loop.json";
   std::ofstream(path) << j.dump(2);
   return path;
@@ -43,7 +42,8 @@ std::string OneLoopConfig(const Sandbox& sandbox) {
 
 struct Env {
   Sandbox sandbox{"/tmp/lw-ft", 27406};
-  Agent agent{OneLoopConfig(sandbox), sandbox.dir() + "/agent.log"};
+  const std::string config = OneLoopConfig(sandbox);
+  Agent agent{config, sandbox.dir() + "/agent.log"};
   // The table the tests' own commits go to.
   Env() {
     AdminQuery(sandbox.socket("primary"),
@@ -54,6 +54,15 @@ struct Env {
 Env& E() {
   static Env env;
   return env;
+}
+
+// The probe timeout the agent runs with (OneLoopConfig).
+int64_t ProbeTimeoutMs() {
+  static const int64_t ms = [] {
+    std::ifstream in(E().config);
+    return nlohmann::json::parse(in)["probe"]["timeout_ms"].get<int64_t>();
+  }();
+  return ms;
 }
 
 std::string Key(int replica) { return E().sandbox.replica_key(replica); }
