@@ -714,8 +714,20 @@ std::vector<nlohmann::json> Subscriber::Events() {
 
 bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& state,
                const std::string& healthy) {
-  auto h = redis.HGetAll(sandbox.replica_key(i));
-  return h["state"] == state && h["healthy"] == healthy;
+  return RecordIs(redis.HGetAll(sandbox.replica_key(i)), state, healthy);
+}
+
+namespace {
+// A record's field, "" when it has none.
+std::string Field(const std::map<std::string, std::string>& record, const char* name) {
+  auto it = record.find(name);
+  return it == record.end() ? std::string() : it->second;
+}
+}  // namespace
+
+bool RecordIs(const std::map<std::string, std::string>& record, const std::string& state,
+              const std::string& healthy) {
+  return Field(record, "state") == state && Field(record, "healthy") == healthy;
 }
 
 bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
@@ -723,12 +735,8 @@ bool BothReplicasOk(Redis& redis, const Sandbox& sandbox) {
 }
 
 std::string RecordVerdict(const std::map<std::string, std::string>& record) {
-  auto field = [&](const char* name) {
-    auto it = record.find(name);
-    return it == record.end() ? std::string() : it->second;
-  };
-  return "state=" + field("state") + " healthy=" + field("healthy") +
-         " delay_ms=" + field("delay_ms");
+  return "state=" + Field(record, "state") + " healthy=" + Field(record, "healthy") +
+         " delay_ms=" + Field(record, "delay_ms");
 }
 
 std::string ReplicaStates(Redis& redis, const Sandbox& sandbox) {

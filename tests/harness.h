@@ -270,6 +270,9 @@ bool ReplicaIs(Redis& redis, const Sandbox& sandbox, int i, const std::string& s
                const std::string& healthy);
 // Both sandbox replicas are ok and healthy in Redis.
 bool BothReplicasOk(Redis& redis, const Sandbox& sandbox);
+// Whether a replica's record says `state` and `healthy` ("1"/"0").
+bool RecordIs(const std::map<std::string, std::string>& record, const std::string& state,
+              const std::string& healthy);
 // A record's verdict as a failed check prints it: "state=ok healthy=1 delay_ms=12".
 std::string RecordVerdict(const std::map<std::string, std::string>& record);
 // What both replicas' records say ("replica1 state=ok healthy=1 delay_ms=12; replica2 ..."), for

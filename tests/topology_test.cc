@@ -112,8 +112,7 @@ void Switchover(int from, int to, int other) {
 }
 
 bool Is(Redis& redis, int s, const std::string& state, const std::string& healthy) {
-  auto h = redis.HGetAll(Key(s));
-  return h["state"] == state && h["healthy"] == healthy;
+  return RecordIs(redis.HGetAll(Key(s)), state, healthy);
 }
 // Waits up to 5 s for server `s` to be ok and healthy (one sample is not the verdict on a busy
 // host: harness.h, BothReplicasSettleOk); a failure prints what its record says.
