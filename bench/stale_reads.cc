@@ -162,7 +162,7 @@ struct Shared {
   const RedisConfig router_redis;
   std::atomic<bool> stop{false};
   std::mutex mu;
-  OracleLog oracle;                    // GUARDED_BY(mu)
+  SeqOracleLog oracle;                 // GUARDED_BY(mu)
   std::vector<ReadRecord> reads;       // GUARDED_BY(mu)
   std::optional<HaproxyRows> haproxy;  // set before the sessions start, when a row needs it
   Shared(const Options& o, RedisConfig redis) : opt(o), router_redis(std::move(redis)) {}
@@ -279,7 +279,7 @@ struct Connections {
 
 // Judges an answer: which server gave it (0 the primary), the oracle's seq and the order's version
 // it returned (nullopt: the read failed), and the version the session wrote (own reads).
-void Judge(ReadRecord& r, const OracleLog& oracle, int server, std::optional<int64_t> seen,
+void Judge(ReadRecord& r, const SeqOracleLog& oracle, int server, std::optional<int64_t> seen,
            std::optional<int64_t> got, std::optional<int64_t> written) {
   if (!seen || !got) {
     r.served_by = -1;
@@ -442,7 +442,7 @@ class PhpRouter {
   }
   // The reads the workers printed, judged against `oracle`. Throws when a worker printed none
   // (it failed: see its log); `junk` counts lines that are not a read (warnings).
-  std::vector<ReadRecord> Collect(const OracleLog& oracle, int64_t& junk) const {
+  std::vector<ReadRecord> Collect(const SeqOracleLog& oracle, int64_t& junk) const {
     std::vector<ReadRecord> out;
     for (const std::string& log : logs_) {
       std::ifstream in(log);
@@ -461,7 +461,7 @@ class PhpRouter {
   }
 
  private:
-  std::optional<ReadRecord> Parse(const std::string& line, const OracleLog& oracle) const {
+  std::optional<ReadRecord> Parse(const std::string& line, const SeqOracleLog& oracle) const {
     const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     auto integer = [&](const char* key) -> std::optional<int64_t> {
       auto it = j.find(key);

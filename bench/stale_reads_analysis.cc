@@ -5,12 +5,12 @@
 
 namespace lagwatch::bench {
 
-void OracleLog::Sent(int64_t seq, int64_t sent_us) {
+void SeqOracleLog::Sent(int64_t seq, int64_t sent_us) {
   if (sent_us_.empty()) first_seq_ = seq;
   sent_us_.push_back(sent_us);
 }
 
-std::optional<int64_t> OracleLog::StalenessUs(int64_t seen, int64_t answer_us) const {
+std::optional<int64_t> SeqOracleLog::StalenessUs(int64_t seen, int64_t answer_us) const {
   if (sent_us_.empty() || seen < first_seq_ - 1 || seen > last_seq()) return std::nullopt;
   const int64_t missing = seen + 1;  // the first write the answer lacks
   if (missing > last_seq()) return 0;

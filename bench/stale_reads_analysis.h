@@ -14,7 +14,7 @@ namespace lagwatch::bench {
 // The oracle: an UPDATE of one row's seq on the primary every few ms; sent_us[s] is when the
 // write of seq s was sent (before its commit, so staleness judged from it errs on the high side
 // by at most the commit's latency).
-class OracleLog {
+class SeqOracleLog {
  public:
   // Records that seq `seq` (one more than the last) was sent at `sent_us`.
   void Sent(int64_t seq, int64_t sent_us);

@@ -6,7 +6,7 @@ namespace lagwatch::bench {
 namespace {
 
 TEST_CASE("stale reads: an answer is as stale as the first oracle write it lacks is old") {
-  OracleLog log;
+  SeqOracleLog log;
   for (int64_t s = 10; s <= 20; ++s) log.Sent(s, s * 5'000);  // seq s sent at s * 5 ms
   CHECK(log.last_seq() == 20);
   // Saw 20, the last: lacks nothing.
@@ -20,7 +20,7 @@ TEST_CASE("stale reads: an answer is as stale as the first oracle write it lacks
   // Not a seq the oracle sent: cannot be judged.
   CHECK_FALSE(log.StalenessUs(21, 1'000'000).has_value());
   CHECK_FALSE(log.StalenessUs(3, 1'000'000).has_value());
-  CHECK_FALSE(OracleLog().StalenessUs(0, 1).has_value());
+  CHECK_FALSE(SeqOracleLog().StalenessUs(0, 1).has_value());
 }
 
 TEST_CASE("stale reads: reads are summarised per router and phase") {
