@@ -10,6 +10,7 @@
 #include "agent/assessment.h"
 #include "agent/config.h"
 #include "base/binlog_coords.h"
+#include "base/exit_code.h"
 #include "base/mysql_conn.h"
 #include "base/mysql_errors.h"
 #include "base/net_stream.h"
@@ -28,7 +29,6 @@ namespace lagwatch {
 namespace {
 
 constexpr int kExitProblem = 1;
-constexpr int kExitUsage = 2;
 // Each statement's deadline: generous, this is a person's command, not a probe.
 constexpr Millis kQueryTimeout(3000);
 

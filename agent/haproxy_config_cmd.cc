@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "base/exit_code.h"
 #include "base/secret_file.h"
 #include "base/strings.h"
 #include "cli/status_cmd.h"
@@ -10,8 +11,6 @@
 
 namespace lagwatch {
 namespace {
-
-constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "usage: lagwatch haproxy-config --config FILE [--mode push|http|agent] [--backend NAME]\n"

@@ -16,6 +16,7 @@
 #include "agent/check_cmd.h"
 #include "agent/config.h"
 #include "agent/haproxy_config_cmd.h"
+#include "base/exit_code.h"
 #include "base/log.h"
 #include "cli/status_cmd.h"
 #include "version.h"
@@ -44,8 +45,6 @@ void RaiseFdLimit(size_t replicas) {
                              " replicas need (raise LimitNOFILE / ulimit -n)");
   }
 }
-
-constexpr int kExitUsage = 2;  // bad command line or bad config
 
 void Usage(FILE* out) {
   std::fprintf(out,
@@ -141,7 +140,7 @@ int Run(const std::string& path) {
   if (!config.ok()) {
     std::fprintf(stderr, "lagwatch: invalid config %s: %s\n", path.c_str(),
                  config.status().message().c_str());
-    return kExitUsage;
+    return lagwatch::kExitUsage;
   }
   const sigset_t signals = BlockSignals();
   RaiseFdLimit(config->replicas.size());
@@ -198,7 +197,7 @@ int main(int argc, char** argv) {
     if (!config.ok()) {
       std::fprintf(stderr, "lagwatch: invalid config %s: %s\n", argv[2],
                    config.status().message().c_str());
-      return kExitUsage;
+      return lagwatch::kExitUsage;
     }
     std::printf("%s: ok (%zu replicas)\n", argv[2], config->replicas.size());
     return 0;
@@ -225,5 +224,5 @@ int main(int argc, char** argv) {
         });
   }
   Usage(stderr);
-  return kExitUsage;
+  return lagwatch::kExitUsage;
 }

@@ -9,11 +9,6 @@
 #include "base/strings.h"
 
 namespace lagwatch {
-namespace {
-
-std::string Text(const redisReply& r) { return std::string(r.str, r.len); }
-
-}  // namespace
 
 Result<std::unique_ptr<RedisConnection>> RedisConnectForEvents(const RedisConfig& config,
                                                                Millis timeout) {
@@ -38,7 +33,7 @@ Status RedisClient::LoadMapFrom(RedisConnection& conn, const Endpoint& node) {
   RedisReply r = conn.Run({"CLUSTER", "SLOTS"});
   if (!r) return conn.error();
   if (r->type == REDIS_REPLY_ERROR) {
-    return Status::ServerError("Redis " + node.Id() + ": CLUSTER SLOTS: " + Text(*r));
+    return Status::ServerError("Redis " + node.Id() + ": CLUSTER SLOTS: " + ReplyText(*r));
   }
   auto ranges = ParseClusterSlots(*r, node);
   if (!ranges.ok())
@@ -121,7 +116,7 @@ Status RedisClient::SetUp(RedisConnection& conn) {
     if (!r) return conn.error();
     if (r->type == REDIS_REPLY_ERROR) {
       return Status::ServerError("Redis " + conn.server() + " refused " + cmd.front() + ": " +
-                                 Text(*r));
+                                 ReplyText(*r));
     }
   }
   return Status::Ok();
@@ -155,7 +150,7 @@ Result<RedisConnection*> RedisClient::ReplicaConnection(const Endpoint& replica)
   RedisReply ok = (*conn)->Run({"READONLY"});
   if (!ok) return (*conn)->error();
   if (ok->type == REDIS_REPLY_ERROR) {
-    return Status::ServerError("Redis " + replica.Id() + " refused READONLY: " + Text(*ok));
+    return Status::ServerError("Redis " + replica.Id() + " refused READONLY: " + ReplyText(*ok));
   }
   RedisConnection* raw = conn->get();
   replica_conns_[replica.Id()] = std::move(conn).value();
@@ -253,7 +248,8 @@ Result<std::vector<std::vector<RedisReply>>> RedisClient::Run(const std::vector<
           }
           RedisReply r = conn->Next();
           if (!r) return Abandon(conn->error());
-          if (!redirect && r->type == REDIS_REPLY_ERROR) redirect = ParseRedisRedirect(Text(*r));
+          if (!redirect && r->type == REDIS_REPLY_ERROR)
+            redirect = ParseRedisRedirect(ReplyText(*r));
           replies.push_back(std::move(r));
         }
         if (redirect && p.redirects < kMaxRedirects) {

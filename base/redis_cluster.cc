@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "base/redis_pipeline.h"
 #include "base/strings.h"
 
 namespace lagwatch {
@@ -35,8 +36,6 @@ uint16_t Crc16(std::string_view s) {
   return crc;
 }
 
-std::string Text(const redisReply& r) { return std::string(r.str, r.len); }
-
 // A master's address in a CLUSTER SLOTS node entry: [ip, port, id, ...]; nullopt when malformed.
 std::optional<Endpoint> NodeAddress(const redisReply* node, const Endpoint& reached_as) {
   if (!node || node->type != REDIS_REPLY_ARRAY || node->elements < 2) return std::nullopt;
@@ -44,7 +43,7 @@ std::optional<Endpoint> NodeAddress(const redisReply* node, const Endpoint& reac
   const redisReply* port = node->element[1];
   if (ip->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_INTEGER) return std::nullopt;
   if (port->integer < 1 || port->integer > 65535) return std::nullopt;
-  std::string host = Text(*ip);
+  std::string host = ReplyText(*ip);
   // A node that does not know how it is reached says "" (or "?" before Redis 7).
   if (host.empty() || host == "?") host = reached_as.host;
   return Endpoint{std::move(host), static_cast<int>(port->integer)};

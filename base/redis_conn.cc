@@ -186,7 +186,7 @@ Status RedisConnection::ClientCertRefused(const std::string& how) const {
 namespace {
 
 // A string, status or error reply's text, safe to log (a server's text may hold anything).
-std::string Text(const redisReply& r) { return EscapeControl(std::string_view(r.str, r.len)); }
+std::string SafeText(const redisReply& r) { return EscapeControl(std::string_view(r.str, r.len)); }
 
 // AUTH [username] password, or PING when `password` is empty: either way a first round trip,
 // so that a server that refuses the connection (a TLS-only port reached in plaintext) says so
@@ -198,7 +198,7 @@ Status Auth(RedisConnection& conn, const std::string& username, const std::strin
     if (!pong) return conn.error();
     // NOAUTH and the like: a server that wants AUTH, refused here as AUTH would be.
     if (pong->type == REDIS_REPLY_ERROR) {
-      return Status::Unavailable(who + " refused PING: " + Text(*pong));
+      return Status::Unavailable(who + " refused PING: " + SafeText(*pong));
     }
     return Status::Ok();
   }
@@ -210,7 +210,7 @@ Status Auth(RedisConnection& conn, const std::string& username, const std::strin
   if (!reply) return conn.error();
   if (reply->type != REDIS_REPLY_ERROR) return Status::Ok();
   return Status::Unavailable(who + " refused AUTH" + (username.empty() ? "" : " as " + username) +
-                             ": " + Text(*reply));
+                             ": " + SafeText(*reply));
 }
 
 using Conn = std::unique_ptr<RedisConnection>;
@@ -243,7 +243,7 @@ std::optional<Endpoint> AddressOf(const redisReply* host, const redisReply* port
   }
   auto p = ParseInt<int>(std::string_view(port->str, port->len));
   if (!p || *p < 1 || *p > 65535) return std::nullopt;
-  return Endpoint{Text(*host), *p};
+  return Endpoint{SafeText(*host), *p};
 }
 
 // The master's address as the sentinel on `conn` (`who`) knows it, or why it gave none.
@@ -251,7 +251,7 @@ Result<Endpoint> NamedMaster(RedisConnection& conn, const std::string& who,
                              const RedisConfig& config) {
   RedisReply r = conn.Run({"SENTINEL", "get-master-addr-by-name", config.master_name});
   if (!r) return conn.error();
-  if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": " + Text(*r));
+  if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": " + SafeText(*r));
   if (r->type == REDIS_REPLY_NIL)
     return Status::ServerError(who + " does not monitor " + config.master_name);
   std::optional<Endpoint> master;
@@ -370,12 +370,12 @@ Status RedisCheckMaster(RedisConnection& conn) {
   const std::string who = "Redis " + conn.server();
   RedisReply r = conn.Run({"ROLE"});
   if (!r) return Status::Unavailable(who + ": ROLE: " + conn.error().message());
-  if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": ROLE: " + Text(*r));
+  if (r->type == REDIS_REPLY_ERROR) return Status::ServerError(who + ": ROLE: " + SafeText(*r));
   if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
       r->element[0]->type != REDIS_REPLY_STRING) {
     return Status::DataError(who + ": unexpected reply to ROLE");
   }
-  const std::string role = Text(*r->element[0]);
+  const std::string role = SafeText(*r->element[0]);
   if (role == "master") return Status::Ok();
   return Status::ServerError(who + " is a " + role + ", not a master");
 }

@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Trim(std::string s) {
+std::string ChompNewlines(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
@@ -253,7 +253,7 @@ std::string RenderScaleMarkdown(const json& res) {
              : "plaintext (Redis as the sandbox's ACL users)\n\n");
 
   md << "## Results\n\n";
-  if (std::string w = BusyWarning(res); !w.empty()) md << "**" << Trim(w) << "**\n\n";
+  if (std::string w = BusyWarning(res); !w.empty()) md << "**" << ChompNewlines(w) << "**\n\n";
   md << MainTable(res).Markdown() << "\n";
   md << "### Targets at N=1000 (docs/benchmarks.md)\n\n" << TargetLines(res, "- ") << "\n";
   md << "### Details\n\n" << DetailTable(res).Markdown() << "\n";
@@ -512,7 +512,8 @@ std::string RenderScaleCompareMarkdown(const json& cmp) {
   for (const auto& [k, v] : cmp["versions"].items())
     md << " " << k << " `" << v.get<std::string>() << "`;";
   md << "\n\n";
-  if (std::string w = CompareBusyWarning(cmp); !w.empty()) md << "**" << Trim(w) << "**\n\n";
+  if (std::string w = CompareBusyWarning(cmp); !w.empty())
+    md << "**" << ChompNewlines(w) << "**\n\n";
   md << CompareTable(cmp).Markdown() << "\n";
   md << "### TLS targets at N=1000\n\n" << TargetLines(cmp, "- ") << "\n";
   md << "Both runs are bench/scale's (its Method: one sandbox per run, the same aliases, "

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/contract.h"
+#include "base/exit_code.h"
 #include "base/http_client.h"
 #include "base/secret_file.h"
 #include "base/strings.h"
@@ -20,7 +21,6 @@ namespace lagwatch {
 namespace {
 
 constexpr int kExitUnhealthy = 1;
-constexpr int kExitUsage = 2;
 constexpr int kExitUnreachable = 3;
 
 constexpr char kUsage[] =

@@ -3,7 +3,7 @@
 #include "base/contract.h"
 
 namespace lagwatch {
-namespace f = contract::rw_stats;
+namespace rw = contract::rw_stats;
 
 FeedbackAccumulator::FeedbackAccumulator(size_t max_apps, size_t max_replicas_per_app)
     : max_apps_(max_apps), max_replicas_per_app_(max_replicas_per_app) {}
@@ -60,10 +60,10 @@ FeedbackAccumulator::Delta FeedbackAccumulator::Observe(const AppStats& stats) {
   App* app = FindOrAdmit(stats.app);
   if (!app) return d;
   d.accepted = true;
-  d.reads_replica = Fold(*app, stats, f::kReadsReplica, stats.reads_replica, d);
-  d.reads_master = Fold(*app, stats, f::kReadsMaster, stats.reads_master, d);
-  d.degrade_attempts = Fold(*app, stats, f::kDegradeAttempts, stats.degrade_attempts, d);
-  d.degrade_successes = Fold(*app, stats, f::kDegradeSuccesses, stats.degrade_successes, d);
+  d.reads_replica = Fold(*app, stats, rw::kReadsReplica, stats.reads_replica, d);
+  d.reads_master = Fold(*app, stats, rw::kReadsMaster, stats.reads_master, d);
+  d.degrade_attempts = Fold(*app, stats, rw::kDegradeAttempts, stats.degrade_attempts, d);
+  d.degrade_successes = Fold(*app, stats, rw::kDegradeSuccesses, stats.degrade_successes, d);
   FoldReplicas(*app, stats, d);
   return d;
 }
@@ -78,10 +78,10 @@ std::map<std::string, FeedbackAccumulator::Totals> FeedbackAccumulator::AppTotal
       return it == counters.end() ? 0.0 : it->second.total;
     };
     Totals& t = out[name];
-    t.reads_replica = total(f::kReadsReplica);
-    t.reads_all = t.reads_replica + total(f::kReadsMaster);
-    t.degrade_attempts = total(f::kDegradeAttempts);
-    t.degrade_successes = total(f::kDegradeSuccesses);
+    t.reads_replica = total(rw::kReadsReplica);
+    t.reads_all = t.reads_replica + total(rw::kReadsMaster);
+    t.degrade_attempts = total(rw::kDegradeAttempts);
+    t.degrade_successes = total(rw::kDegradeSuccesses);
   }
   return out;
 }

@@ -16,7 +16,7 @@
 namespace lagwatch {
 namespace {
 
-constexpr size_t kMaxLineBytes = 256;
+constexpr size_t kMaxCheckLineBytes = 256;
 constexpr std::string_view kLimitKey = "max_delay_ms=";
 
 Result<int> Listen(const std::string& listen) {
@@ -132,7 +132,7 @@ class AgentCheckServer::Connections {
 
   void Read(int fd) {
     Conn& c = conns_[fd];
-    char buf[kMaxLineBytes + 1];
+    char buf[kMaxCheckLineBytes + 1];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n < 0 || (n == 0 && c.line.empty())) {
@@ -147,7 +147,7 @@ class AgentCheckServer::Connections {
     c.line.append(buf, static_cast<size_t>(n));
     if (const size_t nl = c.line.find('\n'); nl != std::string::npos) {
       Answer(fd, c.line.substr(0, nl));
-    } else if (c.line.size() > kMaxLineBytes) {
+    } else if (c.line.size() > kMaxCheckLineBytes) {
       Answer(fd, c.line);  // refused as too long
     }
   }
@@ -155,7 +155,7 @@ class AgentCheckServer::Connections {
   // Answers the line (if it asks for a server) and closes.
   void Answer(int fd, std::string line) {
     auto target = ParseAgentSend(line);
-    if (!target || line.size() > kMaxLineBytes) {
+    if (!target || line.size() > kMaxCheckLineBytes) {
       Count("malformed");
       LogLimited(LogLevel::kWarn, "agent-check-malformed",
                  "haproxy agent-check: a request that is not a server name: '" +

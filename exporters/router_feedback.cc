@@ -14,8 +14,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kIoTimeout(250);
-constexpr milliseconds kMinBackoff(250);
+constexpr milliseconds kFeedbackIoTimeout(250);
+constexpr milliseconds kFeedbackMinBackoff(250);
 constexpr const char* kScanCount = "100";
 
 std::string ConnError(const RedisConnection& c, const char* what) {
@@ -137,7 +137,7 @@ void RouterFeedback::Export(const std::string& app, const FeedbackAccumulator::D
 // ---- Redis ------------------------------------------------------------------------------------
 
 bool RouterFeedback::Connect() {
-  auto client = RedisClient::Open(config_, kIoTimeout);
+  auto client = RedisClient::Open(config_, kFeedbackIoTimeout);
   if (!client.ok()) {
     CountError("redis");
     LogLimited(LogLevel::kWarn, "router-feedback-connect",
@@ -345,8 +345,8 @@ RouterFeedback::RoundEnd RouterFeedback::RunRound(std::stop_token stop) {
 }
 
 void RouterFeedback::Run(std::stop_token stop) {
-  const milliseconds max_backoff = std::max(kMinBackoff, interval_);
-  milliseconds backoff = kMinBackoff;
+  const milliseconds max_backoff = std::max(kFeedbackMinBackoff, interval_);
+  milliseconds backoff = kFeedbackMinBackoff;
   while (!stop.stop_requested()) {
     const MonoTime started = clock_.Now();
     const RoundEnd end = RunRound(stop);
@@ -356,7 +356,7 @@ void RouterFeedback::Run(std::stop_token stop) {
       next = clock_.Now() + backoff;
       backoff = std::min(backoff * 2, max_backoff);
     } else {
-      backoff = kMinBackoff;
+      backoff = kFeedbackMinBackoff;
     }
     // Returns at once when a stop is requested (base/clock.h), so Stop() is never held up here.
     if (!clock_.SleepUntil(stop, next)) return;

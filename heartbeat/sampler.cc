@@ -9,7 +9,7 @@
 
 namespace lagwatch {
 namespace {
-constexpr Millis kMaxBackoff(1000);
+constexpr Millis kMaxRetryWait(1000);
 constexpr Millis kPatience(1000);
 // How often the primary's own load figures are read (alerts on connections and buffer pool).
 constexpr Millis kStatusInterval(5000);
@@ -56,8 +56,8 @@ Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadl
 
 Millis PositionSampler::Backoff(Millis interval, int failures) {
   Millis wait = interval;
-  for (int i = 0; i < failures && wait < kMaxBackoff; ++i) wait *= 2;
-  return std::min(wait, std::max(kMaxBackoff, interval));
+  for (int i = 0; i < failures && wait < kMaxRetryWait; ++i) wait *= 2;
+  return std::min(wait, std::max(kMaxRetryWait, interval));
 }
 
 void PositionSampler::PollPrimaryStatus(SqlConnection& conn, MonoTime deadline) {
