@@ -5,13 +5,10 @@
 
 #include "base/clock.h"
 #include "base/gtid.h"
+#include "base/test_values.h"
 #include "heartbeat/history.h"
 
 namespace lagwatch::testing {
-
-// `ms` after a fixed monotonic origin.
-inline MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
-inline GtidPos P(const std::string& s) { return GtidPos::Parse(s).value(); }
 
 // The primary as the agent recorded it: heartbeats every 500 ms (seq k sent at 500k ms,
 // acknowledged 2 ms later) and a position sample every 50 ms that grows with each heartbeat.

@@ -2,10 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+using testing::T;
 const std::vector<int64_t> kLimits = {200, 1000};
 
 TEST_CASE("a replica at zero lag is probed on the tick") {

@@ -5,10 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+using testing::T;
 
 // --- QuantileWindow ---
 

@@ -9,18 +9,18 @@
 namespace lagwatch {
 namespace {
 
-BinlogCoords Coords(const char* file, uint64_t pos) {
+BinlogCoords ParsedCoords(const char* file, uint64_t pos) {
   auto c = ParseBinlogCoords(file, pos);
   REQUIRE(c.ok());
   return *c;
 }
 
 TEST_CASE("ParseBinlogCoords splits BASE.NUMBER at the last dot") {
-  CHECK(Coords("mysql-bin.000123", 4) == BinlogCoords{"mysql-bin", 123, 4});
-  CHECK(Coords("source-bin.000002", 1307) == BinlogCoords{"source-bin", 2, 1307});
-  CHECK(Coords("my.host-bin.1", 0) == BinlogCoords{"my.host-bin", 1, 0});
-  CHECK(Coords("mysql-bin.1000000", 4).seq == 1000000);  // past 999999 the number is wider
-  CHECK(Coords("b.18446744073709551615", 18446744073709551615u).seq == 18446744073709551615u);
+  CHECK(ParsedCoords("mysql-bin.000123", 4) == BinlogCoords{"mysql-bin", 123, 4});
+  CHECK(ParsedCoords("source-bin.000002", 1307) == BinlogCoords{"source-bin", 2, 1307});
+  CHECK(ParsedCoords("my.host-bin.1", 0) == BinlogCoords{"my.host-bin", 1, 0});
+  CHECK(ParsedCoords("mysql-bin.1000000", 4).seq == 1000000);  // past 999999 the number is wider
+  CHECK(ParsedCoords("b.18446744073709551615", 18446744073709551615u).seq == 18446744073709551615u);
 
   auto text = ParseBinlogCoords("mariadb-bin.000016", std::string_view("475"));
   REQUIRE(text.ok());
@@ -46,20 +46,21 @@ TEST_CASE("ParseBinlogCoords: a name without a numeric extension or a bad positi
 }
 
 TEST_CASE("Compare: file sequence first, then position; other base names are incomparable") {
-  const BinlogCoords a = Coords("mysql-bin.000009", 900);
+  const BinlogCoords a = ParsedCoords("mysql-bin.000009", 900);
   CHECK(Compare(a, a) == CoordsOrder::kSame);
-  CHECK(Compare(a, Coords("mysql-bin.000009", 901)) == CoordsOrder::kBefore);
-  CHECK(Compare(Coords("mysql-bin.000009", 901), a) == CoordsOrder::kAfter);
+  CHECK(Compare(a, ParsedCoords("mysql-bin.000009", 901)) == CoordsOrder::kBefore);
+  CHECK(Compare(ParsedCoords("mysql-bin.000009", 901), a) == CoordsOrder::kAfter);
   // A rotation: the new file starts at 4, and is after every position of the old one.
-  CHECK(Compare(Coords("mysql-bin.000010", 4), a) == CoordsOrder::kAfter);
-  CHECK(Compare(a, Coords("mysql-bin.000010", 4)) == CoordsOrder::kBefore);
+  CHECK(Compare(ParsedCoords("mysql-bin.000010", 4), a) == CoordsOrder::kAfter);
+  CHECK(Compare(a, ParsedCoords("mysql-bin.000010", 4)) == CoordsOrder::kBefore);
   // 999999 is followed by 1000000: a number, not text ("1000000" < "999999" as strings).
-  CHECK(Compare(Coords("mysql-bin.999999", 5000), Coords("mysql-bin.1000000", 4)) ==
+  CHECK(Compare(ParsedCoords("mysql-bin.999999", 5000), ParsedCoords("mysql-bin.1000000", 4)) ==
         CoordsOrder::kBefore);
   // The width of the extension does not matter.
-  CHECK(Compare(Coords("mysql-bin.000123", 4), Coords("mysql-bin.123", 4)) == CoordsOrder::kSame);
-  CHECK(Compare(a, Coords("other-bin.000009", 900)) == CoordsOrder::kIncomparable);
-  CHECK(Compare(Coords("mysql-bin.000010", 4), a) == CoordsOrder::kAfter);
+  CHECK(Compare(ParsedCoords("mysql-bin.000123", 4), ParsedCoords("mysql-bin.123", 4)) ==
+        CoordsOrder::kSame);
+  CHECK(Compare(a, ParsedCoords("other-bin.000009", 900)) == CoordsOrder::kIncomparable);
+  CHECK(Compare(ParsedCoords("mysql-bin.000010", 4), a) == CoordsOrder::kAfter);
 }
 
 const std::string kTestdata = LAGWATCH_TESTDATA_DIR;

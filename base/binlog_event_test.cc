@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 
 #include "base/binlog_coords.h"
+#include "base/test_values.h"
 
 namespace lagwatch {
 namespace {
+
+using testing::Coords;
 
 // Events built to the layouts the header cites (the v4 header, then the body, then a CRC32).
 std::string Le(uint64_t v, int width) {
@@ -58,9 +61,6 @@ std::string MysqlGtid(const std::array<uint8_t, 16>& uuid, uint64_t gno,
 MonoTime At(int ms) { return MonoTime(Millis(ms)); }
 
 Position Gtid(const char* text) { return Position(GtidPos::Parse(text).value()); }
-Position Coords(const char* file, uint64_t pos) {
-  return Position(ParseBinlogCoords(file, pos).value());
-}
 Position Set(const std::string& text) { return Position(GtidSet::Parse(text).value()); }
 
 constexpr const char* kUuidA = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa";

@@ -2,14 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-GtidPos P(const char* s) {
-  auto r = GtidPos::Parse(s);
-  REQUIRE(r.ok());
-  return r.value();
-}
+using testing::P;
 
 TEST_CASE("GTID positions parse and print back") {
   CHECK(P("0-1-120").ToString() == "0-1-120");

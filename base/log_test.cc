@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
@@ -57,19 +59,19 @@ TEST_CASE("a message is one log line whatever it holds: control bytes are escape
 namespace lagwatch {
 namespace {
 
-MonoTime At(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+using testing::T;
 
 TEST_CASE("log limiter passes one line per interval per key and counts what it held back") {
   LogRateLimiter lim;
   long held = -1;
-  CHECK(lim.Allow("probe:a", At(0), Millis(10'000), &held));
+  CHECK(lim.Allow("probe:a", T(0), Millis(10'000), &held));
   CHECK(held == 0);
-  CHECK_FALSE(lim.Allow("probe:a", At(1), Millis(10'000), &held));
-  CHECK_FALSE(lim.Allow("probe:a", At(9'999), Millis(10'000), &held));
-  CHECK(lim.Allow("probe:b", At(5), Millis(10'000), &held));  // another key is not held back
-  CHECK(lim.Allow("probe:a", At(10'000), Millis(10'000), &held));
+  CHECK_FALSE(lim.Allow("probe:a", T(1), Millis(10'000), &held));
+  CHECK_FALSE(lim.Allow("probe:a", T(9'999), Millis(10'000), &held));
+  CHECK(lim.Allow("probe:b", T(5), Millis(10'000), &held));  // another key is not held back
+  CHECK(lim.Allow("probe:a", T(10'000), Millis(10'000), &held));
   CHECK(held == 2);
-  CHECK_FALSE(lim.Allow("probe:a", At(10'001), Millis(10'000), &held));
+  CHECK_FALSE(lim.Allow("probe:a", T(10'001), Millis(10'000), &held));
 }
 
 TEST_CASE("log limiter forgets keys that carry nothing, so many one-off keys do not pile up") {
@@ -77,19 +79,19 @@ TEST_CASE("log limiter forgets keys that carry nothing, so many one-off keys do 
   long held = 0;
   // 10,000 distinct keys, one line each, a millisecond apart (e.g. error texts of a server).
   for (int i = 0; i < 10'000; ++i) {
-    REQUIRE(lim.Allow("key" + std::to_string(i), At(i), Millis(100), &held));
+    REQUIRE(lim.Allow("key" + std::to_string(i), T(i), Millis(100), &held));
   }
   // Only about one interval's worth of keys (100) can still matter.
   CHECK(lim.size() <= 256);
   // A key held back within its interval keeps its count through pruning.
   LogRateLimiter kept;
-  REQUIRE(kept.Allow("busy", At(0), Millis(100'000), &held));
-  REQUIRE_FALSE(kept.Allow("busy", At(1), Millis(100'000), &held));
+  REQUIRE(kept.Allow("busy", T(0), Millis(100'000), &held));
+  REQUIRE_FALSE(kept.Allow("busy", T(1), Millis(100'000), &held));
   for (int i = 0; i < 1'000; ++i) {
-    REQUIRE(kept.Allow("k" + std::to_string(i), At(2 + i), Millis(1), &held));
+    REQUIRE(kept.Allow("k" + std::to_string(i), T(2 + i), Millis(1), &held));
   }
   CHECK(kept.size() < 200);
-  CHECK(kept.Allow("busy", At(100'000), Millis(100'000), &held));
+  CHECK(kept.Allow("busy", T(100'000), Millis(100'000), &held));
   CHECK(held == 1);
 }
 

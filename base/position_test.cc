@@ -2,12 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
+using testing::Coords;
 Position Mariadb(const char* s) { return GtidPos::Parse(s).value(); }
 Position Mysql(const char* s) { return GtidSet::Parse(s).value(); }
-Position Coords(const char* file, uint64_t pos) { return ParseBinlogCoords(file, pos).value(); }
 
 constexpr char kUuidA[] = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
 

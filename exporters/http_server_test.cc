@@ -15,7 +15,7 @@ namespace lagwatch {
 namespace {
 
 // Sends `request` to 127.0.0.1:port and returns everything the server says before it closes.
-std::string Exchange(int port, const std::string& request) {
+std::string SendRaw(int port, const std::string& request) {
   const int fd = test::ConnectLoopback(port);
   REQUIRE(fd >= 0);
   REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
@@ -28,7 +28,7 @@ int Code(const std::string& resp) {
 }
 
 int Get(int port, const std::string& path, const std::string& headers = "") {
-  return Code(Exchange(port, "GET " + path + " HTTP/1.0\r\n" + headers + "\r\n"));
+  return Code(SendRaw(port, "GET " + path + " HTTP/1.0\r\n" + headers + "\r\n"));
 }
 
 // "alice:secret" in base64.
@@ -65,8 +65,8 @@ TEST_CASE("without a web config every route is open, on its exact path and for G
   CHECK(Get(port, "/metricsfoo") == 404);
   CHECK(Get(port, "/api/v1/x/y") == 404);
   CHECK(Get(port, "/") == 404);
-  CHECK(Code(Exchange(port, "POST /metrics HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi")) == 405);
-  CHECK(Code(Exchange(port, "DELETE /api/v1/x HTTP/1.0\r\n\r\n")) == 405);
+  CHECK(Code(SendRaw(port, "POST /metrics HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi")) == 405);
+  CHECK(Code(SendRaw(port, "DELETE /api/v1/x HTTP/1.0\r\n\r\n")) == 405);
 }
 
 TEST_CASE("with users, every path but the probes answers 401 until the right password comes") {
@@ -76,7 +76,7 @@ TEST_CASE("with users, every path but the probes answers 401 until the right pas
   const int port = (*s)->port();
   for (const std::string path : {"/metrics", "/api/v1/x", "/nope"}) {
     CAPTURE(path);
-    const std::string resp = Exchange(port, "GET " + path + " HTTP/1.0\r\n\r\n");
+    const std::string resp = SendRaw(port, "GET " + path + " HTTP/1.0\r\n\r\n");
     CHECK(Code(resp) == 401);
     CHECK(resp.find("\r\nWWW-Authenticate: Basic realm=\"lagwatch\"") != std::string::npos);
     CHECK(resp.find("\"replicas\"") == std::string::npos);
@@ -84,8 +84,8 @@ TEST_CASE("with users, every path but the probes answers 401 until the right pas
     CHECK(Get(port, path, "Authorization: Basic\r\n") == 401);
     CHECK(Get(port, path, kAliceSecret) == (path == "/nope" ? 404 : 200));
   }
-  CHECK(Code(Exchange(port, "POST /metrics HTTP/1.0\r\n\r\n")) == 401);
-  CHECK(Code(Exchange(port, "POST /metrics HTTP/1.0\r\n" + kAliceSecret + "\r\n")) == 405);
+  CHECK(Code(SendRaw(port, "POST /metrics HTTP/1.0\r\n\r\n")) == 401);
+  CHECK(Code(SendRaw(port, "POST /metrics HTTP/1.0\r\n" + kAliceSecret + "\r\n")) == 405);
   CHECK(Get(port, "/healthz") == 200);
   CHECK(Get(port, "/readyz") == 200);
 

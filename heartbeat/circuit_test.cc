@@ -2,10 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
+using testing::T;
 
 TEST_CASE("three consecutive failures open the circuit, fewer only degrade it") {
   CircuitBreaker cb;

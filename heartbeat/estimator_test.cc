@@ -2,11 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
-GtidPos P(const char* s) { return GtidPos::Parse(s).value(); }
+using testing::P;
+using testing::T;
 int64_t Ms(Micros d) { return std::chrono::duration_cast<Millis>(d).count(); }
 
 ProbeObservation Probe(int sent_ms, int received_ms, std::optional<uint64_t> seq,

@@ -2,11 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include "base/test_values.h"
+
 namespace lagwatch {
 namespace {
 
-MonoTime T(int ms) { return MonoTime(Millis(1'000'000 + ms)); }
-GtidPos P(const char* s) { return GtidPos::Parse(s).value(); }
+using testing::P;
+using testing::T;
 
 TEST_CASE("heartbeat log finds records by seq and forgets the oldest beyond capacity") {
   HeartbeatLog log(3);

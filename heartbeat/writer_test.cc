@@ -25,21 +25,23 @@ FakeSqlConnection::Script Primary(std::function<FakeSqlConnection::Answer(size_t
   };
 }
 
-WriterOptions Options() {
+WriterOptions WriterTestOptions() {
   WriterOptions options;
   options.heartbeat.interval_ms = 500;
   options.agent_id = 7;
   return options;
 }
 
-struct Fixture : FakePrimaryFixture<HeartbeatWriter, HeartbeatLog, RecordingWriterSink> {
-  explicit Fixture(FakeSqlConnection::Script script)
-      : FakePrimaryFixture(std::move(script), Options()) {}
+struct WriterFixture : FakePrimaryFixture<HeartbeatWriter, HeartbeatLog, RecordingWriterSink> {
+  explicit WriterFixture(FakeSqlConnection::Script script)
+      : FakePrimaryFixture(std::move(script), WriterTestOptions()) {}
   HeartbeatLog& log = record;
 };
 
 TEST_CASE("writer upserts every 500 ms on a fake clock, continuing from the seq on the primary") {
-  Fixture f(Primary([](size_t) { return FakeSqlConnection::Answer{QueryResult{}, Millis(3)}; }));
+  WriterFixture f(Primary([](size_t) {
+    return FakeSqlConnection::Answer{QueryResult{}, Millis(3)};
+  }));
   f.RunFor(2100);
   CHECK(f.TimesOf(IsUpsert) == std::vector<int64_t>{0, 500, 1000, 1500, 2000});
   CHECK(f.sink.written.Get() == std::vector<uint64_t>{42, 43, 44, 45, 46});
@@ -53,7 +55,7 @@ TEST_CASE("writer upserts every 500 ms on a fake clock, continuing from the seq 
 }
 
 TEST_CASE("writer keeps a fixed rate: a slow write does not shift the writes after it") {
-  Fixture f(Primary([](size_t i) {
+  WriterFixture f(Primary([](size_t i) {
     return FakeSqlConnection::Answer{QueryResult{}, Millis(i == 1 ? 400 : 2)};
   }));
   f.RunFor(1600);
@@ -61,7 +63,7 @@ TEST_CASE("writer keeps a fixed rate: a slow write does not shift the writes aft
 }
 
 TEST_CASE("writer abandons a write at its interval's deadline and writes again at once") {
-  Fixture f(Primary([](size_t i) {
+  WriterFixture f(Primary([](size_t i) {
     return FakeSqlConnection::Answer{QueryResult{}, Millis(i == 1 ? 10'000 : 2)};
   }));
   f.RunFor(1600);
@@ -90,7 +92,7 @@ TEST_CASE("writer pauses on a read-only primary, asks every interval, and resume
     }
     return {};
   };
-  Fixture f(script);
+  WriterFixture f(script);
   f.RunFor(3100);
   auto upserts = f.TimesOf(IsUpsert);
   auto asked = f.TimesOf([](const std::string& s) { return s == "SELECT @@read_only"; });
@@ -106,7 +108,9 @@ TEST_CASE("writer pauses on a read-only primary, asks every interval, and resume
 }
 
 TEST_CASE("writer moves to a new primary at once, checks its table and keeps its seqs growing") {
-  Fixture f(Primary([](size_t) { return FakeSqlConnection::Answer{QueryResult{}, Millis(2)}; }));
+  WriterFixture f(Primary([](size_t) {
+    return FakeSqlConnection::Answer{QueryResult{}, Millis(2)};
+  }));
   f.clock.HoldAfter(Millis(1100));
   f.worker->Start();
   REQUIRE(f.clock.WaitUntilHeld());  // written at 0, 500, 1000; waiting for 1500
