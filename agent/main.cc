@@ -18,6 +18,7 @@
 #include "agent/haproxy_config_cmd.h"
 #include "base/exit_code.h"
 #include "base/log.h"
+#include "base/thread_times.h"
 #include "cli/status_cmd.h"
 #include "version.h"
 
@@ -79,6 +80,8 @@ sigset_t BlockSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // Left pending for the binary log listener, which tells a stop from a sleep by it.
+  lagwatch::ThreadTimes::BlockContinueSignal();
   std::signal(SIGPIPE, SIG_IGN);
   return set;
 }

@@ -1,12 +1,27 @@
 #include "base/thread_times.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 namespace lagwatch {
+namespace {
+
+std::atomic<int64_t> resumes{0};
+
+sigset_t ContinueSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCONT);
+  return set;
+}
+
+}  // namespace
 
 ThreadTimes::ThreadTimes() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
 
@@ -34,6 +49,21 @@ int64_t ThreadTimes::Sleeps() {
   rusage usage{};
   if (::getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
   return usage.ru_nvcsw;
+}
+
+void ThreadTimes::BlockContinueSignal() {
+  const sigset_t set = ContinueSignal();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int64_t ThreadTimes::ResumeEpoch() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0 || sigismember(&pending, SIGCONT) != 1) return resumes.load();
+  const int64_t epoch = resumes.fetch_add(1) + 1;
+  const sigset_t set = ContinueSignal();
+  const timespec now{0, 0};
+  sigtimedwait(&set, nullptr, &now);  // EAGAIN if another thread consumed it first
+  return epoch;
 }
 
 }  // namespace lagwatch

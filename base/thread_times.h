@@ -26,6 +26,19 @@ class ThreadTimes {
   // and arrival stamps stay early, never late).
   static int64_t Sleeps();
 
+  // Resumes of the process after a stop (SIGSTOP, SIGTSTP): time stopped is neither running nor
+  // waiting for a CPU, and the stop itself counts as a sleep, so the counters above take a read
+  // that slept through a stop for one that waited for input. BlockContinueSignal(), called
+  // before any thread starts, blocks SIGCONT in every thread that inherits the mask (the continue
+  // itself still happens), so that a resume leaves SIGCONT pending, process-wide, before any
+  // thread runs again (the kernel queues it before it wakes them).
+  static void BlockContinueSignal();
+  // How many resumes any thread has seen: a call that finds SIGCONT pending counts one, then
+  // consumes the signal (in that order, so that a thread that finds it already consumed finds
+  // the count moved). A thread compares the count before and after a read. Stays 0 unless
+  // BlockContinueSignal() ran.
+  static int64_t ResumeEpoch();
+
  private:
   int fd_ = -1;
 };

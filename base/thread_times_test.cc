@@ -1,5 +1,8 @@
 #include "base/thread_times.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <thread>
 
@@ -41,6 +44,24 @@ TEST_CASE("the counters are the calling thread's own") {
     }
   }).join();
   CHECK(*times.Busy() - *before < 25ms);
+}
+
+TEST_CASE("a resume (SIGCONT left pending) is counted once, and the signal consumed") {
+  sigset_t old;
+  REQUIRE(pthread_sigmask(SIG_SETMASK, nullptr, &old) == 0);
+  ThreadTimes::BlockContinueSignal();
+  const int64_t before = ThreadTimes::ResumeEpoch();
+  CHECK(ThreadTimes::ResumeEpoch() == before);  // nothing pending, nothing counted
+  // To this thread (a resume's is to the process, but this program's other threads, if any, do
+  // not block it and would take it).
+  REQUIRE(raise(SIGCONT) == 0);
+  const int64_t after = ThreadTimes::ResumeEpoch();
+  CHECK(after == before + 1);
+  CHECK(ThreadTimes::ResumeEpoch() == after);  // consumed: one resume, one count
+  sigset_t pending;
+  REQUIRE(sigpending(&pending) == 0);
+  CHECK(sigismember(&pending, SIGCONT) == 0);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace

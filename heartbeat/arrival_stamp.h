@@ -19,8 +19,9 @@
 // stamps what it read after that up to 100 ms earlier than it read it.
 //
 // What it does not see: time the thread was stopped (SIGSTOP) is neither running nor waiting for
-// a CPU, and a read that slept on something other than its input (a page fault from disk) is
-// taken for one that waited for input.
+// a CPU, so the caller passes a read during which the process was resumed (ThreadTimes::
+// ResumeEpoch) as one that did not sleep; and a read that slept on something other than its
+// input (a page fault from disk) is taken for one that waited for input.
 #pragma once
 
 #include <algorithm>

@@ -252,6 +252,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   const ThreadTimes times;
   std::optional<std::chrono::nanoseconds> busy_before = times.Busy();
   MonoTime returned = clock_.Now();
+  int64_t resumes = ThreadTimes::ResumeEpoch();
   for (;;) {
     const int64_t sleeps = ThreadTimes::Sleeps();
     auto packet = conn.ReadPacket();
@@ -264,6 +265,13 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       const auto busy_now = times.Busy();
       busy = busy_now && busy_before ? *busy_now - *busy_before : now - returned;
       busy_before = busy_now;
+      // The process resumed after a stop since the last read that slept: this read may have
+      // slept through the stop, which the counters do not see. It keeps the stamp before it,
+      // as a read that did not sleep does (no later than it came).
+      if (const int64_t r = ThreadTimes::ResumeEpoch(); r != resumes) {
+        resumes = r;
+        busy.reset();
+      }
     }
     returned = now;
     const MonoTime arrival = arrivals.Read(now, busy);
