@@ -35,8 +35,8 @@ class ThreadTimes {
   static void BlockContinueSignal();
   // How many resumes any thread has seen: a call that finds SIGCONT pending counts one, then
   // consumes the signal (in that order, so that a thread that finds it already consumed finds
-  // the count moved). A thread compares the count before and after a read. Stays 0 unless
-  // BlockContinueSignal() ran.
+  // the count moved). A reading thread compares it with the count at its last read that slept.
+  // Stays 0 unless BlockContinueSignal() ran.
   static int64_t ResumeEpoch();
 
  private:

@@ -400,10 +400,10 @@ class CpuThrottle {
 
 // Rounds until one gave stream bounds, at most 4: replica 1 stops applying, the agent is held back
 // (`hold`) from before a transaction commits to 100 ms after (`release`), and every record of the
-// second after the write must be no more than 5 ms below the truth's lower end. Returns how many
-// rounds gave stream bounds (1 once the listener's stamps are used; 0 if it never was).
-int HeldBackRounds(Agent& agent, Redis& redis, const std::function<void()>& hold,
-                   const std::function<void()>& release) {
+// second after the write must be no more than 5 ms below the truth's lower end; one round must
+// have given stream bounds.
+void HeldBackRounds(Agent& agent, Redis& redis, const std::function<void()>& hold,
+                    const std::function<void()>& release) {
   int stream_rounds = 0;
   for (int round = 0; round < 4 && stream_rounds == 0; ++round) {
     CAPTURE(round);
@@ -436,7 +436,6 @@ int HeldBackRounds(Agent& agent, Redis& redis, const std::function<void()>& hold
     REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
   }
   CHECK_MESSAGE(stream_rounds == 1, StreamState(agent));
-  return stream_rounds;
 }
 
 TEST_CASE("a listener kept from running: what it reads late is stamped no later than it came") {
