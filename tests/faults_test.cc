@@ -29,21 +29,26 @@ using Clock = std::chrono::steady_clock;
 // "a hung replica is over its limit at the crossing" needs the probe in flight to outlast the
 // crossing, which comes 200 ms after the hang, and under TSan, beside the ASan suite, the
 // sandbox's 150 ms came first in three tries of three.
-std::string OneLoopConfig(const Sandbox& sandbox) {
+nlohmann::json OneLoopConfig(const Sandbox& sandbox) {
   std::ifstream in(sandbox.config_path());
   nlohmann::json j = nlohmann::json::parse(in, nullptr, true, true);
   j["probe"]["threads"] = 1;
   j["probe"]["timeout_ms"] = std::min(TimeBoundMs(j["probe"]["timeout_ms"].get<int64_t>()),
                                       j["probe"]["interval_ms"].get<int64_t>());
+  return j;
+}
+
+// Writes `config` to the sandbox's dir; returns its path.
+std::string WriteConfig(const Sandbox& sandbox, const nlohmann::json& config) {
   const std::string path = sandbox.dir() + "/one-loop.json";
-  std::ofstream(path) << j.dump(2);
+  std::ofstream(path) << config.dump(2);
   return path;
 }
 
 struct Env {
   Sandbox sandbox{"/tmp/lw-ft", 27406};
-  const std::string config = OneLoopConfig(sandbox);
-  Agent agent{config, sandbox.dir() + "/agent.log"};
+  const nlohmann::json config = OneLoopConfig(sandbox);
+  Agent agent{WriteConfig(sandbox, config), sandbox.dir() + "/agent.log"};
   // The table the tests' own commits go to.
   Env() {
     AdminQuery(sandbox.socket("primary"),
@@ -57,13 +62,7 @@ Env& E() {
 }
 
 // The probe timeout the agent runs with (OneLoopConfig).
-int64_t ProbeTimeoutMs() {
-  static const int64_t ms = [] {
-    std::ifstream in(E().config);
-    return nlohmann::json::parse(in)["probe"]["timeout_ms"].get<int64_t>();
-  }();
-  return ms;
-}
+int64_t ProbeTimeoutMs() { return E().config["probe"]["timeout_ms"].get<int64_t>(); }
 
 std::string Key(int replica) { return E().sandbox.replica_key(replica); }
 std::string PrimaryKey() {
