@@ -45,7 +45,7 @@ std::optional<std::chrono::nanoseconds> ThreadTimes::Busy() const {
   return std::chrono::nanoseconds(static_cast<int64_t>(ran + waited));
 }
 
-int64_t ThreadTimes::Sleeps() {
+int64_t ThreadTimes::Sleeps() const {
   rusage usage{};
   if (::getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
   return usage.ru_nvcsw;
@@ -56,7 +56,7 @@ void ThreadTimes::BlockContinueSignal() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-int64_t ThreadTimes::ResumeEpoch() {
+int64_t ThreadTimes::ResumeEpoch() const {
   sigset_t pending;
   if (sigpending(&pending) != 0 || sigismember(&pending, SIGCONT) != 1) return resumes.load();
   const int64_t epoch = resumes.fetch_add(1) + 1;

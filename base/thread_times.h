@@ -9,35 +9,46 @@
 
 namespace lagwatch {
 
+// What a reading thread's kernel counters say: ThreadTimes for the calling thread, a fake in the
+// tests of what is built on them (heartbeat/arrival_stamp.h).
+class ThreadCounters {
+ public:
+  virtual ~ThreadCounters() = default;
+  // The time the thread has been running plus the time it was runnable and waited for a CPU,
+  // since it started; nullopt where the kernel does not keep it.
+  virtual std::optional<std::chrono::nanoseconds> Busy() const = 0;
+  // How many times the thread has given up its CPU to sleep.
+  virtual int64_t Sleeps() const = 0;
+  // How many resumes of the process after a stop (SIGSTOP, SIGTSTP) have been seen.
+  virtual int64_t ResumeEpoch() const = 0;
+};
+
 // The calling thread's own counters: construct, read and destroy it on one thread.
-class ThreadTimes {
+class ThreadTimes final : public ThreadCounters {
  public:
   ThreadTimes();  // opens /proc/thread-self/schedstat
-  ~ThreadTimes();
+  ~ThreadTimes() override;
   ThreadTimes(const ThreadTimes&) = delete;
   ThreadTimes& operator=(const ThreadTimes&) = delete;
 
-  // The time the thread has been running plus the time it was runnable and waited for a CPU
-  // (schedstat's first two fields: the kernel's sum_exec_runtime and run_delay), since it
-  // started; nullopt where the kernel keeps no schedstat (CONFIG_SCHED_INFO off).
-  std::optional<std::chrono::nanoseconds> Busy() const;
-  // How many times the thread has given up its CPU to sleep: getrusage(RUSAGE_THREAD)'s
-  // ru_nvcsw, the voluntary context switches (0 if it fails: then no read looks as if it slept,
-  // and arrival stamps stay early, never late).
-  static int64_t Sleeps();
+  // schedstat's first two fields: the kernel's sum_exec_runtime and run_delay; nullopt where the
+  // kernel keeps no schedstat (CONFIG_SCHED_INFO off).
+  std::optional<std::chrono::nanoseconds> Busy() const override;
+  // getrusage(RUSAGE_THREAD)'s ru_nvcsw, the voluntary context switches (0 if it fails: then no
+  // read looks as if it slept, and arrival stamps stay early, never late).
+  int64_t Sleeps() const override;
 
-  // Resumes of the process after a stop (SIGSTOP, SIGTSTP): time stopped is neither running nor
-  // waiting for a CPU, and the stop itself counts as a sleep, so the counters above take a read
-  // that slept through a stop for one that waited for input. BlockContinueSignal(), called
-  // before any thread starts, blocks SIGCONT in every thread that inherits the mask (the continue
-  // itself still happens), so that a resume leaves SIGCONT pending, process-wide, before any
-  // thread runs again (the kernel queues it before it wakes them).
+  // Time stopped is neither running nor waiting for a CPU, and the stop itself counts as a
+  // sleep, so the counters above take a read that slept through a stop for one that waited for
+  // input. BlockContinueSignal(), called before any thread starts, blocks SIGCONT in every thread
+  // that inherits the mask (the continue itself still happens), so that a resume leaves SIGCONT
+  // pending, process-wide, before any thread runs again (the kernel queues it before it wakes
+  // them).
   static void BlockContinueSignal();
-  // How many resumes any thread has seen: a call that finds SIGCONT pending counts one, then
-  // consumes the signal (in that order, so that a thread that finds it already consumed finds
-  // the count moved). A reading thread compares it with the count at its last read that slept.
+  // Process-wide: a call that finds SIGCONT pending counts one resume, then consumes the signal
+  // (in that order, so that a thread that finds it already consumed finds the count moved).
   // Stays 0 unless BlockContinueSignal() ran.
-  static int64_t ResumeEpoch();
+  int64_t ResumeEpoch() const override;
 
  private:
   int fd_ = -1;

@@ -25,9 +25,9 @@ TEST_CASE("a thread's busy time grows as it runs, not as it sleeps; its sleeps a
   REQUIRE(spun.has_value());
   CHECK(*spun - *before >= 15ms);
   // 200 ms asleep: one sleep more, and busy by far less than 200 ms.
-  const int64_t sleeps = ThreadTimes::Sleeps();
+  const int64_t sleeps = times.Sleeps();
   std::this_thread::sleep_for(200ms);
-  CHECK(ThreadTimes::Sleeps() > sleeps);
+  CHECK(times.Sleeps() > sleeps);
   const auto slept = times.Busy();
   REQUIRE(slept.has_value());
   CHECK(*slept - *spun < 100ms);
@@ -50,14 +50,15 @@ TEST_CASE("a resume (SIGCONT left pending) is counted once, and the signal consu
   sigset_t old;
   REQUIRE(pthread_sigmask(SIG_SETMASK, nullptr, &old) == 0);
   ThreadTimes::BlockContinueSignal();
-  const int64_t before = ThreadTimes::ResumeEpoch();
-  CHECK(ThreadTimes::ResumeEpoch() == before);  // nothing pending, nothing counted
+  const ThreadTimes times;
+  const int64_t before = times.ResumeEpoch();
+  CHECK(times.ResumeEpoch() == before);  // nothing pending, nothing counted
   // To this thread (a resume's is to the process, but this program's other threads, if any, do
   // not block it and would take it).
   REQUIRE(raise(SIGCONT) == 0);
-  const int64_t after = ThreadTimes::ResumeEpoch();
+  const int64_t after = times.ResumeEpoch();
   CHECK(after == before + 1);
-  CHECK(ThreadTimes::ResumeEpoch() == after);  // consumed: one resume, one count
+  CHECK(times.ResumeEpoch() == after);  // consumed: one resume, one count
   sigset_t pending;
   REQUIRE(sigpending(&pending) == 0);
   CHECK(sigismember(&pending, SIGCONT) == 0);

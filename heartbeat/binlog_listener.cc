@@ -224,7 +224,8 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     dump = BinlogDumpPacket(options_.server_id, file, file_pos);
   }
   // Nothing of the stream arrives before it is asked for.
-  ArrivalStamp arrivals(clock_.Now());
+  const ThreadTimes times;
+  ArrivalStamp arrivals(clock_.Now(), times);
   if (Status s = conn.SendCommand(command, dump, /*read_reply=*/false); !s.ok()) return s;
   {
     std::lock_guard lock(mu_);
@@ -247,34 +248,11 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
   Status ended = Status::Ok();
-  // This thread's busy time as of the last read that slept (heartbeat/arrival_stamp.h), and
-  // when the read before this one returned.
-  const ThreadTimes times;
-  std::optional<std::chrono::nanoseconds> busy_before = times.Busy();
-  MonoTime returned = clock_.Now();
-  int64_t resumes = ThreadTimes::ResumeEpoch();
   for (;;) {
-    const int64_t sleeps = ThreadTimes::Sleeps();
+    arrivals.BeforeRead();
     auto packet = conn.ReadPacket();
     const MonoTime now = clock_.Now();
-    // When what was read arrived, at the latest: see arrival_stamp.h. Without the kernel's
-    // counters, a read that slept is stamped when the read before it returned (no later than the
-    // arrival, but up to a heartbeat period early).
-    std::optional<std::chrono::nanoseconds> busy;
-    if (ThreadTimes::Sleeps() != sleeps) {
-      const auto busy_now = times.Busy();
-      busy = busy_now && busy_before ? *busy_now - *busy_before : now - returned;
-      busy_before = busy_now;
-      // The process resumed after a stop since the last read that slept: this read may have
-      // slept through the stop, which the counters do not see. It keeps the stamp before it,
-      // as a read that did not sleep does (no later than it came).
-      if (const int64_t r = ThreadTimes::ResumeEpoch(); r != resumes) {
-        resumes = r;
-        busy.reset();
-      }
-    }
-    returned = now;
-    const MonoTime arrival = arrivals.Read(now, busy);
+    const MonoTime arrival = arrivals.AfterRead(now);
     if (stop.stop_requested()) {
       ended = Status::Cancelled("stopping");
       break;
