@@ -118,7 +118,9 @@ TEST_CASE("a replica in file/position mode keeps tight position bounds") {
   AdminQuery(sock, "START SLAVE");
   REQUIRE(WaitFor([&] { return Is(redis, 1, "ok", "1"); }, 5s));
   // MariaDB keeps @@gtid_slave_pos up to date in this mode too, so the bound stays about one
-  // sampling interval wide; heartbeat bounds alone would reach up to 500 ms.
+  // sampling interval wide; heartbeat bounds alone would reach up to 500 ms, over the bound
+  // stretched for the sanitizer suites too (450 ms: 156 in a clean-clone ASan run beside the TSan
+  // build failed the unstretched 150).
   int64_t worst = 0;
   auto until = Clock::now() + 3s;
   while (Clock::now() < until) {
@@ -127,7 +129,7 @@ TEST_CASE("a replica in file/position mode keeps tight position bounds") {
   }
   MESSAGE("file/position mode: largest delay_ms at zero lag " << worst);
   CHECK(worst >= 0);
-  CHECK(worst < 150);
+  CHECK(worst < TimeBoundMs(150));
   AdminQuery(sock, "STOP SLAVE SQL_THREAD");
   CHECK(WaitFor([&] { return Is(redis, 1, "stopped", "0") && Delay(redis, 1) > 1000; }, 3s));
   AdminQuery(sock, "STOP SLAVE");
