@@ -258,8 +258,11 @@ class FakeHaproxy {
       case Mode::kHuge:
         return Send(c, "1\n" + std::string(5 << 20, 'x'));
       case Mode::kSilent:
-        // Hung (a stopped process): no answer, the connection held.
-        for (int i = 0; i < 300 && !stop_; ++i) std::this_thread::sleep_for(10ms);
+        // Hung (a stopped process): no answer, the connection held for up to 10 s, or until the
+        // test ends the hang (another mode).
+        for (int i = 0; i < 1000 && !stop_ && mode_.load() == Mode::kSilent; ++i) {
+          std::this_thread::sleep_for(10ms);
+        }
         return;
       case Mode::kRefuse:
         if (line.rfind("set", 0) == 0) return Send(c, "Permission denied\n");
@@ -510,9 +513,10 @@ TEST_CASE("garbage, huge, silent and refusing sockets are counted and survived")
   FakeHaproxy haproxy(f.dir.path + "/admin.sock", f.names);
   f.board.Put(Record("r:2", "ok", true));
   HaproxyPushOptions o = f.Options({{"lb1", f.dir.path + "/admin.sock", "reads"}});
-  // For the silent socket (the fake holds it 3 s); long enough that the huge reply's 4 MiB are
-  // read under TSan on a busy host (at 300 ms that timed out before it was found too big).
-  o.timeout_ms = 1000;
+  // For the silent socket (the fake holds it until its mode changes); long enough that the huge
+  // reply's 4 MiB are read under TSan on a busy host: 0.3 s on an idle one, and at 1,000 ms the
+  // TSan suite once timed out before it was found too big (at 300 ms, more often).
+  o.timeout_ms = 2500;
   HaproxyPusher pusher(o, &f.board, &f.metrics.haproxy);
   pusher.Start();
   REQUIRE(Eventually([&] { return !haproxy.State("r:2").forced_maint(); }));
