@@ -10,13 +10,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -38,13 +41,30 @@ std::vector<char*> Argv(const std::vector<std::string>& args) {
   return v;
 }
 
+int ExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
 int WaitExit(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+  return ExitCode(status);
+}
+
+// Its exit code once it has exited within `timeout`; nullopt if it is still running.
+std::optional<int> WaitExitFor(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return ExitCode(status);
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string ReadFile(const std::string& path) {
@@ -78,10 +98,12 @@ std::unique_ptr<RedisConnection> ConnectAs(int port, const RedisLogin& login) {
   return std::move(conn).value();
 }
 
-bool sanitizer_report_seen = false;
+// A sanitizer report, or an agent that did not stop: failures that can come from destructors
+// after the test run has ended, when no doctest assertion can record them.
+bool failure_outside_assertions = false;
 
-void ExitIfSanitizerReportSeen() {
-  if (!sanitizer_report_seen) return;
+void ExitIfFailureSeen() {
+  if (!failure_outside_assertions) return;
   std::cout.flush();
   std::fflush(nullptr);
   _exit(1);
@@ -89,7 +111,7 @@ void ExitIfSanitizerReportSeen() {
 
 // Registered before any test's function-local environment is built, so it runs after their
 // destructors (which stop agents) at exit.
-[[maybe_unused]] const bool exit_hook_registered = std::atexit(ExitIfSanitizerReportSeen) == 0;
+[[maybe_unused]] const bool exit_hook_registered = std::atexit(ExitIfFailureSeen) == 0;
 
 // Every report carries one of these: "ERROR: AddressSanitizer:", "ERROR: LeakSanitizer:",
 // "WARNING: ThreadSanitizer:", "SUMMARY: UndefinedBehaviorSanitizer:", "x.cc:1:2: runtime error:".
@@ -98,7 +120,7 @@ void CheckForSanitizerReport(const std::string& what, const std::string& output)
   for (const char* marker : {"Sanitizer:", ": runtime error: "})
     at = std::min(at, output.find(marker));
   if (at == std::string::npos) return;
-  sanitizer_report_seen = true;
+  failure_outside_assertions = true;
   size_t line = output.rfind('\n', at);
   std::fprintf(stderr, "harness: sanitizer report in %s:\n%s\n", what.c_str(),
                output.substr(line == std::string::npos ? 0 : line + 1).c_str());
@@ -588,13 +610,56 @@ std::string TestPki::Cert(const std::string& name, const std::string& ca, const 
   return Pem(name);
 }
 
+namespace {
+
+// Where each thread of a process is: its stacks from gdb where it is installed (scripts/deps does
+// not install it), else each thread's name, the kernel function it waits in and its system call.
+std::string ThreadStacks(pid_t pid) {
+  if (access("/usr/bin/gdb", X_OK) == 0) {
+    return RunCommand({"/usr/bin/gdb", "-batch", "-nx", "-p", std::to_string(pid), "-ex",
+                       "thread apply all bt"})
+        .output;
+  }
+  std::string out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    const std::string dir = task.path().string();
+    out += task.path().filename().string() + " " + std::string(Trim(ReadFile(dir + "/comm"))) +
+           ": wchan " + ReadFile(dir + "/wchan") + ", syscall " +
+           std::string(Trim(ReadFile(dir + "/syscall"))) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 int Agent::Stop() {
   if (pid_ < 0) return -1;
   kill(pid_, SIGTERM);
-  int code = WaitExit(pid_);
+  // Bounded, so that an agent that does not stop fails the test with where its threads are,
+  // instead of the test program waiting until ctest kills it with nothing printed (a sanitizer
+  // suite's run once ended that way, and nothing said where).
+  const auto within = std::chrono::milliseconds(TimeBoundMs(15000));
+  std::optional<int> code = WaitExitFor(pid_, within);
+  if (!code) {
+    const std::string stacks = ThreadStacks(pid_);
+    kill(pid_, SIGKILL);
+    WaitExit(pid_);
+    failure_outside_assertions = true;
+    std::fprintf(stderr,
+                 "harness: the agent (pid %d, log %s) did not exit within %lld ms of SIGTERM; its "
+                 "threads:\n%s\nits log:\n%s\n",
+                 static_cast<int>(pid_), log_path_.c_str(), static_cast<long long>(within.count()),
+                 stacks.c_str(), Log().c_str());
+    if (doctest::is_running_in_test)
+      FAIL_CHECK("the agent did not exit within "
+                 << within.count() << " ms of SIGTERM (its threads are printed above)");
+    code = -1;
+  }
   pid_ = -1;
   CheckForSanitizerReport(log_path_, Log());
-  return code;
+  return *code;
 }
 
 Agent::~Agent() { Stop(); }
