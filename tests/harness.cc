@@ -632,6 +632,37 @@ std::string ThreadStacks(pid_t pid) {
   return out;
 }
 
+// The watchdog: ctest kills an integration program at its timeout (LAGWATCH_TEST_TIMEOUT_S, which
+// tests/CMakeLists.txt sets) and prints only what it wrote, and doctest writes its results at the
+// end; 20 s before that, this prints where every thread of the program and of its children (the
+// agents) waits. Not started when the program runs without the variable (by hand).
+void WatchForTimeout(int64_t timeout_s) {
+  std::this_thread::sleep_for(std::chrono::seconds(std::max<int64_t>(timeout_s - 20, 1)));
+  std::string out = ThreadStacks(getpid());
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::istringstream children(ReadFile(task.path().string() + "/children"));
+    for (pid_t child; children >> child;) {
+      out += "\nchild " + std::to_string(child) + " (" +
+             std::string(Trim(ReadFile("/proc/" + std::to_string(child) + "/comm"))) + "):\n" +
+             ThreadStacks(child);
+    }
+  }
+  std::fprintf(stderr,
+               "harness: still running %lld s after it started, 20 s before ctest's timeout; "
+               "where this program and its children wait:\n%s\n",
+               static_cast<long long>(std::max<int64_t>(timeout_s - 20, 1)), out.c_str());
+  std::fflush(stderr);
+}
+
+[[maybe_unused]] const bool watchdog_started = [] {
+  const char* env = std::getenv("LAGWATCH_TEST_TIMEOUT_S");
+  const auto timeout_s = ParseInt<int64_t>(env != nullptr ? env : "");
+  if (!timeout_s || *timeout_s <= 0) return false;
+  std::thread(WatchForTimeout, *timeout_s).detach();
+  return true;
+}();
+
 }  // namespace
 
 int Agent::Stop() {
