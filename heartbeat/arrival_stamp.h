@@ -27,9 +27,7 @@
 // waiting for a CPU, and the stop counts as a sleep; so a read after which the process is found
 // resumed since the last read that slept (ThreadTimes::ResumeEpoch) keeps the stamp before it, as
 // a read that did not sleep does. And a read that slept on something other than its input (a
-// page fault from disk, a lock inside the client library held by a thread a CPU quota stopped)
-// is taken for one that waited for input: its stamp is late by that sleep (docs/measurement.md,
-// "A known hole").
+// page fault from disk) is taken for one that waited for input.
 #pragma once
 
 #include <algorithm>
