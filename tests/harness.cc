@@ -67,6 +67,14 @@ std::optional<int> WaitExitFor(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+// SIGTERM, then SIGKILL if it has not exited within `grace`; waits for it either way.
+void Terminate(pid_t pid, std::chrono::milliseconds grace) {
+  kill(pid, SIGTERM);
+  if (WaitExitFor(pid, grace)) return;
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -337,14 +345,7 @@ ExtraServer::ExtraServer(const Sandbox& sandbox, std::string name, int port, int
 }
 
 ExtraServer::~ExtraServer() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  for (int i = 0; i < 200; ++i) {  // 10 s, then SIGKILL
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  if (pid_ > 0) Terminate(pid_, std::chrono::seconds(10));
 }
 
 void ExtraServer::ReplicateFrom(int source_port, const std::string& user,
@@ -452,16 +453,7 @@ RedisServer::RedisServer(std::string dir, int port, std::vector<std::string> arg
 
 void RedisServer::Stop() {
   if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  for (int i = 0; i < 200; ++i) {  // 10 s, then SIGKILL
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  Terminate(pid_, std::chrono::seconds(10));
   pid_ = -1;
 }
 
@@ -637,7 +629,8 @@ std::string ThreadStacks(pid_t pid) {
 // end; 20 s before that, this prints where every thread of the program and of its children (the
 // agents) waits. Not started when the program runs without the variable (by hand).
 void WatchForTimeout(int64_t timeout_s) {
-  std::this_thread::sleep_for(std::chrono::seconds(std::max<int64_t>(timeout_s - 20, 1)));
+  const int64_t after_s = std::max<int64_t>(timeout_s - 20, 1);
+  std::this_thread::sleep_for(std::chrono::seconds(after_s));
   std::string out = ThreadStacks(getpid());
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
@@ -651,7 +644,7 @@ void WatchForTimeout(int64_t timeout_s) {
   std::fprintf(stderr,
                "harness: still running %lld s after it started, 20 s before ctest's timeout; "
                "where this program and its children wait:\n%s\n",
-               static_cast<long long>(std::max<int64_t>(timeout_s - 20, 1)), out.c_str());
+               static_cast<long long>(after_s), out.c_str());
   std::fflush(stderr);
 }
 
