@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -376,7 +375,7 @@ TEST_CASE("redis cluster: the agent's keys come back on the promoted replica of 
   REQUIRE_MESSAGE(
       WaitFor(
           [&] {
-            ttl_ms = std::atoll(std::string(Trim(Cluster().Cli(victim, {"PTTL", key}))).c_str());
+            ttl_ms = ParseInt<int64_t>(Trim(Cluster().Cli(victim, {"PTTL", key}))).value_or(-1);
             return ttl_ms >= 800;
           },
           5s),

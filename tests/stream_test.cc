@@ -458,7 +458,7 @@ TEST_CASE(
     "an agent stopped (SIGSTOP): what it reads after SIGCONT is stamped no later than it came") {
   // Time stopped is neither running nor waiting for a CPU, so the thread's counters do not see
   // it: a read that slept through the stop is taken for one that waited for input, unless the
-  // resume is seen (SIGCONT, left pending for the listener: heartbeat/binlog_listener.cc).
+  // resume is seen (SIGCONT, left pending for the listener: heartbeat/arrival_stamp.h).
   Redis redis(E().sandbox.redis_port());
   auto agent = AgentWithoutHeartbeats("stopped", redis);
   const pid_t pid = agent->pid();
