@@ -75,11 +75,10 @@ bool PrimaryKnown(MonoTime now, const HeartbeatLog& log, const PositionHistory& 
     return ok && now - *ok <= horizon && !(failed && *failed > *ok);
   };
   if (auto sample = history.LastSample()) {
-    // A sample overdue by more than one sampling interval means the primary is not answering.
+    // A sample whose answer was awaited for more than one sampling interval means the primary is
+    // not answering (not the time since it was sent: an agent kept from running had it waiting).
     const Millis overdue = std::max(sampler_interval, kMinSampleOverdue);
-    if (auto pending = history.OutstandingSince(); pending && now - *pending > overdue) {
-      return false;
-    }
+    if (auto waited = history.AnswerAwaited(now); waited && *waited > overdue) return false;
     return live(sample, history.LastFailure());
   }
   return live(log.LastAck(), log.LastFailure());

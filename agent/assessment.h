@@ -33,7 +33,10 @@ inline Millis SampleGapAfter(Millis sampler_interval) {
 // Whether the source the bounds advance from answers at `now`. Positions are sampled every
 // sampler interval, so once sampling works it decides: a failed or overdue sample counts at once,
 // and a dead or hung primary is seen within one sampling deadline, before any replica's bound
-// could cross a limit and make it look lagged. Without positions (MySQL) heartbeat
+// could cross a limit and make it look lagged. Overdue is by the time the sampler waited for the
+// answer (PositionHistory::AnswerAwaited), so an agent kept from running does not take its own
+// delay for the primary's, and publish a replica that lacks what the primary committed meanwhile
+// as caught up with it (`primary_unknown` with delay_ms 0). Without positions (MySQL) heartbeat
 // acknowledgements decide, over kPrimaryUnknownAfterIntervals heartbeat intervals.
 bool PrimaryKnown(MonoTime now, const HeartbeatLog& log, const PositionHistory& history,
                   Millis heartbeat_interval, Millis sampler_interval);

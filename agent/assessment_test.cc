@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+
 #include "agent/recorded_primary_test.h"
+#include "base/fake_thread_counters.h"
 #include "base/vertical_result.h"
 
 namespace lagwatch {
@@ -149,6 +152,22 @@ TEST_CASE("primary known: a sample overdue by more than one interval makes the p
   primary.history.BeginSample(T(2150));
   CHECK(PrimaryKnown(T(2190), primary.log, primary.history, hb, sampling));
   CHECK_FALSE(PrimaryKnown(T(2201), primary.log, primary.history, hb, sampling));
+}
+
+TEST_CASE("primary known: an agent kept from running does not take its delay for the primary's") {
+  Primary primary(2100);
+  const Millis hb(500), sampling(50);
+  auto sampler = std::make_shared<FakeCounters>();
+  primary.history.BeginSample(T(2150), sampler);
+  // 100 ms later the sampler has not read the answer: it was held back (runnable) for all of it.
+  sampler->runnable = true;
+  CHECK(PrimaryKnown(T(2250), primary.log, primary.history, hb, sampling));
+  // It ran for 60 ms of that, then slept on a lock: 40 ms awaited, within one interval.
+  sampler->runnable = false;
+  sampler->busy = Millis(60);
+  CHECK(PrimaryKnown(T(2250), primary.log, primary.history, hb, sampling));
+  // Asleep, waiting for the answer, for 51 ms more: overdue.
+  CHECK_FALSE(PrimaryKnown(T(2301), primary.log, primary.history, hb, sampling));
 }
 
 TEST_CASE("primary known: without positions, three heartbeat intervals without an ack") {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string_view>
 
 namespace lagwatch {
 namespace {
@@ -23,10 +24,13 @@ sigset_t ContinueSignal() {
 
 }  // namespace
 
-ThreadTimes::ThreadTimes() : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+ThreadTimes::ThreadTimes()
+    : fd_(::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)),
+      stat_fd_(::open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC)) {}
 
 ThreadTimes::~ThreadTimes() {
   if (fd_ >= 0) ::close(fd_);
+  if (stat_fd_ >= 0) ::close(stat_fd_);
 }
 
 std::optional<std::chrono::nanoseconds> ThreadTimes::Busy() const {
@@ -43,6 +47,19 @@ std::optional<std::chrono::nanoseconds> ThreadTimes::Busy() const {
   const unsigned long long waited = std::strtoull(next, &end, 10);
   if (end == next) return std::nullopt;
   return std::chrono::nanoseconds(static_cast<int64_t>(ran + waited));
+}
+
+std::optional<bool> ThreadTimes::Runnable() const {
+  if (stat_fd_ < 0) return std::nullopt;
+  char buf[1024];
+  const ssize_t n = ::pread(stat_fd_, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return std::nullopt;
+  // "<tid> (<comm>) <state> ...": the name may hold spaces and parentheses, so the state follows
+  // the last ')'.
+  const std::string_view line(buf, static_cast<size_t>(n));
+  const size_t close = line.rfind(')');
+  if (close == std::string_view::npos || close + 2 >= line.size()) return std::nullopt;
+  return line[close + 2] == 'R';
 }
 
 int64_t ThreadTimes::Sleeps() const {

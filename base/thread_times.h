@@ -21,12 +21,17 @@ class ThreadCounters {
   virtual int64_t Sleeps() const = 0;
   // How many resumes of the process after a stop (SIGSTOP, SIGTSTP) have been seen.
   virtual int64_t ResumeEpoch() const = 0;
+  // Whether the thread is runnable (running, or waiting for a CPU) rather than asleep or
+  // stopped; nullopt where the kernel does not say.
+  virtual std::optional<bool> Runnable() const = 0;
 };
 
-// The calling thread's own counters: construct, read and destroy it on one thread.
+// The counters of the thread that constructs it. Sleeps only on that thread; the others from
+// any thread while it exists (another thread's Busy and Runnable say what that thread did: how
+// long a sampler was kept from reading an answer, PositionHistory::AnswerAwaited).
 class ThreadTimes final : public ThreadCounters {
  public:
-  ThreadTimes();  // opens /proc/thread-self/schedstat
+  ThreadTimes();  // opens /proc/thread-self/schedstat and /proc/thread-self/stat
   ~ThreadTimes() override;
   ThreadTimes(const ThreadTimes&) = delete;
   ThreadTimes& operator=(const ThreadTimes&) = delete;
@@ -49,9 +54,13 @@ class ThreadTimes final : public ThreadCounters {
   // (in that order, so that a thread that finds it already consumed finds the count moved).
   // Stays 0 unless BlockContinueSignal() ran.
   int64_t ResumeEpoch() const override;
+  // The state in /proc/thread-self/stat: R (running or runnable) is true; nullopt when it
+  // cannot be read (the thread has exited).
+  std::optional<bool> Runnable() const override;
 
  private:
-  int fd_ = -1;
+  int fd_ = -1;       // schedstat
+  int stat_fd_ = -1;  // stat
 };
 
 }  // namespace lagwatch

@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -44,6 +46,39 @@ TEST_CASE("the counters are the calling thread's own") {
     }
   }).join();
   CHECK(*times.Busy() - *before < 25ms);
+}
+
+TEST_CASE("another thread's counters, read from this one: runnable while it spins, not asleep") {
+  std::atomic<const ThreadTimes*> other{nullptr};
+  std::atomic<int> phase{0};  // 0: it spins; 1: it sleeps; 2: it ends
+  std::thread t([&] {
+    const ThreadTimes times;
+    other = &times;
+    while (phase.load() == 0) {
+    }
+    while (phase.load() == 1) std::this_thread::sleep_for(5ms);
+    other = nullptr;
+  });
+  while (other.load() == nullptr) std::this_thread::yield();
+  const ThreadTimes* times = other.load();
+  const auto before = times->Busy();
+  REQUIRE(before.has_value());
+  std::this_thread::sleep_for(30ms);  // it spins meanwhile (running, or waiting for a CPU)
+  CHECK(times->Runnable() == std::optional<bool>(true));
+  const auto spun = times->Busy();
+  REQUIRE(spun.has_value());
+  CHECK(*spun - *before >= 20ms);
+  phase = 1;
+  // Asleep in a 5 ms wait for all but microseconds of each: seen asleep within a few reads.
+  bool seen_asleep = false;
+  for (int i = 0; i < 200 && !seen_asleep; ++i) {
+    seen_asleep = times->Runnable() == std::optional<bool>(false);
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(seen_asleep);
+  phase = 2;
+  while (other.load() != nullptr) std::this_thread::yield();
+  t.join();
 }
 
 TEST_CASE("a resume (SIGCONT left pending) is counted once, and the signal consumed") {

@@ -2,24 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include "base/fake_thread_counters.h"
+
 namespace lagwatch {
 namespace {
 
 using namespace std::chrono_literals;
 
 const MonoTime kT0{std::chrono::seconds(1000)};
-
-// The reading thread's counters as a test sets them.
-class FakeCounters final : public ThreadCounters {
- public:
-  std::optional<std::chrono::nanoseconds> Busy() const override { return busy; }
-  int64_t Sleeps() const override { return sleeps; }
-  int64_t ResumeEpoch() const override { return resumes; }
-
-  std::optional<std::chrono::nanoseconds> busy = 0ns;
-  int64_t sleeps = 0;
-  int64_t resumes = 0;
-};
 
 // One read on `stamp`: the thread slept in it (`slept`) and was busy for `busy` more since the
 // last read that slept; returns at `read_at`.

@@ -82,7 +82,7 @@ void PositionHistory::Reset() {
   kind_.reset();
   server_id_.reset();
   last_failure_.reset();
-  outstanding_since_.reset();
+  in_flight_.reset();
 }
 
 uint64_t PositionHistory::generation() const { return Guarded(mu_, generation_); }
@@ -91,7 +91,7 @@ bool PositionHistory::Add(const Position& pos, MonoTime sent, MonoTime received,
                           std::optional<uint64_t> generation) {
   std::lock_guard lock(mu_);
   if (generation && *generation != generation_) return true;  // the previous primary's
-  outstanding_since_.reset();
+  in_flight_.reset();
   if (!runs_.empty() && sent - runs_.back().last_sent > gap_after_) {
     last_gap_ = Gap{runs_.back().last_sent, sent};
   }
@@ -165,13 +165,30 @@ void PositionHistory::RecordFailure(MonoTime at, std::optional<uint64_t> generat
   std::lock_guard lock(mu_);
   if (generation && *generation != generation_) return;
   last_failure_ = at;
-  outstanding_since_.reset();
+  in_flight_.reset();
 }
 
-void PositionHistory::BeginSample(MonoTime sent) { SetGuarded(mu_, outstanding_since_, sent); }
+void PositionHistory::BeginSample(MonoTime sent, std::shared_ptr<const ThreadCounters> sender) {
+  InFlight f{sent, std::move(sender), std::nullopt, 0};
+  if (f.sender) {
+    f.busy = f.sender->Busy();
+    f.resumes = f.sender->ResumeEpoch();
+  }
+  SetGuarded(mu_, in_flight_, std::optional<InFlight>(std::move(f)));
+}
 
-std::optional<MonoTime> PositionHistory::OutstandingSince() const {
-  return Guarded(mu_, outstanding_since_);
+std::optional<Micros> PositionHistory::AnswerAwaited(MonoTime now) const {
+  const std::optional<InFlight> f = Guarded(mu_, in_flight_);
+  if (!f) return std::nullopt;
+  auto waited = std::chrono::duration_cast<Micros>(now - f->sent);
+  if (f->sender) {
+    if (f->sender->ResumeEpoch() != f->resumes) return Micros(0);
+    // Runnable first: a sender asleep now has no wait for a CPU under way that Busy would miss.
+    if (f->sender->Runnable().value_or(false)) return Micros(0);
+    const auto busy = f->sender->Busy();
+    if (busy && f->busy) waited -= std::chrono::duration_cast<Micros>(*busy - *f->busy);
+  }
+  return std::max(Micros(0), waited);
 }
 
 std::optional<MonoTime> PositionHistory::LastFailure() const { return Guarded(mu_, last_failure_); }

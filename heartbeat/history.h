@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 
 #include "base/clock.h"
 #include "base/position.h"
+#include "base/thread_times.h"
 
 namespace lagwatch {
 
@@ -117,21 +119,36 @@ class PositionHistory {
   void RecordFailure(MonoTime at, std::optional<uint64_t> generation = std::nullopt);
   std::optional<MonoTime> LastFailure() const;
   // A sample was sent at `sent` and has not answered yet (cleared by Add or RecordFailure).
-  void BeginSample(MonoTime sent);
-  // When the sample in flight was sent, if one is.
-  std::optional<MonoTime> OutstandingSince() const;
+  // `sender`: the counters of the thread that waits for its answer, readable from any thread
+  // (ThreadTimes), or null.
+  void BeginSample(MonoTime sent, std::shared_ptr<const ThreadCounters> sender = nullptr);
+  // How long the sample in flight has waited for the primary's answer by `now`; nullopt when none
+  // is in flight. That is the time since it was sent, less what its sender spent since running or
+  // waiting for a CPU; and none while the sender is runnable, or after a resume of this process
+  // from a stop since it was sent. An agent kept from running (a CPU quota, a stalled host,
+  // SIGSTOP) has the answer waiting when it runs again: the primary is not late for that
+  // (PrimaryKnown). A sender asleep on something other than the answer (a lock) counts as
+  // waiting for it. Reads the sender's counters (/proc) outside the lock.
+  std::optional<Micros> AnswerAwaited(MonoTime now) const;
 
  private:
   uint64_t generation_ = 0;  // GUARDED_BY(mu_)
   const size_t capacity_;
   const Millis gap_after_;
   mutable std::mutex mu_;
-  std::optional<Gap> last_gap_;                // GUARDED_BY(mu_)
-  std::deque<PositionRun> runs_;               // GUARDED_BY(mu_), oldest first
-  std::optional<PositionsKind> kind_;          // GUARDED_BY(mu_)
-  std::optional<uint32_t> server_id_;          // GUARDED_BY(mu_)
-  std::optional<MonoTime> last_failure_;       // GUARDED_BY(mu_)
-  std::optional<MonoTime> outstanding_since_;  // GUARDED_BY(mu_)
+  std::optional<Gap> last_gap_;           // GUARDED_BY(mu_)
+  std::deque<PositionRun> runs_;          // GUARDED_BY(mu_), oldest first
+  std::optional<PositionsKind> kind_;     // GUARDED_BY(mu_)
+  std::optional<uint32_t> server_id_;     // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_failure_;  // GUARDED_BY(mu_)
+  struct InFlight {
+    MonoTime sent;
+    std::shared_ptr<const ThreadCounters> sender;  // may be null
+    // The sender's counters as it sent.
+    std::optional<std::chrono::nanoseconds> busy;
+    int64_t resumes = 0;
+  };
+  std::optional<InFlight> in_flight_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lagwatch

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+
+#include "base/fake_thread_counters.h"
 #include "base/test_values.h"
 
 namespace lagwatch {
@@ -103,6 +106,38 @@ TEST_CASE("a reset history forgets the old primary and ignores what its sampler 
   h.Add(P("0-2-7"), T(200), T(201), old + 1);
   CHECK(h.LastSample() == T(200));
   CHECK(h.primary_server_id() == 2u);
+}
+
+TEST_CASE("a sample's answer is awaited for the time its sender slept, not while it was kept") {
+  PositionHistory h;
+  CHECK_FALSE(h.AnswerAwaited(T(0)).has_value());
+  // No sender's counters: the whole time since it was sent.
+  h.BeginSample(T(100));
+  CHECK(h.AnswerAwaited(T(180)) == Micros(80'000));
+  CHECK(h.AnswerAwaited(T(90)) == Micros(0));  // a moment before it was sent
+  h.Add(P("0-1-5"), T(100), T(101));
+  CHECK_FALSE(h.AnswerAwaited(T(180)).has_value());
+
+  auto sender = std::make_shared<FakeCounters>();
+  sender->busy = Millis(500);
+  h.BeginSample(T(200), sender);
+  // Asleep waiting for 100 ms: all of it awaited.
+  CHECK(h.AnswerAwaited(T(300)) == Micros(100'000));
+  // Then runnable (the answer came, or the host holds it back from reading): none.
+  sender->runnable = true;
+  CHECK(h.AnswerAwaited(T(300)) == Micros(0));
+  // It ran, and waited for a CPU, 90 ms of the 120 since: 30 ms awaited.
+  sender->runnable = false;
+  sender->busy = Millis(590);
+  CHECK(h.AnswerAwaited(T(320)) == Micros(30'000));
+  // Without the kernel's busy time: the whole time.
+  sender->busy.reset();
+  CHECK(h.AnswerAwaited(T(320)) == Micros(120'000));
+  // A resume from a stop since it was sent: the stop is not told apart from a wait.
+  sender->resumes = 1;
+  CHECK(h.AnswerAwaited(T(320)) == Micros(0));
+  h.RecordFailure(T(330));
+  CHECK_FALSE(h.AnswerAwaited(T(340)).has_value());
 }
 
 TEST_CASE("a cleared heartbeat log forgets every record and acknowledgement") {

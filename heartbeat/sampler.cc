@@ -179,7 +179,8 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 }
 
 Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
-  history_->BeginSample(sent);  // (a Reset clears it; its answer is then dropped by Add)
+  // (A Reset clears it; its answer is then dropped by Add.)
+  history_->BeginSample(sent, times_);
   Result<Position> pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
   const MonoTime received = clock_.Now();
   if (!pos.ok()) return pos.status();
@@ -234,9 +235,10 @@ void PositionSampler::Run(std::stop_token stop) {
   // A sample is waited for up to kPatience, not one interval: one sent while the primary stalls
   // (e.g. an fsync) still proves the replicas fresh as of its send time when it answers, where an
   // abandoned one leaves a gap that makes every replica look lagged. The primary counts as
-  // unknown as soon as a sample is overdue (PositionHistory::OutstandingSince), not when it
+  // unknown as soon as a sample is overdue (PositionHistory::AnswerAwaited), not when it
   // finally fails.
   const Millis patience = std::max(interval, kPatience);
+  times_ = std::make_shared<const ThreadTimes>();
   std::unique_ptr<SqlConnection> conn;
   uint64_t generation = ~uint64_t{0};
   MonoTime next = clock_.Now();

@@ -15,10 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "base/clock.h"
 #include "base/mysql_conn.h"
+#include "base/thread_times.h"
 #include "base/worker.h"
 #include "heartbeat/history.h"
 #include "heartbeat/sink.h"
@@ -112,6 +114,8 @@ class PositionSampler {
   std::stop_source wake_;           // GUARDED_BY(mu_): the wait under way, cut short to move
 
   // Used only by the sampler thread.
+  // Its counters, which the history reads for the sample in flight (AnswerAwaited).
+  std::shared_ptr<const ThreadTimes> times_;
   std::string primary_id_;           // the primary sampled
   uint64_t history_generation_ = 0;  // the history's generation this primary's samples go to
   // The server counters' last values.

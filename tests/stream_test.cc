@@ -259,6 +259,9 @@ void EachRecordAfter(Redis& redis, int64_t after, std::chrono::milliseconds span
     const auto delay = ParseInt<int64_t>(h["delay_ms"]);
     if (at && delay && *at > after && *at != last_at) {
       last_at = *at;
+      // What a failed check inside `record` prints beside its own values.
+      INFO("the record: state " << h["state"] << ", healthy " << h["healthy"] << ", delay_lower_ms "
+                                << h["delay_lower_ms"] << ", measured_at_ms " << *at);
       record(*at, *delay);
     }
     std::this_thread::sleep_for(every);
