@@ -223,6 +223,14 @@ std::string HaproxyConfig(const Sandbox& sandbox, const std::string& agent_confi
   REQUIRE(expect != std::string::npos);
   state.insert(expect, "    http-check send-state\n");
   cfg += state;
+  // A check answered after `timeout check` marks its server down (fall 1) and cuts its sessions:
+  // the sanitized agents answer slower, so their checks get the time the other bounds get.
+  const std::string check_timeout = "timeout check 1s\n";
+  for (size_t at = cfg.find(check_timeout); at != std::string::npos;
+       at = cfg.find(check_timeout, at + 1)) {
+    cfg.replace(at, check_timeout.size(),
+                "timeout check " + std::to_string(TimeBoundMs(1000)) + "ms\n");
+  }
   const std::string path = d + "/haproxy.cfg";
   std::ofstream(path) << cfg;
   return path;
@@ -482,6 +490,7 @@ TEST_CASE(
     CAPTURE(backend);
     REQUIRE_MESSAGE(kept.size() == 2, StatLines(backend));
   }
+  const size_t log_before = E().haproxy.LogSize();
   AdminQuery(Sock("replica1"), "STOP SLAVE SQL_THREAD");
   const auto left = PoolsBecome({Replica(2), Primary() + "_primary"}, 5s);
   CHECK_MESSAGE(left, E().agent->Log());
@@ -502,7 +511,9 @@ TEST_CASE(
         std::chrono::milliseconds(TimeBoundMs(1000)));
     std::string seen;
     for (int p : ports) seen += " " + std::to_string(p);
-    CHECK_MESSAGE(cut, "the sessions' servers' ports:" << seen);
+    // HAProxy logs each server it marks down, with the check's reason and duration.
+    CHECK_MESSAGE(cut, "the sessions' servers' ports:" << seen << "\nHAProxy's log since:\n"
+                                                       << E().haproxy.LogFrom(log_before));
   }
   // Both replicas out: reads go to the primary, the backup.
   AdminQuery(Sock("replica2"), "STOP SLAVE SQL_THREAD");
