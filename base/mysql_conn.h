@@ -90,7 +90,8 @@ class MysqlConn final : public SqlConnection {
   MysqlConn& operator=(const MysqlConn&) = delete;
 
   // Runs one statement (connecting first if needed) and stores its whole result, blocking until
-  // it is done or `deadline` passes.
+  // it is done or `deadline` passes. An answer already there when the deadline is found passed
+  // (the thread was kept from running) is still read: the server was not late.
   // ServerError: the server rejected the statement (the connection stays usable).
   // Unavailable: refused/closed/auth failure, DeadlineExceeded: not done in time (either way the
   // connection is closed and the statement may or may not have run); InvalidArgument: the option
@@ -152,8 +153,9 @@ class MysqlConn final : public SqlConnection {
   std::optional<Wait> Advance(int wait_status);
   std::optional<Wait> Finish(Result<QueryResult> outcome);
   // Polls for `wait` (the blocking driver); returns the events that happened, or a Status on
-  // deadline/stop.
-  Result<int> PollFor(const Wait& wait, MonoTime deadline);
+  // deadline/stop. Past the deadline, events already there are still returned, `*late_waits`
+  // times at most (counted down).
+  Result<int> PollFor(const Wait& wait, MonoTime deadline, int* late_waits);
   Status ClientError(std::string_view what);
 
   // Sets the TLS options of target_.tls on the fresh handle mysql_.

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/mysql_conn.h"
 #include "base/strings.h"
 #include "tests/harness.h"
 
@@ -538,6 +539,53 @@ TEST_CASE("a read-only primary is not written to; positions keep the replicas me
   CHECK(WaitFor([&] { return writes() > w1; }, 3s));
   CHECK(redis.HGetAll(PrimaryKey())["read_only"] == "0");
   CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
+}
+
+// The system clock, but the first Now() after Stall() takes `stall` (the thread kept from
+// running as it looks at the time).
+class StallingClock final : public lagwatch::Clock {
+ public:
+  MonoTime Now() const override {
+    if (stall_.exchange(false)) std::this_thread::sleep_for(150ms);
+    return SystemClock::Get().Now();
+  }
+  WallTime WallNow() const override { return SystemClock::Get().WallNow(); }
+  bool SleepUntil(const std::stop_token& stop, MonoTime deadline) const override {
+    return SystemClock::Get().SleepUntil(stop, deadline);
+  }
+  void Stall() { stall_ = true; }
+
+ private:
+  mutable std::atomic<bool> stall_{false};
+};
+
+TEST_CASE("a statement's answer waiting when its deadline is found passed is read, not dropped") {
+  // A thread held back past a statement's deadline (a busy host, a CPU quota) finds the answer
+  // waiting: taking that for the server's lateness would fail a heartbeat or a position sample
+  // that the server answered at once.
+  MysqlTarget target;
+  target.endpoint = {"127.0.0.1", E().sandbox.replica_port(1)};
+  target.defaults_file = E().sandbox.dir() + "/replica.cnf";
+  target.label = "replica1";
+  StallingClock clock;
+  MysqlConn conn(target, {}, clock);
+  REQUIRE(conn.Query("SELECT 1", clock.Now() + 5s).ok());  // connected
+  // 20 ms allowed for an answer that takes 30 ms (so that it is waited for); the first look at
+  // the time takes 150 ms, and the answer came meanwhile.
+  const MonoTime deadline = clock.Now() + 20ms;
+  clock.Stall();
+  auto answered = conn.Query("SELECT SLEEP(0.03), 7", deadline);
+  INFO(answered.status().ToString());
+  REQUIRE(answered.ok());
+  REQUIRE(answered->rows.size() == 1);
+  CHECK(answered->rows[0][1].value_or("") == "7");
+  // A server that has not answered by then still misses the deadline.
+  const auto sent = Clock::now();
+  const MonoTime soon = clock.Now() + 20ms;
+  clock.Stall();
+  auto late = conn.Query("SELECT SLEEP(0.5)", soon);
+  CHECK(late.status().code() == Status::Code::kDeadlineExceeded);
+  CHECK(Clock::now() - sent < 400ms);
 }
 
 TEST_CASE("SIGTERM stops the agent within 1 s even while the primary and a replica hang") {
