@@ -61,6 +61,9 @@ Agent::Agent(Config config, const Clock& clock)
       discovered_(Millis(initial_.discovery.grace_ms),
                   static_cast<size_t>(initial_.discovery.max_replicas)) {
   reporter_.SetTopology(&topology_);
+  // While the primary is read-only every server is probed at each sample, so that where else
+  // writes can go is known to within a sampling interval (ReadOnlySightings).
+  sampler_.OnReadOnly([this] { UrgeProbes(); });
   if (initial_.binlog_stream.enabled) {
     sampler_.CheckStream(&stream_);
     listener_ = std::make_unique<BinlogListener>(
@@ -341,12 +344,12 @@ void Agent::PublishReplicaSet() {
 std::unique_ptr<ReplicaProber> Agent::MakeProber(const ReplicaConfig& r) {
   // Round robin: the loops' shares differ by at most one replica (until reloads remove some).
   EventLoop* loop = loops_[next_loop_++ % loops_.size()].get();
-  return std::make_unique<ReplicaProber>(prober_settings_, r, loop, &heartbeat_log_, &positions_,
-                                         listener_ ? &stream_ : nullptr, &witnesses_, &topology_,
-                                         &publisher_, &board_, &metrics_, clock_,
-                                         [this](const std::string& server, int64_t not_after) {
-                                           tls_watch_.Learned(server, not_after);
-                                         });
+  return std::make_unique<ReplicaProber>(
+      prober_settings_, r, loop, &heartbeat_log_, &positions_, listener_ ? &stream_ : nullptr,
+      &witnesses_, &read_only_sightings_, &topology_, &publisher_, &board_, &metrics_, clock_,
+      [this](const std::string& server, int64_t not_after) {
+        tls_watch_.Learned(server, not_after);
+      });
 }
 
 void Agent::StartProber(ReplicaProber& p) {
@@ -505,6 +508,9 @@ Agent::ReloadCounts Agent::ApplyServers(const std::vector<ReplicaConfig>& next_s
   std::vector<Endpoint> servers;
   for (const auto& r : next_servers) servers.push_back(r.endpoint);
   topology_.SetServers(servers);
+  std::set<std::string> ids;
+  for (const auto& e : servers) ids.insert(e.Id());
+  read_only_sightings_.Keep(ids);
   WatchTls(next_servers);
   std::map<std::string, const ReplicaConfig*> wanted;
   for (const auto& r : next_servers) wanted[r.endpoint.Id()] = &r;

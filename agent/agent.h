@@ -16,6 +16,7 @@
 #include "agent/discovery.h"
 #include "agent/heartbeat_reporter.h"
 #include "agent/prober.h"
+#include "agent/read_only_sightings.h"
 #include "agent/reload.h"
 #include "agent/tls_watch.h"
 #include "agent/topology_monitor.h"
@@ -149,6 +150,7 @@ class Agent {
   // What the watched replicas' binary logs prove they applied (binlog_stream.watch_writes);
   // declared before the probers, which read it, and the watches, which write it.
   AppliedWitnesses witnesses_;
+  ReadOnlySightings read_only_sightings_;  // written and read by the probers
   HeartbeatLog heartbeat_log_;
   PositionHistory positions_;
   StreamHistory stream_;

@@ -147,7 +147,7 @@ void Bound(const ProbeInput& in, const std::optional<std::string>& pos_text,
       }
     }
   }
-  LagBounds est = Estimate(a->obs, log, history, stream);
+  LagBounds est = FreshNotAfter(Estimate(a->obs, log, history, stream), in.fresh_not_after);
   if (est.incomparable && !a->position_error) {
     a->position_error = Status::DataError("applied position " + a->applied->ToString() +
                                           " cannot be compared with the primary's positions");
@@ -203,8 +203,9 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   } else if (a.bounds && a.bounds->fresh_at) {
     // No answer: what the replica had at its last answer, or what its own binary log showed it
     // applied since, against what the primary did since.
-    a.bounds = RelocateFromKnown(*a.bounds, in.previous_applied, in.witnessed, a.obs.received,
-                                 history, stream);
+    a.bounds = FreshNotAfter(RelocateFromKnown(*a.bounds, in.previous_applied, in.witnessed,
+                                               a.obs.received, history, stream),
+                             in.fresh_not_after);
   }
   FillHealth(in, log, history, &a);
   return a;

@@ -71,6 +71,8 @@ struct ProbeInput {
   std::optional<Position> previous_applied;  // the position the last probe read
   // What the replica's own binary log proves it applied since (ReplicaJudge: of this server).
   std::optional<Position> witnessed;
+  // While the primary is read-only: no bound proves the replica fresh past this (FreshNotAfter).
+  std::optional<MonoTime> fresh_not_after;
   ReplicationStatus status;
   // The primary's state and the replica's tier, as of the reply.
   bool primary_known = true;

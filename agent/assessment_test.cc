@@ -55,6 +55,30 @@ TEST_CASE("assessment: a caught-up replica's row gives position bounds and a hea
   CHECK(a.health.max_delay_ms == 200);
 }
 
+TEST_CASE("assessment: while the primary is read-only, no bound is fresher than fresh_not_after") {
+  Primary primary(2100);
+  // Caught up with the sample sent at 2100 (22 ms at 2122), but another server may have taken
+  // writes since 2040: the bound is from 2040.
+  ProbeInput in = Probe(2120, 2122, ProbeRow("4", "0-1-4"));
+  in.fresh_not_after = T(2040);
+  Assessment a = Assess(in, primary.log, primary.history);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->fresh_at == T(2040));
+  CHECK(a.health.delay_ms == 82);
+  // A later limit leaves the bound as it was.
+  in = Probe(2120, 2122, ProbeRow("4", "0-1-4"));
+  in.fresh_not_after = T(2110);
+  CHECK(Assess(in, primary.log, primary.history).health.delay_ms == 22);
+  // No answer: the kept bound is relocated, then limited the same way.
+  in = Probe(2120, 2270, Status::DeadlineExceeded("no answer in time"));
+  in.bounds = LagBounds{T(2000)};
+  in.previous_applied = P("0-1-4");
+  in.fresh_not_after = T(2040);
+  a = Assess(in, primary.log, primary.history);
+  REQUIRE(a.bounds);
+  CHECK(a.bounds->fresh_at == T(2040));
+}
+
 TEST_CASE("assessment: a replica behind by two heartbeats has the delay of what it lacks") {
   Primary primary(2100);
   Assessment a = Assess(Probe(2120, 2122, ProbeRow("2", "0-1-2")), primary.log, primary.history);

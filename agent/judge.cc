@@ -30,6 +30,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.bounds = bounds_;
   in.previous_applied = std::move(applied_);
   in.witnessed = Witnessed(context.witnessed);
+  in.fresh_not_after = context.fresh_not_after;
   in.status = status_;
   in.primary_known = context.primary_known;
   in.tier_enabled = tier_.enabled;
@@ -73,9 +74,12 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
 
 void ReplicaJudge::Advance(MonoTime now, const PositionHistory& history,
                            const StreamHistory* stream,
-                           const std::optional<AppliedProof>& witnessed) {
+                           const std::optional<AppliedProof>& witnessed,
+                           std::optional<MonoTime> fresh_not_after) {
   if (has_fresh_bound()) {
-    bounds_ = RelocateFromKnown(*bounds_, applied_, Witnessed(witnessed), now, history, stream);
+    bounds_ = FreshNotAfter(
+        RelocateFromKnown(*bounds_, applied_, Witnessed(witnessed), now, history, stream),
+        fresh_not_after);
   }
 }
 

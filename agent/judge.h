@@ -63,6 +63,8 @@ struct ProbeContext {
   // What the replica's own binary log proves it applied (binlog_stream.watch_writes:
   // heartbeat/applied_witness.h); used only while its server id is the one the probes read.
   std::optional<AppliedProof> witnessed;
+  // While the primary is read-only: no bound proves the replica fresh past this (ProbeInput).
+  std::optional<MonoTime> fresh_not_after;
 };
 
 // The verdict of one probe (or of a crossing), and the record that states it.
@@ -110,9 +112,10 @@ class ReplicaJudge {
 
   // While a probe is unanswered: moves the kept bound's fresh_at later by what the primary did
   // since the last answer (Relocate, from the position that answer read, and from `witnessed`
-  // as ProbeContext has it). The bound stays one.
+  // as ProbeContext has it), and back to `fresh_not_after` (ProbeContext). The bound stays one.
   void Advance(MonoTime now, const PositionHistory& history, const StreamHistory* stream,
-               const std::optional<AppliedProof>& witnessed = std::nullopt);
+               const std::optional<AppliedProof>& witnessed = std::nullopt,
+               std::optional<MonoTime> fresh_not_after = std::nullopt);
 
   // The primary moved (or this server stopped being it): what was judged against the old one is
   // forgotten; the last verdict is kept so that the next one still reports a change.

@@ -47,7 +47,7 @@ ProbeReplies NoAnswer(int sent_ms, int received_ms) {
   return r;
 }
 
-const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}, {}};
+const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}, {}, {}};
 
 // One probe through both steps.
 Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,

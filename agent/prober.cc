@@ -42,8 +42,8 @@ std::shared_ptr<const Config> ProberSettings(const Config& config) {
 ReplicaProber::ReplicaProber(
     std::shared_ptr<const Config> settings, const ReplicaConfig& replica, EventLoop* loop,
     const HeartbeatLog* log, const PositionHistory* history, const StreamHistory* stream,
-    const AppliedWitnesses* witnesses, TopologyMonitor* topology, RedisPublisher* publisher,
-    VerdictBoard* board, Metrics* metrics, const Clock& clock,
+    const AppliedWitnesses* witnesses, ReadOnlySightings* sightings, TopologyMonitor* topology,
+    RedisPublisher* publisher, VerdictBoard* board, Metrics* metrics, const Clock& clock,
     std::function<void(const std::string& server, int64_t not_after_unix)> certificate_seen)
     : settings_(std::move(settings)),
       config_(*settings_),
@@ -54,6 +54,7 @@ ReplicaProber::ReplicaProber(
       history_(history),
       stream_(stream),
       witnesses_(witnesses),
+      sightings_(sightings),
       topology_(topology),
       publisher_(publisher),
       board_(board),
@@ -290,14 +291,16 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   // Diagnostics beside the bound: the judge never sees them.
   std::optional<Result<QueryResult>> applier = std::move(replies.applier_reply);
   const unsigned applier_errno = replies.applier_errno;
+  const MonoTime now = clock_.Now();
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(),
-      PrimaryKnown(clock_.Now(), *log_, *history_, Millis(config_.heartbeat.interval_ms),
+      PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
                    Millis(config_.sampler_interval_ms)),
       PrimarySource(),
       // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
-      replies.reply.ok() ? std::nullopt : Witnessed()};
+      replies.reply.ok() ? std::nullopt : Witnessed(), ReadOnlyHorizon(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
+  if (sightings_ && a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
   {
     std::lock_guard lock(mu_);
     view_.status = judge_.status();
@@ -471,6 +474,20 @@ Micros ReplicaProber::SlowestRecentRtt() const {
   return *std::max_element(rtts_.begin(), rtts_.end());
 }
 
+std::optional<MonoTime> ReplicaProber::ReadOnlyHorizon(MonoTime now) const {
+  if (!sightings_) return std::nullopt;
+  const auto read_only = history_->ReadOnlyNow();
+  if (!read_only) return std::nullopt;
+  const MonoTime elsewhere = sightings_->WritableNotBefore(topology_->primary().Id(), id_, now);
+  if (elsewhere == MonoTime::max()) return std::nullopt;  // no other server answers
+  // No server other than the primary took a write before `elsewhere`; the primary was writable
+  // until after its last writable sample was sent, so none was made writable before that either
+  // (a switchover makes the old primary read-only first).
+  const MonoTime horizon = std::max(read_only->last_writable.value_or(MonoTime::min()), elsewhere);
+  if (horizon == MonoTime::min()) return std::nullopt;  // nothing known: as without the check
+  return horizon;
+}
+
 void ReplicaProber::OnCrossing() {
   crossing_timer_ = 0;
   if (!judge_.has_fresh_bound() || (!in_flight_ && !ProvenLagging())) return;
@@ -482,7 +499,7 @@ void ReplicaProber::OnCrossing() {
   }
   // What the primary did since the last answer may move the bound (a hung replica lacks only
   // what came after its position): the crossing is then later, or gone.
-  judge_.Advance(now, *history_, stream_, Witnessed());
+  judge_.Advance(now, *history_, stream_, Witnessed(), ReadOnlyHorizon(now));
   if (const auto at = NextCrossing(); !at || *at > now) {
     if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;

@@ -27,6 +27,7 @@
 #include "agent/config.h"
 #include "agent/judge.h"
 #include "agent/probe_session.h"
+#include "agent/read_only_sightings.h"
 #include "agent/role_report.h"
 #include "agent/topology_monitor.h"
 #include "agent/windows.h"
@@ -64,8 +65,8 @@ class ReplicaProber {
   ReplicaProber(std::shared_ptr<const Config> settings, const ReplicaConfig& replica,
                 EventLoop* loop, const HeartbeatLog* log, const PositionHistory* history,
                 const StreamHistory* stream, const AppliedWitnesses* witnesses,
-                TopologyMonitor* topology, RedisPublisher* publisher, VerdictBoard* board,
-                Metrics* metrics, const Clock& clock,
+                ReadOnlySightings* sightings, TopologyMonitor* topology, RedisPublisher* publisher,
+                VerdictBoard* board, Metrics* metrics, const Clock& clock,
                 std::function<void(const std::string& server, int64_t not_after_unix)>
                     certificate_seen = nullptr);
   ~ReplicaProber() { Stop(); }
@@ -152,6 +153,10 @@ class ReplicaProber {
   // lag growing (a replica catching up is not: its bound at the crossing would be loose): its
   // crossing is published from the timer even with no probe in flight.
   bool ProvenLagging() const;
+  // While the primary is read-only: the earliest moment a write can have gone to another server
+  // (ReadOnlySightings, and the last sample that found the primary writable); nullopt while it
+  // is writable, or when nothing is known of where else writes can go.
+  std::optional<MonoTime> ReadOnlyHorizon(MonoTime now) const;
   // What the replica's own binary log proves it applied (nothing without witnesses_).
   std::optional<AppliedProof> Witnessed() const;
   void ArmCrossing();
@@ -178,6 +183,8 @@ class ReplicaProber {
   const PositionHistory* const history_;
   const StreamHistory* const stream_;
   const AppliedWitnesses* const witnesses_;
+  // What each server's probes found, read-only or not (written here, read by every prober).
+  ReadOnlySightings* const sightings_;
   TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;
   VerdictBoard* const board_;

@@ -128,4 +128,9 @@ LagBounds RelocateFromKnown(const LagBounds& kept, const std::optional<Position>
   return out;
 }
 
+LagBounds FreshNotAfter(LagBounds bounds, std::optional<MonoTime> not_after) {
+  if (not_after && bounds.fresh_at && *bounds.fresh_at > *not_after) bounds.fresh_at = not_after;
+  return bounds;
+}
+
 }  // namespace lagwatch

@@ -83,4 +83,10 @@ LagBounds RelocateFromKnown(const LagBounds& kept, const std::optional<Position>
                             const std::optional<Position>& witnessed, MonoTime now,
                             const PositionHistory& history, const StreamHistory* stream = nullptr);
 
+// While the primary is read-only, writes may be going to another server lagwatch has not seen
+// made writable yet: nothing proves a replica fresh past `not_after`, the earliest moment such a
+// write can have been made (agent/read_only_sightings.h). Moves fresh_at back to it, never
+// forward; no `not_after`: unchanged.
+LagBounds FreshNotAfter(LagBounds bounds, std::optional<MonoTime> not_after);
+
 }  // namespace lagwatch

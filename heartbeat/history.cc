@@ -83,6 +83,8 @@ void PositionHistory::Reset() {
   server_id_.reset();
   last_failure_.reset();
   in_flight_.reset();
+  last_writable_.reset();
+  read_only_ = false;
 }
 
 uint64_t PositionHistory::generation() const { return Guarded(mu_, generation_); }
@@ -189,6 +191,20 @@ std::optional<Micros> PositionHistory::AnswerAwaited(MonoTime now) const {
     if (busy && f->busy) waited -= std::chrono::duration_cast<Micros>(*busy - *f->busy);
   }
   return std::max(Micros(0), waited);
+}
+
+void PositionHistory::NoteWritable(MonoTime sent, bool writable,
+                                   std::optional<uint64_t> generation) {
+  std::lock_guard lock(mu_);
+  if (generation && *generation != generation_) return;
+  read_only_ = !writable;
+  if (writable && (!last_writable_ || sent > *last_writable_)) last_writable_ = sent;
+}
+
+std::optional<PositionHistory::ReadOnly> PositionHistory::ReadOnlyNow() const {
+  std::lock_guard lock(mu_);
+  if (!read_only_) return std::nullopt;
+  return ReadOnly{last_writable_};
 }
 
 std::optional<MonoTime> PositionHistory::LastFailure() const { return Guarded(mu_, last_failure_); }

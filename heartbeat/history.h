@@ -106,6 +106,19 @@ class PositionHistory {
 
   std::optional<MonoTime> LastSample() const;
 
+  // Whether the primary was writable (@@read_only = 0) as the sample sent at `sent` found it (the
+  // sampler asks after each position). Ignored for an older `generation`, as Add.
+  void NoteWritable(MonoTime sent, bool writable,
+                    std::optional<uint64_t> generation = std::nullopt);
+  // While the latest sample that asked found the primary read-only: when the last one that found
+  // it writable was sent (nullopt: none since the history began). A read-only primary takes no
+  // writes, but another server may; what proves a replica fresh is then bounded by where else
+  // writes can have gone (docs/measurement.md, "A read-only primary").
+  struct ReadOnly {
+    std::optional<MonoTime> last_writable;
+  };
+  std::optional<ReadOnly> ReadOnlyNow() const;
+
   // The latest stretch without samples (a primary that hung, stalled or could not be reached):
   // from the send time of the newest sample before it to that of the first one after it. What
   // the primary committed in between, if anything, was committed at a time nobody knows, so a
@@ -148,7 +161,9 @@ class PositionHistory {
     std::optional<std::chrono::nanoseconds> busy;
     int64_t resumes = 0;
   };
-  std::optional<InFlight> in_flight_;  // GUARDED_BY(mu_)
+  std::optional<InFlight> in_flight_;      // GUARDED_BY(mu_)
+  std::optional<MonoTime> last_writable_;  // GUARDED_BY(mu_): NoteWritable's last writable sample
+  bool read_only_ = false;                 // GUARDED_BY(mu_): its latest found it read-only
 };
 
 }  // namespace lagwatch

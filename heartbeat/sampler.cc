@@ -54,6 +54,17 @@ Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadl
   return ParseInt<uint32_t>(*r->rows[0][0]);
 }
 
+Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline) {
+  auto r = conn.Query("SELECT @@read_only", deadline);
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) {
+    return std::optional<bool>();
+  }
+  const auto v = ParseInt<int>(*r->rows[0][0]);
+  if (!v || (*v != 0 && *v != 1)) return std::optional<bool>();
+  return std::optional<bool>(*v == 1);
+}
+
 Millis PositionSampler::Backoff(Millis interval, int failures) {
   Millis wait = interval;
   for (int i = 0; i < failures && wait < kMaxRetryWait; ++i) wait *= 2;
@@ -196,6 +207,19 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
     stream_->CheckSample(pos.value(), sent);
   }
   sink_->PositionSampled();
+  // Asked after the position, so a primary found writable was writable after `sent`: no other
+  // server had been made writable yet (a switchover makes the old primary read-only first).
+  auto read_only = ReadReadOnly(conn, deadline);
+  if (read_only.ok() && *read_only) {
+    history_->NoteWritable(sent, !**read_only, history_generation_);
+    if (**read_only && on_read_only_) on_read_only_();
+  } else if (!read_only.ok() && read_only.status().code() != Status::Code::kServerError) {
+    return read_only.status();  // the connection failed: the next round reconnects
+  } else {
+    LogLimited(LogLevel::kWarn, "sampler-read-only",
+               "primary " + primary_id_ + ": @@read_only unreadable: " +
+                   (read_only.ok() ? std::string("not 0 or 1") : read_only.status().ToString()));
+  }
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -59,6 +60,10 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 // error).
 Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadline);
 
+// The server's @@read_only: nullopt when the reply is not 0 or 1 (the query's failure is the
+// error).
+Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline);
+
 class PositionSampler {
  public:
   // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to MysqlConns.
@@ -77,6 +82,10 @@ class PositionSampler {
   // Every sample from now on also measures the binary log stream's delivery (StreamHistory::
   // CheckSample). `stream` must outlive the sampler. REQUIRES: before Start.
   void CheckStream(StreamHistory* stream) { stream_ = stream; }
+  // Called on the sampler's thread after each sample that found the primary read-only (the agent
+  // probes every server then, so that where else writes can go stays known: PositionHistory::
+  // ReadOnlyNow). REQUIRES: before Start.
+  void OnReadOnly(std::function<void()> fn) { on_read_only_ = std::move(fn); }
 
   // How long the sampler waits after a sample: one interval, doubled for each failure in a row
   // up to a second (a dead primary gets a connection a second, not one every 50 ms).
@@ -107,6 +116,7 @@ class PositionSampler {
   const Clock& clock_;
   const SqlConnector connect_;
   StreamHistory* stream_ = nullptr;
+  std::function<void()> on_read_only_;
 
   std::mutex mu_;
   MysqlTarget target_;              // GUARDED_BY(mu_): where to sample

@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,9 +25,22 @@ SamplerOptions Options() {
   return options;
 }
 
+// `script`, but @@read_only (asked after each position) answers `*read_only` at once.
+FakeSqlConnection::Script WithReadOnly(FakeSqlConnection::Script script,
+                                       std::shared_ptr<std::atomic<int>> read_only) {
+  return [script = std::move(script), read_only](const std::string& sql, size_t i) {
+    if (sql == "SELECT @@read_only") {
+      return FakeSqlConnection::Answer{Row({"@@read_only"}, {std::to_string(read_only->load())}),
+                                       Millis(0)};
+    }
+    return script(sql, i);
+  };
+}
+
 struct Fixture : FakePrimaryFixture<PositionSampler, PositionHistory, RecordingSamplerSink> {
-  explicit Fixture(FakeSqlConnection::Script script)
-      : FakePrimaryFixture(std::move(script), Options()) {}
+  explicit Fixture(FakeSqlConnection::Script script, std::shared_ptr<std::atomic<int>> read_only =
+                                                         std::make_shared<std::atomic<int>>(0))
+      : FakePrimaryFixture(WithReadOnly(std::move(script), read_only), Options()) {}
   std::vector<int64_t> RunFor(int ms, bool (*pred)(const std::string&) = IsSample) {
     FakePrimaryFixture::RunFor(ms);
     return TimesOf(pred);
@@ -48,6 +63,35 @@ TEST_CASE("sampler reads the primary's position every 50 ms on a fake clock") {
   auto last = f.history.LastSample();
   REQUIRE(last);
   CHECK(f.clock.ElapsedMs(*last) >= 150);
+}
+
+TEST_CASE("sampler asks @@read_only after each position: the history knows the last writable one") {
+  auto read_only = std::make_shared<std::atomic<int>>(0);
+  auto samples = std::make_shared<int>(0);
+  // The samples at 0 and 50 ms find the primary writable; from the one at 100 ms on, read-only.
+  Fixture f(
+      [read_only, samples](const std::string& sql, size_t) {
+        if (!IsSample(sql)) return FakeSqlConnection::Answer{};
+        if ((*samples)++ == 2) *read_only = 1;
+        return GtidSample("0-1-7");
+      },
+      read_only);
+  std::atomic<int> told{0};
+  f.worker->OnReadOnly([&] { ++told; });
+  f.RunFor(180);
+  const auto ro = f.history.ReadOnlyNow();
+  REQUIRE(ro.has_value());
+  REQUIRE(ro->last_writable.has_value());
+  CHECK(f.clock.ElapsedMs(*ro->last_writable) == 50);
+  CHECK(told == 2);  // the samples at 100 and 150 ms
+  // Asked after each position, on the same connection.
+  const auto positions = f.TimesOf(IsSample);
+  const auto asked = f.TimesOf([](const std::string& sql) { return sql == "SELECT @@read_only"; });
+  CHECK(positions.size() == 4);
+  CHECK(asked.size() == positions.size());
+  // Writable again: no longer read-only.
+  f.history.NoteWritable(f.clock.Now(), true);
+  CHECK_FALSE(f.history.ReadOnlyNow().has_value());
 }
 
 TEST_CASE("sampler backs off after failures, doubling up to a second, and recovers at once") {

@@ -146,6 +146,21 @@ std::string MoveState(Redis& redis) {
   }
   return out.str() + "\n";
 }
+// Replica 2 and the old primary re-pointed to replica 1, the new primary, as a switchover would
+// have; then the switch back, until the configured primary is the primary again and both
+// replicas are ok.
+void SwitchBack(Redis& redis, Agent& agent) {
+  PointAt(kReplica2, Port(kReplica1));
+  PointAt(kPrimary, Port(kReplica1), "current_pos");
+  Switchover(kReplica1, kPrimary, kReplica2);
+  CHECK_MESSAGE(WaitFor(
+                    [&] {
+                      return PointerPrimary(redis) == Id(kPrimary) &&
+                             ReplicasOk(redis, {kReplica1, kReplica2});
+                    },
+                    15s),
+                (MoveState(redis) + agent.Log()));
+}
 std::string Metrics() { return HttpGet(E().sandbox.http_port(), "/metrics").second; }
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -449,6 +464,56 @@ TEST_CASE("a planned switchover: lagwatch follows the new primary, never healthy
   CHECK(agent.Stop() == 0);
 }
 
+TEST_CASE("a switchover not yet seen: a replica on the old primary is never fresher than it is") {
+  // The old primary read-only, then replica 1 made writable and written to before its
+  // replication is reset (the order some tools use): while it still has a source lagwatch does
+  // not take it for the primary, so replica 2, left replicating from the old primary, is judged
+  // against it, and is caught up with it. Its records must still say it lacks what replica 1
+  // took: the primary was read-only, so nothing proves replica 2 fresh past the last probe that
+  // found replica 1 read-only (agent/read_only_sightings.h).
+  CreateSwitchAccount();
+  CreateTable();
+  Redis redis(E().sandbox.redis_port());
+  auto agent_ptr = StartAgent(redis, "unseen-move");
+  Agent& agent = *agent_ptr;
+  REQUIRE(WaitFor([&] { return PointerPrimary(redis) == Id(kPrimary); }, 5s));
+  REQUIRE(WaitFor([&] { return ReplicasOk(redis, {kReplica1, kReplica2}); }, 10s));
+  KeyWatch watch({Key(kReplica2)});
+  Q(kPrimary, "SET GLOBAL read_only=1");
+  REQUIRE(Reached(kReplica1, Position(kPrimary), 10));
+  Q(kReplica1, "STOP SLAVE");
+  Q(kReplica1, "SET GLOBAL read_only=0");
+  Q(kReplica1, "INSERT INTO lwtest.moves (at) VALUES (NOW(6))");
+  const int64_t acked = WallMs();
+  std::this_thread::sleep_for(1s);
+  watch.Stop();
+  // Every record of replica 2 measured after the commit: its truth at measured_at is at least
+  // measured_at - acked.
+  int judged = 0;
+  std::string shown;
+  int64_t last_at = 0;
+  for (const auto& sample : watch.Of(Key(kReplica2))) {
+    auto f = sample.fields;
+    const auto at = ParseInt<int64_t>(f["measured_at_ms"]);
+    const auto delay = ParseInt<int64_t>(f["delay_ms"]);
+    if (!at || !delay || *at <= acked || *at == last_at) continue;
+    last_at = *at;
+    ++judged;
+    shown += " " + std::to_string(*at - acked) + ":" + std::to_string(*delay) + ":" + f["state"];
+    CAPTURE(*at - acked);
+    CAPTURE(*delay);
+    CAPTURE(f["state"]);
+    CHECK(*delay >= *at - acked - 5);
+  }
+  MESSAGE("replica 2's records (ms after the commit : delay_ms : state):" << shown);
+  CHECK(judged >= 3);
+
+  // The promotion completed, then back to the configured primary.
+  Q(kReplica1, "RESET SLAVE ALL");
+  SwitchBack(redis, agent);
+  CHECK(agent.Stop() == 0);
+}
+
 TEST_CASE("binlog_stream.watch_writes: the new primary's first write has the move seen at once") {
   CreateSwitchAccount();
   CreateTable();
@@ -507,16 +572,7 @@ TEST_CASE("binlog_stream.watch_writes: the new primary's first write has the mov
                 5s));
 
   // And back, re-pointed as a switchover would have: the configured primary is the primary again.
-  PointAt(kReplica2, Port(kReplica1));
-  PointAt(kPrimary, Port(kReplica1), "current_pos");
-  Switchover(kReplica1, kPrimary, kReplica2);
-  CHECK_MESSAGE(WaitFor(
-                    [&] {
-                      return PointerPrimary(redis) == Id(kPrimary) &&
-                             ReplicasOk(redis, {kReplica1, kReplica2});
-                    },
-                    15s),
-                (MoveState(redis) + agent.Log()));
+  SwitchBack(redis, agent);
   CHECK(watched() == "[\"" + Id(kReplica1) + "\",\"" + Id(kReplica2) + "\"]");
   CHECK(agent.Stop() == 0);
 }

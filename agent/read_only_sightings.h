@@ -1,0 +1,48 @@
+// Where writes can have gone while the primary is read-only (docs/measurement.md, "A read-only
+// primary"). A read-only primary takes no writes, but another server may already be taking them
+// (a switchover makes the old primary read-only, then the new one writable), before lagwatch has
+// seen the move. A server is made writable only after the last probe that found it read-only was
+// sent, so no server other than the primary took a write before the oldest of those probes,
+// among the servers lagwatch reaches. Each prober says what its server answered; the probers read
+// the floor. Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+
+namespace lagwatch {
+
+class ReadOnlySightings {
+ public:
+  // A server that has not answered for this long no longer counts (dead, or cut off from the
+  // agent: lagwatch follows the primary among the servers it reaches).
+  static constexpr Millis kForgetAfter{1000};
+
+  // Server `id`'s probe sent at `sent` answered, and found it read-only or not.
+  void Answered(const std::string& id, MonoTime sent, bool read_only);
+  // Forgets the servers not among `ids` (a reload, discovery).
+  void Keep(const std::set<std::string>& ids);
+
+  // The earliest moment at which a server other than `primary` and `self` may have been made
+  // writable, as of `now`: the oldest of their latest read-only sightings, over the servers that
+  // answered within kForgetAfter. MonoTime::min() when one of them was never seen read-only;
+  // MonoTime::max() when none counts. (`self`: the replica judged, whose own answer says whether
+  // it is read-only.)
+  MonoTime WritableNotBefore(std::string_view primary, std::string_view self, MonoTime now) const;
+
+ private:
+  struct Seen {
+    MonoTime answered;                     // when its latest answered probe was sent
+    std::optional<MonoTime> read_only_at;  // when its latest read-only one was sent
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Seen, std::less<>> servers_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace lagwatch
