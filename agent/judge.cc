@@ -31,6 +31,7 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.previous_applied = std::move(applied_);
   in.witnessed = Witnessed(context.witnessed);
   in.fresh_not_after = context.fresh_not_after;
+  others_writable_after_ = context.others_writable_after;
   in.status = status_;
   in.primary_known = context.primary_known;
   in.tier_enabled = tier_.enabled;
@@ -89,8 +90,9 @@ std::optional<Position> ReplicaJudge::Witnessed(const std::optional<AppliedProof
 }
 
 Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary_known,
-                                   bool caught_up) {
+                                   bool caught_up, std::optional<MonoTime> others_writable_after) {
   Judgement j;
+  others_writable_after_ = others_writable_after;
   HealthInput h = last_health_;
   // Stated at the next whole ms, as a probe's record is.
   const auto to_stated = ToNextWholeMs(now_wall);
@@ -165,9 +167,17 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   if (bounds_ && h.delay_ms) judged_delay_ms_ = *h.delay_ms;
   snap.delay_ms = h.delay_ms.value_or(0);
   // Kept healthy while the primary is unknown (health.primary_unknown's default): it had all
-  // the primary had when last heard from, and the bound grows only with the silence. Published
-  // as 0, so that a router comparing delay_ms with the limit decides as one reading healthy.
-  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) snap.delay_ms = 0;
+  // the primary had when last heard from, and the bound grows only with the silence. So it lacks
+  // only what another server took since it was made writable (a failover not yet seen), which
+  // no probe found before the last one that found it read-only: published as the time since
+  // then (0 when no other server answers), not the silence, so that a router comparing delay_ms
+  // with the limit decides as one reading healthy while that stays under it (every server is
+  // probed every sampling interval while no server is writable).
+  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) {
+    snap.delay_ms = others_writable_after_ && measured > *others_writable_after_
+                        ? CeilMillis(measured - *others_writable_after_)
+                        : 0;
+  }
   snap.delay_lower_ms = delay_lower_ms;
   snap.state = StateName(v.state);
   snap.healthy = v.healthy;

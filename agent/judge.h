@@ -65,6 +65,9 @@ struct ProbeContext {
   std::optional<AppliedProof> witnessed;
   // While the primary is read-only: no bound proves the replica fresh past this (ProbeInput).
   std::optional<MonoTime> fresh_not_after;
+  // The earliest moment another server can have been made writable (ReadOnlySightings), when
+  // known: a replica kept healthy while the primary is unknown is published that far behind.
+  std::optional<MonoTime> others_writable_after;
 };
 
 // The verdict of one probe (or of a crossing), and the record that states it.
@@ -108,7 +111,8 @@ class ReplicaJudge {
   // The verdict the bound alone gives at `now` while a probe is still unanswered: the last
   // probe's view aged to now (the bound has only grown; no new proof of how far behind).
   // REQUIRES: has_fresh_bound().
-  Judgement AtCrossing(MonoTime now, WallTime now_wall, bool primary_known, bool caught_up);
+  Judgement AtCrossing(MonoTime now, WallTime now_wall, bool primary_known, bool caught_up,
+                       std::optional<MonoTime> others_writable_after = std::nullopt);
 
   // While a probe is unanswered: moves the kept bound's fresh_at later by what the primary did
   // since the last answer (Relocate, from the position that answer read, and from `witnessed`
@@ -175,6 +179,9 @@ class ReplicaJudge {
   HealthTracker health_;
   HealthInput last_health_;  // the last probe's, which a crossing verdict starts from
   int64_t judged_delay_ms_ = 0;
+  // ProbeContext's, as of the last probe or crossing: what Record publishes for a replica kept
+  // healthy while the primary is unknown.
+  std::optional<MonoTime> others_writable_after_;
 };
 
 }  // namespace lagwatch

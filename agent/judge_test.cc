@@ -47,7 +47,7 @@ ProbeReplies NoAnswer(int sent_ms, int received_ms) {
   return r;
 }
 
-const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}, {}, {}};
+const ProbeContext kGtid{PositionsKind::kMariaDbGtid, 1, true, {}, {}, {}, {}};
 
 // One probe through both steps.
 Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
@@ -77,6 +77,33 @@ TEST_CASE("judge: a caught-up replica is ok and healthy, and its record says so"
   CHECK(j.record.position_kind == "mariadb_gtid");
   CHECK(judge.judged_delay_ms() == 22);
   REQUIRE(judge.has_fresh_bound());
+}
+
+TEST_CASE("judge: kept healthy while the primary is unknown, behind by what elsewhere may hold") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  auto probe = [&](int at_ms, std::optional<MonoTime> others) {
+    ProbeContext c = kGtid;
+    c.primary_known = false;
+    c.others_writable_after = others;
+    Assessment a = judge.Observe(Row(at_ms - 2, at_ms, "4", "0-1-4"), c, p.log, p.history);
+    return judge.Decide(std::move(a), true, W(at_ms));
+  };
+  // Caught up with the last sample (2100); 300 ms of silence since. Every other server was last
+  // found read-only at 2380 or later: published 20 ms behind, not 300, and not 0.
+  Judgement j = probe(2400, T(2380));
+  CHECK(j.record.state == "primary_unknown");
+  CHECK(j.record.healthy);
+  CHECK(j.record.delay_ms == 20);
+  // No other server answers: nothing can be written elsewhere.
+  j = probe(2450, std::nullopt);
+  CHECK(j.record.healthy);
+  CHECK(j.record.delay_ms == 0);
+  // A crossing verdict says the same.
+  REQUIRE(judge.has_fresh_bound());
+  j = judge.AtCrossing(T(2460), W(2460), false, true, T(2410));
+  CHECK(j.record.state == "primary_unknown");
+  CHECK(j.record.delay_ms == 50);
 }
 
 TEST_CASE("judge: a record states its bound at the next whole ms after the answer") {

@@ -298,7 +298,8 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
                    Millis(config_.sampler_interval_ms)),
       PrimarySource(),
       // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
-      replies.reply.ok() ? std::nullopt : Witnessed(), ReadOnlyHorizon(now)};
+      replies.reply.ok() ? std::nullopt : Witnessed(), ReadOnlyHorizon(now),
+      OthersWritableAfter(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
   if (sightings_ && a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
   {
@@ -403,9 +404,12 @@ void ReplicaProber::ScheduleNext() {
   }
   // While no one server is writable (the primary read-only or gone, or two writable), a promotion
   // elsewhere is seen at the next probe of that server, and until then replicas are judged
-  // against the old primary: every server is probed twice as often.
+  // against the old primary, no fresher than the last probe that found each other server
+  // read-only (ReadOnlySightings): every server is probed every sampling interval (at most half
+  // its own).
   if (last_view_.state != TopologyState::kOk) {
-    planned_ = std::min(planned_, std::max(probe_started_ + interval / 2, now));
+    planned_ =
+        std::min(planned_, std::max(probe_started_ + std::min(interval / 2, sample_interval), now));
   }
   if (const auto follow = FollowAt()) planned_ = std::min(planned_, *follow);
   planned_ = std::max(now, planned_);
@@ -474,6 +478,13 @@ Micros ReplicaProber::SlowestRecentRtt() const {
   return *std::max_element(rtts_.begin(), rtts_.end());
 }
 
+std::optional<MonoTime> ReplicaProber::OthersWritableAfter(MonoTime now) const {
+  if (!sightings_) return std::nullopt;
+  const MonoTime after = sightings_->WritableNotBefore(topology_->primary().Id(), id_, now);
+  if (after == MonoTime::max() || after == MonoTime::min()) return std::nullopt;
+  return after;
+}
+
 std::optional<MonoTime> ReplicaProber::ReadOnlyHorizon(MonoTime now) const {
   if (!sightings_) return std::nullopt;
   const auto read_only = history_->ReadOnlyNow();
@@ -504,11 +515,11 @@ void ReplicaProber::OnCrossing() {
     if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;
   }
-  const Judgement j =
-      judge_.AtCrossing(now, clock_.WallNow(),
-                        PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                                     Millis(config_.sampler_interval_ms)),
-                        CaughtUpWithPrimary(judge_.bounds(), *log_, *history_));
+  const Judgement j = judge_.AtCrossing(
+      now, clock_.WallNow(),
+      PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                   Millis(config_.sampler_interval_ms)),
+      CaughtUpWithPrimary(judge_.bounds(), *log_, *history_), OthersWritableAfter(now));
   metrics_->crossing_verdicts.Increment();
   Metric().lag_upper_seconds.Set(static_cast<double>(j.record.delay_ms) / 1000.0);
   Metric().lag_lower_seconds.Set(0);

@@ -157,6 +157,8 @@ class ReplicaProber {
   // (ReadOnlySightings, and the last sample that found the primary writable); nullopt while it
   // is writable, or when nothing is known of where else writes can go.
   std::optional<MonoTime> ReadOnlyHorizon(MonoTime now) const;
+  // ReadOnlySightings::WritableNotBefore for this replica, when it says a moment.
+  std::optional<MonoTime> OthersWritableAfter(MonoTime now) const;
   // What the replica's own binary log proves it applied (nothing without witnesses_).
   std::optional<AppliedProof> Witnessed() const;
   void ArmCrossing();
