@@ -292,14 +292,15 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   std::optional<Result<QueryResult>> applier = std::move(replies.applier_reply);
   const unsigned applier_errno = replies.applier_errno;
   const MonoTime now = clock_.Now();
-  const ProbeContext context{
-      session_.positions(), history_->primary_server_id(),
+  const bool primary_known =
       PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms)),
-      PrimarySource(),
+                   Millis(config_.sampler_interval_ms));
+  const ProbeContext context{
+      session_.positions(), history_->primary_server_id(), primary_known, PrimarySource(),
       // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
       replies.reply.ok() ? std::nullopt : Witnessed(), ReadOnlyHorizon(now),
-      OthersWritableAfter(now)};
+      // Read by the record only while the primary is unknown (ReplicaJudge::Record).
+      primary_known ? std::nullopt : OthersWritableAfter(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
   if (sightings_ && a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
   {
@@ -515,11 +516,12 @@ void ReplicaProber::OnCrossing() {
     if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;
   }
-  const Judgement j = judge_.AtCrossing(
-      now, clock_.WallNow(),
+  const bool primary_known =
       PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms)),
-      CaughtUpWithPrimary(judge_.bounds(), *log_, *history_), OthersWritableAfter(now));
+                   Millis(config_.sampler_interval_ms));
+  const Judgement j = judge_.AtCrossing(now, clock_.WallNow(), primary_known,
+                                        CaughtUpWithPrimary(judge_.bounds(), *log_, *history_),
+                                        primary_known ? std::nullopt : OthersWritableAfter(now));
   metrics_->crossing_verdicts.Increment();
   Metric().lag_upper_seconds.Set(static_cast<double>(j.record.delay_ms) / 1000.0);
   Metric().lag_lower_seconds.Set(0);
