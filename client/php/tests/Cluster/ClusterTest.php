@@ -35,6 +35,8 @@ final class ClusterTest extends TestCase
 
     private static Sandbox $sandbox;
     private MemoryLogger $logger;
+    /** @var list<string> why each read of the last routeReads() that went to the primary did */
+    private array $toPrimary = [];
 
     public static function setUpBeforeClass(): void
     {
@@ -101,7 +103,11 @@ final class ClusterTest extends TestCase
                 array_diff(array_keys($routes), ['replica2', 'primary']),
                 json_encode($routes),
             );
-            self::assertGreaterThanOrEqual(15, $routes['replica2'] ?? 0, json_encode($routes));
+            self::assertGreaterThanOrEqual(
+                15,
+                $routes['replica2'] ?? 0,
+                json_encode($routes) . '; to the primary because: ' . json_encode($this->toPrimary),
+            );
         } finally {
             self::$sandbox->admin('replica1')->exec('START SLAVE SQL_THREAD');
         }
@@ -503,10 +509,15 @@ final class ClusterTest extends TestCase
     private function routeReads(Router $router, int $n): array
     {
         $served = [];
+        $this->toPrimary = [];
         for ($i = 0; $i < $n; ++$i) {
             $router->connectionFor(self::SELECT);
             $where = (string) $this->where($router);
             $served[$where] = ($served[$where] ?? 0) + 1;
+            $info = $router->routeInfo();
+            if ($where === 'primary' && $info !== null) {
+                $this->toPrimary[] = trim($info->reason . ' ' . $info->detail);
+            }
         }
         ksort($served);
         return $served;
