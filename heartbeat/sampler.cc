@@ -216,9 +216,12 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
   } else if (!read_only.ok() && read_only.status().code() != Status::Code::kServerError) {
     return read_only.status();  // the connection failed: the next round reconnects
   } else {
+    // The position stands; the primary's writability stays as the last sample found it.
+    const Status why =
+        read_only.ok() ? Status::DataError("@@read_only is not 0 or 1") : read_only.status();
+    sink_->SampleFailed(read_only.ok() ? "bad_data" : why.reason(), why);
     LogLimited(LogLevel::kWarn, "sampler-read-only",
-               "primary " + primary_id_ + ": @@read_only unreadable: " +
-                   (read_only.ok() ? std::string("not 0 or 1") : read_only.status().ToString()));
+               "primary " + primary_id_ + ": @@read_only unreadable: " + why.ToString());
   }
   return Status::Ok();
 }

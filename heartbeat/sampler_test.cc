@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -92,6 +93,21 @@ TEST_CASE("sampler asks @@read_only after each position: the history knows the l
   // Writable again: no longer read-only.
   f.history.NoteWritable(f.clock.Now(), true);
   CHECK_FALSE(f.history.ReadOnlyNow().has_value());
+}
+
+TEST_CASE("sampler: an @@read_only that is not 0 or 1 is counted, and the position still stands") {
+  auto read_only = std::make_shared<std::atomic<int>>(2);
+  Fixture f(
+      [](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+        if (IsLoad(sql)) return {Row({"a", "b", "c", "d"}, {"1", "1", "1", "1"})};
+        return IsSample(sql) ? GtidSample("0-1-7") : FakeSqlConnection::Answer{};
+      },
+      read_only);
+  f.RunFor(80);  // samples at 0 and 50 ms
+  CHECK(f.history.LastSample().has_value());
+  CHECK_FALSE(f.history.ReadOnlyNow().has_value());
+  const auto failed = f.sink.failed.Get();
+  CHECK(std::count(failed.begin(), failed.end(), "bad_data") == 2);
 }
 
 TEST_CASE("sampler backs off after failures, doubling up to a second, and recovers at once") {
