@@ -423,6 +423,8 @@ void Switchover(const std::string& from, const std::string& to, const std::strin
   AdminQuery(Sock(from), "SET GLOBAL read_only=1");
   const std::string position = AdminQuery(Sock(from), "SELECT @@gtid_binlog_pos").value_or("");
   REQUIRE(AdminQuery(Sock(to), "SELECT MASTER_GTID_WAIT('" + position + "', 10)") == "0");
+  // `other` too, before it is re-pointed (tests/topology_test.cc's Switchover says why).
+  REQUIRE(AdminQuery(Sock(other), "SELECT MASTER_GTID_WAIT('" + position + "', 10)") == "0");
   {
     AdminSession a(Sock(to));
     a.Query("STOP SLAVE");

@@ -102,10 +102,15 @@ bool Reached(int replica, const std::string& position, int timeout_s) {
            "SELECT MASTER_GTID_WAIT('" + position + "', " + std::to_string(timeout_s) + ")") == "0";
 }
 
-// A planned switchover: `from` read-only, `to` catches up and is promoted, the others re-pointed.
+// A planned switchover: `from` read-only, `to` and `other` catch up, `to` is promoted, the
+// others re-pointed. (`other` re-pointed while behind would ask `to` for a transaction `to`
+// applied from `from` but never wrote to its own binary log, the configured primary having no
+// log_slave_updates, and be refused: error 1236, once under TSan.)
 void Switchover(int from, int to, int other) {
   Q(from, "SET GLOBAL read_only=1");
-  REQUIRE(Reached(to, Position(from), 10));
+  const std::string position = Position(from);
+  REQUIRE(Reached(to, position, 10));
+  REQUIRE(Reached(other, position, 10));
   Promote(to);
   PointAt(other, Port(to));
   PointAt(from, Port(to), "current_pos");
