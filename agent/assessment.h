@@ -88,6 +88,9 @@ struct Assessment {
   bool status_polled = false;             // a status reply was parsed
   ProbeObservation obs;                   // with the seq and position read from the reply
   std::chrono::nanoseconds to_stated{0};  // ProbeInput's: the record states obs.received + this
+  // ProbeContext's (agent/judge.h), set by ReplicaJudge::Observe: what the record states for a
+  // replica kept healthy while the primary is unknown.
+  std::optional<MonoTime> others_writable_after;
   // The bounds to keep: this probe's when it proved freshness, else the previous ones (a replica
   // never un-applies data).
   std::optional<LagBounds> bounds;

@@ -31,12 +31,12 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.previous_applied = std::move(applied_);
   in.witnessed = Witnessed(context.witnessed);
   in.fresh_not_after = context.fresh_not_after;
-  others_writable_after_ = context.others_writable_after;
   in.status = status_;
   in.primary_known = context.primary_known;
   in.tier_enabled = tier_.enabled;
   in.max_delay_ms = tier_.max_delay_ms;
   Assessment a = Assess(in, log, history, stream);
+  a.others_writable_after = context.others_writable_after;
   bounds_ = a.bounds;
   if (a.measured && a.bounds) {
     // Falling behind at half real time or more since the answer before: lag that grows.
@@ -69,7 +69,8 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   j.back_from_unreachable = a.health.reachable && j.previous.state == ReplicaState::kUnreachable;
   // Stated at the next whole ms after the answer, where delay_ms holds (ProbeInput::to_stated).
   j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
-                    a.obs.received + a.to_stated, received_wall + a.to_stated, j.verdict);
+                    a.obs.received + a.to_stated, received_wall + a.to_stated, j.verdict,
+                    a.others_writable_after);
   return j;
 }
 
@@ -92,7 +93,6 @@ std::optional<Position> ReplicaJudge::Witnessed(const std::optional<AppliedProof
 Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary_known,
                                    bool caught_up, std::optional<MonoTime> others_writable_after) {
   Judgement j;
-  others_writable_after_ = others_writable_after;
   HealthInput h = last_health_;
   // Stated at the next whole ms, as a probe's record is.
   const auto to_stated = ToNextWholeMs(now_wall);
@@ -103,7 +103,7 @@ Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary
   j.previous = health_.last();
   j.verdict = health_.Update(h);
   j.health = h;
-  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict);
+  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict, others_writable_after);
   return j;
 }
 
@@ -161,7 +161,8 @@ void ReplicaJudge::StartOver() {
 
 ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_ms,
                                      MonoTime measured, WallTime measured_wall,
-                                     const HealthTracker::Verdict& v) {
+                                     const HealthTracker::Verdict& v,
+                                     std::optional<MonoTime> others_writable_after) {
   ReplicaSnapshot snap;
   snap.id = replica_.endpoint.Id();
   if (bounds_ && h.delay_ms) judged_delay_ms_ = *h.delay_ms;
@@ -174,8 +175,8 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   // with the limit decides as one reading healthy while that stays under it (every server is
   // probed every sampling interval while no server is writable).
   if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) {
-    snap.delay_ms = others_writable_after_ && measured > *others_writable_after_
-                        ? CeilMillis(measured - *others_writable_after_)
+    snap.delay_ms = others_writable_after && measured > *others_writable_after
+                        ? CeilMillis(measured - *others_writable_after)
                         : 0;
   }
   snap.delay_lower_ms = delay_lower_ms;

@@ -155,8 +155,11 @@ class ReplicaJudge {
   // status poll changed it: ChannelNotice).
   Judgement::Notice ChainedNotice(const Assessment& a) const;
   std::optional<Judgement::Notice> ChannelNotice(const Assessment& a);
+  // `others_writable_after`: ProbeContext's, for a replica kept healthy while the primary is
+  // unknown.
   ReplicaSnapshot Record(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
-                         WallTime measured_wall, const HealthTracker::Verdict& v);
+                         WallTime measured_wall, const HealthTracker::Verdict& v,
+                         std::optional<MonoTime> others_writable_after);
 
   // Constant after construction.
   const ReplicaConfig replica_;
@@ -179,9 +182,6 @@ class ReplicaJudge {
   HealthTracker health_;
   HealthInput last_health_;  // the last probe's, which a crossing verdict starts from
   int64_t judged_delay_ms_ = 0;
-  // ProbeContext's, as of the last probe or crossing: what Record publishes for a replica kept
-  // healthy while the primary is unknown.
-  std::optional<MonoTime> others_writable_after_;
 };
 
 }  // namespace lagwatch

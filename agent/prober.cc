@@ -292,9 +292,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   std::optional<Result<QueryResult>> applier = std::move(replies.applier_reply);
   const unsigned applier_errno = replies.applier_errno;
   const MonoTime now = clock_.Now();
-  const bool primary_known =
-      PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms));
+  const bool primary_known = PrimaryKnownAt(now);
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(), primary_known, PrimarySource(),
       // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
@@ -302,7 +300,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       // Read by the record only while the primary is unknown (ReplicaJudge::Record).
       primary_known ? std::nullopt : OthersWritableAfter(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
-  if (sightings_ && a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
+  if (a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
   {
     std::lock_guard lock(mu_);
     view_.status = judge_.status();
@@ -479,18 +477,25 @@ Micros ReplicaProber::SlowestRecentRtt() const {
   return *std::max_element(rtts_.begin(), rtts_.end());
 }
 
+bool ReplicaProber::PrimaryKnownAt(MonoTime now) const {
+  return PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
+                      Millis(config_.sampler_interval_ms));
+}
+
+MonoTime ReplicaProber::WritableElsewhereNotBefore(MonoTime now) const {
+  return sightings_->WritableNotBefore(topology_->primary().Id(), id_, now);
+}
+
 std::optional<MonoTime> ReplicaProber::OthersWritableAfter(MonoTime now) const {
-  if (!sightings_) return std::nullopt;
-  const MonoTime after = sightings_->WritableNotBefore(topology_->primary().Id(), id_, now);
+  const MonoTime after = WritableElsewhereNotBefore(now);
   if (after == MonoTime::max() || after == MonoTime::min()) return std::nullopt;
   return after;
 }
 
 std::optional<MonoTime> ReplicaProber::ReadOnlyHorizon(MonoTime now) const {
-  if (!sightings_) return std::nullopt;
   const auto read_only = history_->ReadOnlyNow();
   if (!read_only) return std::nullopt;
-  const MonoTime elsewhere = sightings_->WritableNotBefore(topology_->primary().Id(), id_, now);
+  const MonoTime elsewhere = WritableElsewhereNotBefore(now);
   if (elsewhere == MonoTime::max()) return std::nullopt;  // no other server answers
   // No server other than the primary took a write before `elsewhere`; the primary was writable
   // until after its last writable sample was sent, so none was made writable before that either
@@ -516,9 +521,7 @@ void ReplicaProber::OnCrossing() {
     if (at) crossing_timer_ = loop_->At(*at, [this] { OnCrossing(); });
     return;
   }
-  const bool primary_known =
-      PrimaryKnown(now, *log_, *history_, Millis(config_.heartbeat.interval_ms),
-                   Millis(config_.sampler_interval_ms));
+  const bool primary_known = PrimaryKnownAt(now);
   const Judgement j = judge_.AtCrossing(now, clock_.WallNow(), primary_known,
                                         CaughtUpWithPrimary(judge_.bounds(), *log_, *history_),
                                         primary_known ? std::nullopt : OthersWritableAfter(now));

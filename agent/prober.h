@@ -157,8 +157,12 @@ class ReplicaProber {
   // (ReadOnlySightings, and the last sample that found the primary writable); nullopt while it
   // is writable, or when nothing is known of where else writes can go.
   std::optional<MonoTime> ReadOnlyHorizon(MonoTime now) const;
-  // ReadOnlySightings::WritableNotBefore for this replica, when it says a moment.
+  // ReadOnlySightings::WritableNotBefore for this replica, against the current primary; and
+  // that moment when it is one (neither "none answers" nor "one was never read-only").
+  MonoTime WritableElsewhereNotBefore(MonoTime now) const;
   std::optional<MonoTime> OthersWritableAfter(MonoTime now) const;
+  // Whether the primary answers at `now` (PrimaryKnown, with this agent's intervals).
+  bool PrimaryKnownAt(MonoTime now) const;
   // What the replica's own binary log proves it applied (nothing without witnesses_).
   std::optional<AppliedProof> Witnessed() const;
   void ArmCrossing();
@@ -185,7 +189,8 @@ class ReplicaProber {
   const PositionHistory* const history_;
   const StreamHistory* const stream_;
   const AppliedWitnesses* const witnesses_;
-  // What each server's probes found, read-only or not (written here, read by every prober).
+  // What each server's probes found, read-only or not (written here, read by every prober);
+  // never null.
   ReadOnlySightings* const sightings_;
   TopologyMonitor* const topology_;
   RedisPublisher* const publisher_;

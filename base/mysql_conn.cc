@@ -113,6 +113,17 @@ Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline, int* late_wa
   }
 }
 
+Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline) {
+  auto r = conn.Query("SELECT @@read_only", deadline);
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) {
+    return std::optional<bool>();
+  }
+  const auto v = ParseInt<int>(*r->rows[0][0]);
+  if (!v || (*v != 0 && *v != 1)) return std::optional<bool>();
+  return std::optional<bool>(*v == 1);
+}
+
 int WaitEventsFrom(int revents, int wait_events) {
   int happened = 0;
   if (revents & (POLLIN | POLLHUP | POLLERR)) happened |= MYSQL_WAIT_READ;

@@ -56,6 +56,10 @@ class SqlConnection {
   virtual unsigned last_errno() const = 0;
 };
 
+// The server's @@read_only on `conn`: nullopt when the reply is not 0 or 1 (the query's failure
+// is the error). The writer asks it before writing again, the sampler after each position.
+Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline);
+
 // Where a server is, the option file with its credentials and how to speak TLS to it: all a
 // connection needs.
 struct MysqlTarget {

@@ -54,17 +54,6 @@ Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadl
   return ParseInt<uint32_t>(*r->rows[0][0]);
 }
 
-Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline) {
-  auto r = conn.Query("SELECT @@read_only", deadline);
-  if (!r.ok()) return r.status();
-  if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) {
-    return std::optional<bool>();
-  }
-  const auto v = ParseInt<int>(*r->rows[0][0]);
-  if (!v || (*v != 0 && *v != 1)) return std::optional<bool>();
-  return std::optional<bool>(*v == 1);
-}
-
 Millis PositionSampler::Backoff(Millis interval, int failures) {
   Millis wait = interval;
   for (int i = 0; i < failures && wait < kMaxRetryWait; ++i) wait *= 2;

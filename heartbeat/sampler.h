@@ -60,10 +60,6 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 // error).
 Result<std::optional<uint32_t>> ReadServerId(SqlConnection& conn, MonoTime deadline);
 
-// The server's @@read_only: nullopt when the reply is not 0 or 1 (the query's failure is the
-// error).
-Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline);
-
 class PositionSampler {
  public:
   // `history`, `sink` and `clock` must outlive the sampler. `connect` defaults to MysqlConns.

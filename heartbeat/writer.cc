@@ -86,9 +86,9 @@ HeartbeatWriter::Attempt HeartbeatWriter::WriteOnce(SqlConnection& conn, MonoTim
 }
 
 bool HeartbeatWriter::WritableAgain(SqlConnection& conn, MonoTime deadline, Status* st) {
-  auto r = conn.Query("SELECT @@read_only", deadline);
+  auto r = ReadReadOnly(conn, deadline);
   *st = r.status();
-  if (r.ok() && !r->rows.empty() && !r->rows[0].empty() && r->rows[0][0] && *r->rows[0][0] == "0") {
+  if (r.ok() && *r == std::optional<bool>(false)) {
     Log(LogLevel::kInfo,
         "primary " + primary_id_ + " is writable again; resuming heartbeat writes");
     return true;
