@@ -396,7 +396,7 @@ void ReplicaProber::ScheduleNext() {
           : NextProbeAt(now, probe_started_, next_tick_,
                         judge_.bounds() ? judge_.bounds()->fresh_at : std::nullopt, limits_ms_,
                         judge_.bounds() && judge_.bounds()->upper_source == BoundSource::kStream
-                            ? PreCrossingLead(SlowestRecentRtt(), interval)
+                            ? PreCrossingLead(rtts_, interval)
                             : Millis(0));
   if (now < catching_up_until_ && !judge_.health().last().healthy) {
     planned_ = std::min(planned_, std::max(now + sample_interval, probe_started_ + kMinProbeGap));

@@ -26,8 +26,11 @@ std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start
   return std::max(arrival, previous_start) + after;
 }
 
-Millis PreCrossingLead(Micros slowest_rtt, Millis interval) {
-  const Millis twice = std::chrono::ceil<Millis>(2 * slowest_rtt);
+Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval) {
+  std::vector<Micros> sorted(rtts.begin(), rtts.end());
+  const auto median = sorted.begin() + sorted.size() / 2;
+  std::nth_element(sorted.begin(), median, sorted.end());
+  const Millis twice = median == sorted.end() ? Millis(0) : std::chrono::ceil<Millis>(2 * *median);
   return std::min(std::max(twice, kMinPreCrossingLead),
                   std::max(interval / 4, kMinPreCrossingLead));
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/clock.h"
@@ -35,15 +36,21 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
                      std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms,
                      Millis lead = Millis(0));
 
-// The lead for NextProbeAt: twice the slowest of the replica's recent round trips, at least
-// kMinPreCrossingLead and at most a quarter of the probe interval. Used while the replica's bound
-// comes from the binary log stream: at zero lag that bound is a few ms old at every probe, so with
-// the interval equal to a tier's limit (200 ms by default) every tick is a crossing, and one answer
-// later than the grace excluded a replica that had no lag (one in a full accuracy run). With the
-// position samples alone the lead stays 0: probes follow the samples' cadence (AlignToSamples), and
-// one sent before a sample would be bounded by the sample before it, up to an interval looser.
+// The lead for NextProbeAt: twice the median of the replica's recent round trips (`rtts`, the
+// newest few), at least kMinPreCrossingLead and at most a quarter of the probe interval. Used while
+// the replica's bound comes from the binary log stream: at zero lag that bound is a few ms old at
+// every probe, so with the interval equal to a tier's limit (200 ms by default) every tick is a
+// crossing, and one answer later than the grace excluded a replica that had no lag (one in a full
+// accuracy run). The lead is for the typical answer, which then moves the bound back before the
+// crossing; a slow one has the crossing's grace besides (CrossingGrace, from the slowest). Taken
+// from the slowest instead, one slow answer in eight on a busy agent (1,000 replicas on 2 cores)
+// set a lead of up to 50 ms for everyone, so a replica at zero lag was probed every ~150 ms
+// instead of 200: a third more probes, and the CPU they cost made round trips slower still
+// (docs/benchmarks/scale.md). With the position samples alone the lead stays 0: probes follow the
+// samples' cadence (AlignToSamples), and one sent before a sample would be bounded by the sample
+// before it, up to an interval looser.
 inline constexpr Millis kMinPreCrossingLead{10};
-Millis PreCrossingLead(Micros slowest_rtt, Millis interval);
+Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval);
 
 // A probe in flight when the bound crosses a limit: once the bound is past the limit the verdict
 // is "over" whatever the replica will answer about the time before, so it is published at the

@@ -42,12 +42,24 @@ TEST_CASE("with a lead, a replica is probed before its crossing, then just past 
 }
 
 TEST_CASE(
-    "the lead is twice the slowest recent round trip, within its floor and a quarter interval") {
-  CHECK(PreCrossingLead(Micros(300), Millis(200)) == kMinPreCrossingLead);
-  CHECK(PreCrossingLead(Micros(7'400), Millis(200)) == Millis(15));
-  CHECK(PreCrossingLead(Micros(90'000), Millis(200)) == Millis(50));
+    "the lead is twice the median recent round trip, within its floor and a quarter interval") {
+  using R = std::vector<Micros>;
+  CHECK(PreCrossingLead(R(8, Micros(300)), Millis(200)) == kMinPreCrossingLead);
+  CHECK(PreCrossingLead(R(8, Micros(7'400)), Millis(200)) == Millis(15));
+  CHECK(PreCrossingLead(R(8, Micros(90'000)), Millis(200)) == Millis(50));
   // An interval too short for the floor: the floor.
-  CHECK(PreCrossingLead(Micros(90'000), Millis(20)) == kMinPreCrossingLead);
+  CHECK(PreCrossingLead(R(8, Micros(90'000)), Millis(20)) == kMinPreCrossingLead);
+  // One or three slow answers in eight do not set it: the typical one does (a busy agent).
+  CHECK(PreCrossingLead(R{Micros(6'000), Micros(45'000), Micros(5'000), Micros(7'000),
+                          Micros(6'500), Micros(5'500), Micros(30'000), Micros(25'000)},
+                        Millis(200)) == Millis(14));
+  // Five in eight do: the round trips are slow now.
+  CHECK(PreCrossingLead(R{Micros(20'000), Micros(21'000), Micros(5'000), Micros(22'000),
+                          Micros(23'000), Micros(5'500), Micros(24'000), Micros(6'000)},
+                        Millis(200)) == Millis(42));
+  // None answered yet: the floor.
+  CHECK(PreCrossingLead(R(8, Micros(0)), Millis(200)) == kMinPreCrossingLead);
+  CHECK(PreCrossingLead(R{}, Millis(200)) == kMinPreCrossingLead);
 }
 
 TEST_CASE("following commits: after the arrival, at most once per interval, not when looked at") {
