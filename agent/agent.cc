@@ -205,6 +205,19 @@ void Agent::UrgeProbes() {
   for (const auto& urge : urgers_) urge();
 }
 
+void Agent::WatchSilence() {
+  const MonoTime now = clock_.Now();
+  const bool known =
+      PrimaryKnown(now, heartbeat_log_, positions_, Millis(initial_.heartbeat.interval_ms),
+                   Millis(initial_.sampler_interval_ms));
+  if (known) {
+    read_only_sightings_.PrimaryHeard();
+  } else {
+    read_only_sightings_.PrimarySilent();
+  }
+  loops_.front()->At(now + kSilenceWatch, [this] { WatchSilence(); });
+}
+
 void Agent::RefreshUrgers() {
   std::lock_guard lock(urge_mu_);
   urgers_.clear();
@@ -398,9 +411,11 @@ Status Agent::Start() {
         "no heartbeat acknowledged by the primary yet; replicas will show "
         "primary_unknown until the primary answers");
   }
+  read_only_sightings_.OnSilence([this] { UrgeProbes(); });  // before any prober runs
   for (auto& loop : loops_) loop->Start();
   for (auto& [id, p] : probers_) StartProber(*p);
   RefreshUrgers();
+  loops_.front()->Post([this] { WatchSilence(); });
   if (initial_.probe.realtime) {
     // Started probers have run a loop turn, so each loop has tried by now.
     bool all = true;

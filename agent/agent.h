@@ -141,6 +141,11 @@ class Agent {
   void OnOwnWrite(WriteWatch* w, MonoTime arrival);
   void UrgeProbes();
   void RefreshUrgers();  // REQUIRES: mu_ held
+  // Every kSilenceWatch on the first probe loop: once the primary stops answering (PrimaryKnown),
+  // every prober probes at once (ReadOnlySightings::PrimarySilent, which a prober that finds it
+  // first calls too); from then on they probe every sampling interval.
+  static constexpr Millis kSilenceWatch{10};
+  void WatchSilence();
   MysqlTarget PrimaryTarget(const Endpoint& primary) const;
 
   const Clock& clock_;

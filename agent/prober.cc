@@ -117,6 +117,9 @@ void ReplicaProber::Stop() {
     if (follow_timer_) loop_->Cancel(follow_timer_);
     follow_timer_ = 0;
     CancelCrossing();
+    if (await_timer_) loop_->Cancel(await_timer_);
+    await_timer_ = 0;
+    awaited_.reset();
     in_flight_ = false;
     session_.Cancel();
   });
@@ -181,6 +184,7 @@ void ReplicaProber::OnTick() {
   const bool poll_status = status_due || replication_stopped_;
   if (status_due) next_status_ = probe_started_ + Millis(config_.probe.status_interval_ms);
   in_flight_ = true;
+  sightings_->Sent(id_, probe_started_);
   ArmCrossing();
   std::optional<ChannelSource> source;
   if (!acting_primary_) source = PrimarySource();
@@ -293,6 +297,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   const unsigned applier_errno = replies.applier_errno;
   const MonoTime now = clock_.Now();
   const bool primary_known = PrimaryKnownAt(now);
+  primary_known_ = primary_known;
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(), primary_known, PrimarySource(),
       // An answer bounds the replica itself: the proof is only for a probe with none (Assess).
@@ -300,12 +305,62 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       // Read by the record only while the primary is unknown (ReplicaJudge::Record).
       primary_known ? std::nullopt : OthersWritableAfter(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
-  if (a.read_only) sightings_->Answered(id_, a.obs.sent, *a.read_only);
+  if (a.read_only) {
+    sightings_->Answered(id_, a.obs.sent, *a.read_only);
+  } else {
+    sightings_->Unanswered(id_);
+  }
   {
     std::lock_guard lock(mu_);
     view_.status = judge_.status();
     if (a.bounds) view_.bound = BoundSourceName(a.bounds->upper_source);
   }
+  Answer answer{std::move(a),  std::move(applier), applier_errno,
+                received_wall, backing_off,        primary_known};
+  if (primary_known) {
+    sightings_->PrimaryHeard();
+  } else if (!acting_primary_) {
+    // The first to find it silent has every server probed now, and waits for their answers.
+    answer.urged = sightings_->PrimarySilent();
+    if (AwaitRound(answer)) return;
+  }
+  Conclude(std::move(answer));
+}
+
+bool ReplicaProber::AwaitRound(Answer& answer) {
+  const MonoTime now = clock_.Now();
+  const MonoTime received = answer.a.obs.received;
+  const Millis grace = CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
+  if (now >= received + grace) return false;
+  const std::string primary = topology_->primary().Id();
+  const MonoTime floor = sightings_->WritableNotBefore(primary, id_, now);
+  // Probes sent since the answer count too: a sighting after the moment a record is stated at
+  // only proves more (the record's delay_ms is then 0).
+  const bool just_urged = answer.urged && answer.waited < Millis(2);
+  if (!just_urged &&
+      (floor == MonoTime::max() ||
+       sightings_->WritableNotBeforeOnceAnswered(primary, id_, now, now - grace, now) <= floor)) {
+    return false;
+  }
+  // Looked at again 1, 2, 4... ms on: the others' answers are a round trip away.
+  const Millis wait = std::max(Millis(1), answer.waited);
+  answer.waited += wait;
+  awaited_ = std::move(answer);
+  await_timer_ = loop_->At(std::min(now + wait, received + grace), [this] {
+    await_timer_ = 0;
+    Answer pending = std::move(*awaited_);
+    awaited_.reset();
+    if (!AwaitRound(pending)) Conclude(std::move(pending));
+  });
+  return true;
+}
+
+void ReplicaProber::Conclude(Answer answer) {
+  Assessment& a = answer.a;
+  // What the others' probes found since the answer came (another thread's may have answered
+  // meanwhile, or AwaitRound waited for them).
+  if (!answer.primary_known) a.others_writable_after = OthersWritableAfter(clock_.Now());
+  const bool backing_off = answer.backing_off;
   const RoleReporter::Report report = roles_.Next(a, probe_started_, last_view_.confirm);
   if (report.poll_status_soon) {
     next_status_ = probe_started_;
@@ -320,12 +375,12 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
     ScheduleNext();
     return;
   }
-  if (applier) NoteApplier(std::move(*applier), applier_errno);
+  if (answer.applier) NoteApplier(std::move(*answer.applier), answer.applier_errno);
   // Judged against the current primary only: not while its source is in doubt.
   const bool source_verified =
       view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
   NoteAssessment(a, backing_off);
-  Judgement j = judge_.Decide(a, source_verified, received_wall);
+  Judgement j = judge_.Decide(a, source_verified, answer.received_wall);
   if (j.back_from_unreachable) catching_up_until_ = a.obs.received + kCatchUpWindow;
   RecordMetrics(a, j);
   Publish(a, j, backing_off);
@@ -406,9 +461,18 @@ void ReplicaProber::ScheduleNext() {
   // against the old primary, no fresher than the last probe that found each other server
   // read-only (ReadOnlySightings): every server is probed every sampling interval (at most half
   // its own).
-  if (last_view_.state != TopologyState::kOk) {
-    planned_ =
-        std::min(planned_, std::max(probe_started_ + std::min(interval / 2, sample_interval), now));
+  // So too while the primary is unknown (a failover not yet seen), on a grid all probers share,
+  // so that the others' answers of the same round are in before a record is published
+  // (AwaitRound).
+  if (last_view_.state != TopologyState::kOk || !primary_known_) {
+    const Millis step = std::min(interval / 2, sample_interval);
+    planned_ = std::min(planned_, OnGridAfter(probe_started_ + step / 2, step));
+    // A probe between the grid's points (a crossing's: the bound of a replica kept healthy grows
+    // with the silence) would find the others' sightings a round old: on the grid instead,
+    // unless it is one that goes at once.
+    if (!primary_known_ && planned_ > probe_started_ + kMinProbeGap) {
+      planned_ = OnGridAfter(planned_, step);
+    }
   }
   if (const auto follow = FollowAt()) planned_ = std::min(planned_, *follow);
   planned_ = std::max(now, planned_);

@@ -175,6 +175,25 @@ class ReplicaProber {
   void ArmFollow();
   void OnFollow();
   Micros SlowestRecentRtt() const;
+  // An answer judged (ReplicaJudge::Observe) and not yet concluded: recorded, reported and
+  // published by Conclude.
+  struct Answer {
+    Assessment a;
+    std::optional<Result<QueryResult>> applier;  // diagnostics beside the bound
+    unsigned applier_errno = 0;
+    WallTime received_wall{};
+    bool backing_off = false;
+    bool primary_known = true;  // as the answer found it (PrimaryKnownAt)
+    Millis waited{0};           // how long AwaitRound has held it
+    bool urged = false;  // this answer found the primary silent first: every server was urged
+  };
+  // While the primary is unknown a replica is published as behind by the time since the other
+  // servers were last found read-only (ReplicaJudge::Record), and they are probed together, every
+  // sampling interval: an answer waits, for the grace an answer on its way gets at a crossing,
+  // while the others' probes of the same round can still raise that floor. So a record says a
+  // round trip, not a round. True when it holds `answer` (then Conclude runs later).
+  bool AwaitRound(Answer& answer);
+  void Conclude(Answer answer);
 
   // Constant after construction.
   const std::shared_ptr<const Config> settings_;
@@ -209,15 +228,18 @@ class ReplicaProber {
   EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
   EventLoop::TimerId crossing_timer_ = 0;  // OnCrossing's, while a probe is in flight
   EventLoop::TimerId follow_timer_ = 0;    // OnFollow's, with probe.after_commit_ms
-  bool in_flight_ = false;                 // a probe was sent and its verdict is not in yet
-  MonoTime planned_{};                     // when the current probe was meant to start
-  MonoTime probe_started_{};               // when it started (the schedule's reference)
-  MonoTime next_tick_{};                   // the fixed-rate schedule's next slot
-  MonoTime next_status_{};                 // when the replication status is due next
-  ReplicaMetrics* m_ = nullptr;            // this replica's series; null while it is the primary
+  EventLoop::TimerId await_timer_ = 0;     // AwaitRound's, while it holds awaited_
+  std::optional<Answer> awaited_;
+  bool in_flight_ = false;       // a probe was sent and its verdict is not in yet
+  MonoTime planned_{};           // when the current probe was meant to start
+  MonoTime probe_started_{};     // when it started (the schedule's reference)
+  MonoTime next_tick_{};         // the fixed-rate schedule's next slot
+  MonoTime next_status_{};       // when the replication status is due next
+  ReplicaMetrics* m_ = nullptr;  // this replica's series; null while it is the primary
   uint64_t epoch_ = 0;           // the topology's epoch this prober's judgement belongs to
   bool acting_primary_ = false;  // its server is the primary
   bool probe_soon_ = false;      // the next probe goes at once (kMinProbeGap after this one)
+  bool primary_known_ = true;    // as the last answer found it (PrimaryKnownAt)
   // The topology as the last probe saw it after its report: whether to confirm an ambiguity at
   // the next report, and whether to probe faster (no one primary).
   TopologyMonitor::View last_view_;

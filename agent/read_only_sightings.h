@@ -7,6 +7,8 @@
 // the floor. Thread-safe.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -24,10 +26,22 @@ class ReadOnlySightings {
   // agent: lagwatch follows the primary among the servers it reaches).
   static constexpr Millis kForgetAfter{1000};
 
+  // Server `id`'s probe sent at `sent` is on its way, until Answered or Unanswered.
+  void Sent(const std::string& id, MonoTime sent);
   // Server `id`'s probe sent at `sent` answered, and found it read-only or not.
   void Answered(const std::string& id, MonoTime sent, bool read_only);
+  // Server `id`'s probe ended without saying (failed, timed out, or its answer unreadable).
+  void Unanswered(const std::string& id);
   // Forgets the servers not among `ids` (a reload, discovery).
   void Keep(const std::set<std::string>& ids);
+
+  // What makes every server be probed at once (the agent's); set before the probers start.
+  void OnSilence(std::function<void()> urge_all);
+  // The primary stopped answering (PrimaryKnown): the first call since it was last heard from
+  // urges every server and returns true, so that the first records while it is unknown rest on
+  // read-only sightings of that moment, not of the last regular probes; later calls return false.
+  bool PrimarySilent();
+  void PrimaryHeard();
 
   // The earliest moment at which a server other than `primary` and `self` may have been made
   // writable, as of `now`: the oldest of their latest read-only sightings, over the servers that
@@ -35,14 +49,27 @@ class ReadOnlySightings {
   // MonoTime::max() when none counts. (`self`: the replica judged, whose own answer says whether
   // it is read-only.)
   MonoTime WritableNotBefore(std::string_view primary, std::string_view self, MonoTime now) const;
+  // What WritableNotBefore would be if the probes on their way that were sent from `since` to
+  // `by` all found their servers read-only: later than it while a round of probes sent together
+  // is still answering (the primary unknown: ReplicaProber::AwaitRound).
+  MonoTime WritableNotBeforeOnceAnswered(std::string_view primary, std::string_view self,
+                                         MonoTime now, MonoTime since, MonoTime by) const;
 
  private:
   struct Seen {
     MonoTime answered;                     // when its latest answered probe was sent
     std::optional<MonoTime> read_only_at;  // when its latest read-only one was sent
   };
+  struct Window {
+    MonoTime since, by;
+  };
+  MonoTime Floor(std::string_view primary, std::string_view self, MonoTime now,
+                 std::optional<Window> answering) const;  // REQUIRES: mu_ held
+  std::function<void()> urge_all_;                        // set before the probers start
+  std::atomic<bool> silence_urged_{false};
   mutable std::mutex mu_;
-  std::map<std::string, Seen, std::less<>> servers_;  // GUARDED_BY(mu_)
+  std::map<std::string, Seen, std::less<>> servers_;         // GUARDED_BY(mu_)
+  std::map<std::string, MonoTime, std::less<>> on_the_way_;  // GUARDED_BY(mu_): sent at
 };
 
 }  // namespace lagwatch

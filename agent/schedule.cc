@@ -35,6 +35,13 @@ Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval) {
                   std::max(interval / 4, kMinPreCrossingLead));
 }
 
+MonoTime OnGridAfter(MonoTime t, Millis step) {
+  if (step <= Millis(0)) return t;
+  const auto since = t.time_since_epoch();
+  const auto rest = since % step;
+  return rest == MonoTime::duration::zero() ? t : t + (step - rest);
+}
+
 std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<int64_t>& limits_ms,
                                           int64_t reported_ms, Millis grace, MonoTime sent) {
   for (int64_t limit : limits_ms) {

@@ -52,6 +52,10 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
 inline constexpr Millis kMinPreCrossingLead{10};
 Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval);
 
+// The first moment at or after `t` on a grid of `step` that every prober shares (the monotonic
+// clock's epoch), so that probers planning by it probe together.
+MonoTime OnGridAfter(MonoTime t, Millis step);
+
 // A probe in flight when the bound crosses a limit: once the bound is past the limit the verdict
 // is "over" whatever the replica will answer about the time before, so it is published at the
 // crossing, not at the probe's timeout (a hung replica's answer never comes). `grace` is how long

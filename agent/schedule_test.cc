@@ -62,6 +62,15 @@ TEST_CASE(
   CHECK(PreCrossingLead(R{}, Millis(200)) == kMinPreCrossingLead);
 }
 
+TEST_CASE("the shared grid: the first point at or after a moment") {
+  CHECK(OnGridAfter(T(1000), Millis(50)) == T(1000));
+  CHECK(OnGridAfter(T(1001), Millis(50)) == T(1050));
+  CHECK(OnGridAfter(T(1049), Millis(50)) == T(1050));
+  CHECK(OnGridAfter(T(1000) + Micros(1), Millis(50)) == T(1050));
+  // Two probers that plan from different moments meet on it.
+  CHECK(OnGridAfter(T(1012), Millis(50)) == OnGridAfter(T(1037), Millis(50)));
+}
+
 TEST_CASE("following commits: after the arrival, at most once per interval, not when looked at") {
   // A transaction arrived at 1050, the previous probe started at 1000: 10 ms after the arrival.
   CHECK(FollowCommitAt(T(1050), T(1000), Millis(10)) == T(1060));

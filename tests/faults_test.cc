@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <doctest/doctest.h>
@@ -513,6 +515,42 @@ TEST_CASE("a hung primary is the same: no replica is called lagging, during or a
   if (slow_host > 0)
     MESSAGE(slow_host << " polls saw a replica lagging within the stretched limit");
   CHECK_MESSAGE(unproven.empty(), "not proven behind:" << unproven);
+}
+
+TEST_CASE(
+    "while the primary is silent, a replica is published behind by a round trip, not a round") {
+  // Kept healthy while the primary is unknown, a replica is published as behind by the time since
+  // the other servers were last found read-only. They are all probed together every sampling
+  // interval (50 ms), and a record waits for the others' answers of its round, so it says about a
+  // round trip: without that wait it says the round before, about 50 ms.
+  Redis redis(E().sandbox.redis_port());
+  REQUIRE(WaitFor([&] { return BothOk(redis); }, 10s));
+  const pid_t pid = ServerPid("primary");
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  std::map<int, std::set<std::string>> seen;  // per replica, the records' measured_at_ms
+  std::vector<int64_t> delays;
+  std::string states;
+  const auto until = Clock::now() + 1500ms;
+  while (Clock::now() < until) {
+    for (int r : {1, 2}) {
+      auto h = redis.HGetAll(Key(r));
+      if (h["state"] != "primary_unknown" || !seen[r].insert(h["measured_at_ms"]).second) continue;
+      CHECK(h["healthy"] == "1");
+      delays.push_back(ParseInt<int64_t>(h["delay_ms"]).value_or(-1));
+      states += " " + h["delay_ms"];
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  REQUIRE(kill(pid, SIGCONT) == 0);
+  INFO("delay_ms of the primary_unknown records:" << states);
+  // 1.5 s at one record per 50 ms for each of two replicas, less the first ~100 ms.
+  REQUIRE(delays.size() >= 20);
+  std::sort(delays.begin(), delays.end());
+  CHECK(delays.front() >= 0);
+  MESSAGE("primary_unknown records: " << delays.size() << ", delay_ms median "
+                                      << delays[delays.size() / 2] << ", max " << delays.back());
+  CHECK(delays[delays.size() / 2] <= 25);  // under half a round
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
 }
 
 TEST_CASE("a read-only primary is not written to; positions keep the replicas measured") {
