@@ -18,9 +18,7 @@ Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
   auto pos_cell = Cell(r, "pos");
   if (!seq_cell || (want_pos && !pos_cell)) return Status::DataError("probe returned no row");
   if (auto sid = Cell(r, "sid"); sid && *sid) a->server_id = ParseInt<int64_t>(**sid);
-  if (auto ro = Cell(r, "ro"); ro && *ro) {
-    if (auto v = ParseInt<int>(**ro); v && (*v == 0 || *v == 1)) a->read_only = *v == 1;
-  }
+  a->read_only = ProbedReadOnly(r);
   Status st = Status::Ok();
   if (*seq_cell) {
     obs->seq = ParseInt<uint64_t>(**seq_cell);
@@ -31,6 +29,14 @@ Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
 }
 
 }  // namespace
+
+std::optional<bool> ProbedReadOnly(const QueryResult& r) {
+  auto ro = Cell(r, "ro");
+  if (!ro || !*ro) return std::nullopt;
+  auto v = ParseInt<int>(**ro);
+  if (!v || (*v != 0 && *v != 1)) return std::nullopt;
+  return *v == 1;
+}
 
 Result<std::optional<Position>> AppliedPosition(PositionsKind kind,
                                                 const std::optional<std::string>& pos_text,

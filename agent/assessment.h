@@ -41,6 +41,9 @@ inline Millis SampleGapAfter(Millis sampler_interval) {
 bool PrimaryKnown(MonoTime now, const HeartbeatLog& log, const PositionHistory& history,
                   Millis heartbeat_interval, Millis sampler_interval);
 
+// The server's @@read_only as a probe's reply gives it (its `ro` column), when it does.
+std::optional<bool> ProbedReadOnly(const QueryResult& r);
+
 // Whether bounds show the replica had applied everything the primary had when it was last heard
 // from (its last acknowledged heartbeat's send time, or its last position sample).
 bool CaughtUpWithPrimary(const std::optional<LagBounds>& bounds, const HeartbeatLog& log,

@@ -449,5 +449,22 @@ TEST_CASE("assessment: the server's id and read_only are read from the probe's r
   CHECK_FALSE(a.read_only.has_value());
 }
 
+TEST_CASE("assessment: a probe's read_only is read alone, as the prober records it at once") {
+  QueryResult row = ProbeRow("4", "0-1-4");
+  row.columns.push_back("ro");
+  row.rows[0].push_back(std::string("1"));
+  CHECK(ProbedReadOnly(row) == true);
+  row.rows[0][2] = "0";
+  CHECK(ProbedReadOnly(row) == false);
+  for (const char* bad : {"2", "-1", "ON", ""}) {
+    row.rows[0][2] = bad;
+    CHECK_FALSE(ProbedReadOnly(row).has_value());
+  }
+  row.rows[0][2].reset();  // NULL
+  CHECK_FALSE(ProbedReadOnly(row).has_value());
+  CHECK_FALSE(ProbedReadOnly(ProbeRow("4", "0-1-4")).has_value());
+  CHECK_FALSE(ProbedReadOnly(QueryResult{}).has_value());
+}
+
 }  // namespace
 }  // namespace lagwatch

@@ -119,7 +119,7 @@ void ReplicaProber::Stop() {
     CancelCrossing();
     if (await_timer_) loop_->Cancel(await_timer_);
     await_timer_ = 0;
-    awaited_.reset();
+    held_.reset();
     in_flight_ = false;
     session_.Cancel();
   });
@@ -289,6 +289,56 @@ void ReplicaProber::ShowApplier(ApplierView applier) {
 void ReplicaProber::OnReplies(ProbeReplies replies) {
   in_flight_ = false;
   CancelCrossing();
+  // What it found of its server, for every prober's bounds while no one server is writable.
+  if (auto ro = replies.reply.ok() ? ProbedReadOnly(*replies.reply) : std::nullopt) {
+    sightings_->Answered(id_, replies.obs.sent, *ro);
+  } else {
+    sightings_->Unanswered(id_);
+  }
+  // Whether the primary answers is decided as the answer comes, not after a wait: a sample
+  // answered meanwhile (a frozen primary resumed) proves the replica only as of its send time.
+  Held held{std::move(replies), PrimaryKnownAt(clock_.Now())};
+  if (!acting_primary_) {
+    // The first to find it silent has every server probed now (the agent looks too).
+    if (held.primary_known) {
+      sightings_->PrimaryHeard();
+    } else {
+      held.urged = sightings_->PrimarySilent();
+    }
+    if ((!held.primary_known || history_->ReadOnlyNow()) && AwaitRound(held)) return;
+  }
+  Judge(std::move(held.replies), held.primary_known);
+}
+
+bool ReplicaProber::AwaitRound(Held& held) {
+  const MonoTime now = clock_.Now();
+  const MonoTime received = held.replies.obs.received;
+  const Millis grace = CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
+  if (now >= received + grace) return false;
+  const std::string primary = topology_->primary().Id();
+  const MonoTime floor = sightings_->WritableNotBefore(primary, id_, now);
+  // Probes sent since the answer count too: a sighting after the moment a record is stated at
+  // only proves more.
+  const bool just_urged = held.urged && held.waited < Millis(2);
+  if (!just_urged &&
+      (floor == MonoTime::max() ||
+       sightings_->WritableNotBeforeOnceAnswered(primary, id_, now, now - grace, now) <= floor)) {
+    return false;
+  }
+  // Looked at again 1, 2, 4... ms on: the others' answers are a round trip away.
+  const Millis wait = std::max(Millis(1), held.waited);
+  held.waited += wait;
+  held_ = std::move(held);
+  await_timer_ = loop_->At(std::min(now + wait, received + grace), [this] {
+    await_timer_ = 0;
+    Held pending = std::move(*held_);
+    held_.reset();
+    if (!AwaitRound(pending)) Judge(std::move(pending.replies), pending.primary_known);
+  });
+  return true;
+}
+
+void ReplicaProber::Judge(ProbeReplies replies, bool primary_known) {
   if (const uint64_t epoch = topology_->epoch(); epoch != epoch_) StartOver(epoch);
   const bool backing_off = replies.backing_off;
   const WallTime received_wall = replies.received_wall;
@@ -296,7 +346,6 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
   std::optional<Result<QueryResult>> applier = std::move(replies.applier_reply);
   const unsigned applier_errno = replies.applier_errno;
   const MonoTime now = clock_.Now();
-  const bool primary_known = PrimaryKnownAt(now);
   primary_known_ = primary_known;
   const ProbeContext context{
       session_.positions(), history_->primary_server_id(), primary_known, PrimarySource(),
@@ -305,62 +354,11 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
       // Read by the record only while the primary is unknown (ReplicaJudge::Record).
       primary_known ? std::nullopt : OthersWritableAfter(now)};
   Assessment a = judge_.Observe(std::move(replies), context, *log_, *history_, stream_);
-  if (a.read_only) {
-    sightings_->Answered(id_, a.obs.sent, *a.read_only);
-  } else {
-    sightings_->Unanswered(id_);
-  }
   {
     std::lock_guard lock(mu_);
     view_.status = judge_.status();
     if (a.bounds) view_.bound = BoundSourceName(a.bounds->upper_source);
   }
-  Answer answer{std::move(a),  std::move(applier), applier_errno,
-                received_wall, backing_off,        primary_known};
-  if (primary_known) {
-    sightings_->PrimaryHeard();
-  } else if (!acting_primary_) {
-    // The first to find it silent has every server probed now, and waits for their answers.
-    answer.urged = sightings_->PrimarySilent();
-    if (AwaitRound(answer)) return;
-  }
-  Conclude(std::move(answer));
-}
-
-bool ReplicaProber::AwaitRound(Answer& answer) {
-  const MonoTime now = clock_.Now();
-  const MonoTime received = answer.a.obs.received;
-  const Millis grace = CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
-  if (now >= received + grace) return false;
-  const std::string primary = topology_->primary().Id();
-  const MonoTime floor = sightings_->WritableNotBefore(primary, id_, now);
-  // Probes sent since the answer count too: a sighting after the moment a record is stated at
-  // only proves more (the record's delay_ms is then 0).
-  const bool just_urged = answer.urged && answer.waited < Millis(2);
-  if (!just_urged &&
-      (floor == MonoTime::max() ||
-       sightings_->WritableNotBeforeOnceAnswered(primary, id_, now, now - grace, now) <= floor)) {
-    return false;
-  }
-  // Looked at again 1, 2, 4... ms on: the others' answers are a round trip away.
-  const Millis wait = std::max(Millis(1), answer.waited);
-  answer.waited += wait;
-  awaited_ = std::move(answer);
-  await_timer_ = loop_->At(std::min(now + wait, received + grace), [this] {
-    await_timer_ = 0;
-    Answer pending = std::move(*awaited_);
-    awaited_.reset();
-    if (!AwaitRound(pending)) Conclude(std::move(pending));
-  });
-  return true;
-}
-
-void ReplicaProber::Conclude(Answer answer) {
-  Assessment& a = answer.a;
-  // What the others' probes found since the answer came (another thread's may have answered
-  // meanwhile, or AwaitRound waited for them).
-  if (!answer.primary_known) a.others_writable_after = OthersWritableAfter(clock_.Now());
-  const bool backing_off = answer.backing_off;
   const RoleReporter::Report report = roles_.Next(a, probe_started_, last_view_.confirm);
   if (report.poll_status_soon) {
     next_status_ = probe_started_;
@@ -375,12 +373,12 @@ void ReplicaProber::Conclude(Answer answer) {
     ScheduleNext();
     return;
   }
-  if (answer.applier) NoteApplier(std::move(*answer.applier), answer.applier_errno);
+  if (applier) NoteApplier(std::move(*applier), applier_errno);
   // Judged against the current primary only: not while its source is in doubt.
   const bool source_verified =
       view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
   NoteAssessment(a, backing_off);
-  Judgement j = judge_.Decide(a, source_verified, answer.received_wall);
+  Judgement j = judge_.Decide(a, source_verified, received_wall);
   if (j.back_from_unreachable) catching_up_until_ = a.obs.received + kCatchUpWindow;
   RecordMetrics(a, j);
   Publish(a, j, backing_off);

@@ -175,25 +175,23 @@ class ReplicaProber {
   void ArmFollow();
   void OnFollow();
   Micros SlowestRecentRtt() const;
-  // An answer judged (ReplicaJudge::Observe) and not yet concluded: recorded, reported and
-  // published by Conclude.
-  struct Answer {
-    Assessment a;
-    std::optional<Result<QueryResult>> applier;  // diagnostics beside the bound
-    unsigned applier_errno = 0;
-    WallTime received_wall{};
-    bool backing_off = false;
-    bool primary_known = true;  // as the answer found it (PrimaryKnownAt)
-    Millis waited{0};           // how long AwaitRound has held it
-    bool urged = false;  // this answer found the primary silent first: every server was urged
+  // A probe's replies held before they are judged (AwaitRound).
+  struct Held {
+    ProbeReplies replies;
+    bool primary_known = true;  // as they came (PrimaryKnownAt)
+    Millis waited{0};           // how long AwaitRound has held them
+    bool urged = false;         // they found the primary silent first: every server was urged
   };
-  // While the primary is unknown a replica is published as behind by the time since the other
-  // servers were last found read-only (ReplicaJudge::Record), and they are probed together, every
-  // sampling interval: an answer waits, for the grace an answer on its way gets at a crossing,
-  // while the others' probes of the same round can still raise that floor. So a record says a
-  // round trip, not a round. True when it holds `answer` (then Conclude runs later).
-  bool AwaitRound(Answer& answer);
-  void Conclude(Answer answer);
+  // While no one server is writable (the primary silent, or read-only), nothing proves a replica
+  // fresher than the time since the other servers were last found read-only (ReadOnlySightings;
+  // ReplicaJudge::Record, ReadOnlyHorizon), and they are probed together, every sampling interval
+  // or at each sample that finds the primary read-only. So an answer waits before it is judged,
+  // for at most the grace an answer on its way gets at a crossing, while the others' probes of the
+  // same round can still raise that floor: a record then says about a round trip, not a round.
+  // True when it holds `held` (Judge runs later).
+  bool AwaitRound(Held& held);
+  // Judges a probe's replies and publishes the verdict; `primary_known` as they came.
+  void Judge(ProbeReplies replies, bool primary_known);
 
   // Constant after construction.
   const std::shared_ptr<const Config> settings_;
@@ -228,8 +226,8 @@ class ReplicaProber {
   EventLoop::TimerId timer_ = 0;  // the next probe's, 0 while a probe is in flight or stopped
   EventLoop::TimerId crossing_timer_ = 0;  // OnCrossing's, while a probe is in flight
   EventLoop::TimerId follow_timer_ = 0;    // OnFollow's, with probe.after_commit_ms
-  EventLoop::TimerId await_timer_ = 0;     // AwaitRound's, while it holds awaited_
-  std::optional<Answer> awaited_;
+  EventLoop::TimerId await_timer_ = 0;     // AwaitRound's, while it holds held_
+  std::optional<Held> held_;
   bool in_flight_ = false;       // a probe was sent and its verdict is not in yet
   MonoTime planned_{};           // when the current probe was meant to start
   MonoTime probe_started_{};     // when it started (the schedule's reference)
