@@ -315,14 +315,11 @@ bool ReplicaProber::AwaitRound(Held& held) {
   const MonoTime received = held.replies.obs.received;
   const Millis grace = CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
   if (now >= received + grace) return false;
-  const std::string primary = topology_->primary().Id();
-  const MonoTime floor = sightings_->WritableNotBefore(primary, id_, now);
   // Probes sent since the answer count too: a sighting after the moment a record is stated at
   // only proves more.
   const bool just_urged = held.urged && held.waited < Millis(2);
   if (!just_urged &&
-      (floor == MonoTime::max() ||
-       sightings_->WritableNotBeforeOnceAnswered(primary, id_, now, now - grace, now) <= floor)) {
+      !sightings_->FloorRises(topology_->primary().Id(), id_, now, now - grace, now)) {
     return false;
   }
   // Looked at again 1, 2, 4... ms on: the others' answers are a round trip away.
@@ -457,13 +454,12 @@ void ReplicaProber::ScheduleNext() {
   // While no one server is writable (the primary read-only or gone, or two writable), a promotion
   // elsewhere is seen at the next probe of that server, and until then replicas are judged
   // against the old primary, no fresher than the last probe that found each other server
-  // read-only (ReadOnlySightings): every server is probed every sampling interval (at most half
-  // its own).
-  // So too while the primary is unknown (a failover not yet seen), on a grid all probers share,
-  // so that the others' answers of the same round are in before a record is published
-  // (AwaitRound).
+  // read-only (ReadOnlySightings): every server is probed at the fast cadence (FastStep), on a
+  // grid all probers share, so that the others' answers of the same round are in before an
+  // answer is judged (AwaitRound). So too while the primary is unknown (a failover not yet
+  // seen).
   if (last_view_.state != TopologyState::kOk || !primary_known_) {
-    const Millis step = std::min(interval / 2, sample_interval);
+    const Millis step = FastStep(interval, sample_interval, sightings_->Servers());
     planned_ = std::min(planned_, OnGridAfter(probe_started_ + step / 2, step));
     // A probe between the grid's points (a crossing's: the bound of a replica kept healthy grows
     // with the silence) would find the others' sightings a round old: on the grid instead,

@@ -19,13 +19,16 @@ void ReadOnlySightings::Answered(const std::string& id, MonoTime sent, bool read
   on_the_way_.erase(id);
   auto [it, added] = servers_.try_emplace(id, Seen{sent, std::nullopt});
   Seen& s = it->second;
+  if (!added) by_floor_.erase({FloorOf(s), id});
   s.answered = std::max(s.answered, sent);
   if (read_only && (!s.read_only_at || sent > *s.read_only_at)) s.read_only_at = sent;
+  by_floor_.insert({FloorOf(s), id});
 }
 
 void ReadOnlySightings::Keep(const std::set<std::string>& ids) {
   std::lock_guard lock(mu_);
   std::erase_if(servers_, [&](const auto& kv) { return !ids.contains(kv.first); });
+  std::erase_if(by_floor_, [&](const auto& e) { return !ids.contains(e.second); });
   std::erase_if(on_the_way_, [&](const auto& kv) { return !ids.contains(kv.first); });
 }
 
@@ -41,35 +44,50 @@ bool ReadOnlySightings::PrimarySilent() {
 
 void ReadOnlySightings::PrimaryHeard() { silence_urged_.store(false); }
 
+template <typename Fn>
+void ReadOnlySightings::Counted(std::string_view primary, std::string_view self, MonoTime now,
+                                Fn fn) const {
+  for (const auto& [floor, id] : by_floor_) {
+    if (id == primary || id == self) continue;
+    // Servers gone quiet keep their place (their last sighting, old: at the front) until they
+    // answer again or a reload forgets them; they are passed over here.
+    if (now - servers_.find(id)->second.answered > kForgetAfter) continue;
+    if (!fn(floor, id)) return;
+  }
+}
+
 MonoTime ReadOnlySightings::WritableNotBefore(std::string_view primary, std::string_view self,
                                               MonoTime now) const {
   std::lock_guard lock(mu_);
-  return Floor(primary, self, now, std::nullopt);
+  MonoTime result = MonoTime::max();
+  Counted(primary, self, now, [&](MonoTime floor, const std::string&) {
+    result = floor;
+    return false;
+  });
+  return result;
 }
 
-MonoTime ReadOnlySightings::WritableNotBeforeOnceAnswered(std::string_view primary,
-                                                          std::string_view self, MonoTime now,
-                                                          MonoTime since, MonoTime by) const {
+bool ReadOnlySightings::FloorRises(std::string_view primary, std::string_view self, MonoTime now,
+                                   MonoTime since, MonoTime by) const {
   std::lock_guard lock(mu_);
-  return Floor(primary, self, now, Window{since, by});
+  std::optional<MonoTime> lowest;
+  bool rises = false;
+  // Every server at the lowest floor (ties: servers never seen read-only) must have a probe on
+  // its way sent after its sighting; the next ones are above the floor already.
+  Counted(primary, self, now, [&](MonoTime floor, const std::string& id) {
+    if (lowest && floor > *lowest) return false;
+    lowest = floor;
+    auto it = on_the_way_.find(id);
+    rises =
+        it != on_the_way_.end() && it->second >= since && it->second <= by && it->second > floor;
+    return rises;
+  });
+  return rises;
 }
 
-MonoTime ReadOnlySightings::Floor(std::string_view primary, std::string_view self, MonoTime now,
-                                  std::optional<Window> answering) const {
-  MonoTime floor = MonoTime::max();
-  for (const auto& [id, s] : servers_) {
-    if (id == primary || id == self || now - s.answered > kForgetAfter) continue;
-    MonoTime seen = s.read_only_at.value_or(MonoTime::min());
-    if (answering) {
-      if (auto it = on_the_way_.find(id); it != on_the_way_.end() &&
-                                          it->second >= answering->since &&
-                                          it->second <= answering->by) {
-        seen = std::max(seen, it->second);
-      }
-    }
-    floor = std::min(floor, seen);
-  }
-  return floor;
+size_t ReadOnlySightings::Servers() const {
+  std::lock_guard lock(mu_);
+  return servers_.size();
 }
 
 }  // namespace lagwatch

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/clock.h"
 
@@ -49,26 +50,33 @@ class ReadOnlySightings {
   // MonoTime::max() when none counts. (`self`: the replica judged, whose own answer says whether
   // it is read-only.)
   MonoTime WritableNotBefore(std::string_view primary, std::string_view self, MonoTime now) const;
-  // What WritableNotBefore would be if the probes on their way that were sent from `since` to
-  // `by` all found their servers read-only: later than it while a round of probes sent together
-  // is still answering (the primary unknown: ReplicaProber::AwaitRound).
-  MonoTime WritableNotBeforeOnceAnswered(std::string_view primary, std::string_view self,
-                                         MonoTime now, MonoTime since, MonoTime by) const;
+  // Whether WritableNotBefore would be later once the probes on their way that were sent from
+  // `since` to `by` answer, if they find their servers read-only: every server that holds the
+  // floor now has one on its way. True while a round of probes sent together is still answering
+  // (ReplicaProber::AwaitRound).
+  bool FloorRises(std::string_view primary, std::string_view self, MonoTime now, MonoTime since,
+                  MonoTime by) const;
+  // How many servers have answered (the fast cadence's budget: ReplicaProber::ScheduleNext).
+  size_t Servers() const;
 
  private:
   struct Seen {
     MonoTime answered;                     // when its latest answered probe was sent
     std::optional<MonoTime> read_only_at;  // when its latest read-only one was sent
   };
-  struct Window {
-    MonoTime since, by;
-  };
-  MonoTime Floor(std::string_view primary, std::string_view self, MonoTime now,
-                 std::optional<Window> answering) const;  // REQUIRES: mu_ held
-  std::function<void()> urge_all_;                        // set before the probers start
+  // A server's place in by_floor_: its latest read-only sighting, MonoTime::min() for none.
+  static MonoTime FloorOf(const Seen& s) { return s.read_only_at.value_or(MonoTime::min()); }
+  // Calls `fn(floor, id)` for the servers that count (not `primary` or `self`, answered within
+  // kForgetAfter), oldest sighting first, until it returns false. REQUIRES: mu_ held.
+  template <typename Fn>
+  void Counted(std::string_view primary, std::string_view self, MonoTime now, Fn fn) const;
+  std::function<void()> urge_all_;  // set before the probers start
   std::atomic<bool> silence_urged_{false};
   mutable std::mutex mu_;
-  std::map<std::string, Seen, std::less<>> servers_;         // GUARDED_BY(mu_)
+  std::map<std::string, Seen, std::less<>> servers_;  // GUARDED_BY(mu_)
+  // The same servers by FloorOf, so the floor is found at the front, not by a scan of every
+  // server for every record (a round of 1,000 replicas is a million looks otherwise).
+  std::set<std::pair<MonoTime, std::string>> by_floor_;      // GUARDED_BY(mu_)
   std::map<std::string, MonoTime, std::less<>> on_the_way_;  // GUARDED_BY(mu_): sent at
 };
 

@@ -35,6 +35,12 @@ Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval) {
                   std::max(interval / 4, kMinPreCrossingLead));
 }
 
+Millis FastStep(Millis interval, Millis sample_interval, size_t servers) {
+  const Millis budget((static_cast<int64_t>(servers) * 1000 + kFastProbesPerSecond - 1) /
+                      kFastProbesPerSecond);
+  return std::max(std::min(interval / 2, sample_interval), budget);
+}
+
 MonoTime OnGridAfter(MonoTime t, Millis step) {
   if (step <= Millis(0)) return t;
   const auto since = t.time_since_epoch();

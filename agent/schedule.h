@@ -52,6 +52,14 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
 inline constexpr Millis kMinPreCrossingLead{10};
 Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval);
 
+// The probe cadence while no one server is writable (the primary silent or read-only, or two
+// writable): every sampling interval (at most half `interval`), so that what another server can
+// have taken is known a round trip after each round; but at most kFastProbesPerSecond for all
+// `servers` together, so a large cluster stays within the agent's means (1,000 replicas every
+// 50 ms on 2 cores took more than the agent had, and keys expired: docs/benchmarks/scale.md).
+inline constexpr int64_t kFastProbesPerSecond = 10'000;
+Millis FastStep(Millis interval, Millis sample_interval, size_t servers);
+
 // The first moment at or after `t` on a grid of `step` that every prober shares (the monotonic
 // clock's epoch), so that probers planning by it probe together.
 MonoTime OnGridAfter(MonoTime t, Millis step);

@@ -62,6 +62,15 @@ TEST_CASE(
   CHECK(PreCrossingLead(R{}, Millis(200)) == kMinPreCrossingLead);
 }
 
+TEST_CASE("the fast cadence: every sampling interval, within its budget of probes a second") {
+  CHECK(FastStep(Millis(200), Millis(50), 3) == Millis(50));
+  CHECK(FastStep(Millis(60), Millis(50), 3) == Millis(30));  // at most half the interval
+  CHECK(FastStep(Millis(200), Millis(50), 500) == Millis(50));
+  CHECK(FastStep(Millis(200), Millis(50), 1000) == Millis(100));  // 10,000 a second
+  CHECK(FastStep(Millis(200), Millis(50), 1001) == Millis(101));
+  CHECK(FastStep(Millis(200), Millis(50), 0) == Millis(50));
+}
+
 TEST_CASE("the shared grid: the first point at or after a moment") {
   CHECK(OnGridAfter(T(1000), Millis(50)) == T(1000));
   CHECK(OnGridAfter(T(1001), Millis(50)) == T(1050));

@@ -7,25 +7,23 @@
 namespace lagwatch {
 namespace {
 
+std::string EndpointKey(std::string_view host, int64_t port) {
+  return AsciiLower(host) + ":" + std::to_string(port);
+}
+
 // The configured server `r` names as its source, if any.
-std::optional<size_t> SourceOf(const std::vector<ServerRole>& roles, const ServerRole& r) {
+std::optional<size_t> SourceOf(const std::vector<ServerRole>& roles, const RoleIndex& index,
+                               const ServerRole& r) {
   const bool id_fresh = r.source_connected && r.source_server_id && *r.source_server_id != 0;
   if (id_fresh) {
-    for (size_t i = 0; i < roles.size(); ++i) {
-      if (roles[i].server_id && *roles[i].server_id == *r.source_server_id) return i;
-    }
+    if (auto it = index.by_id.find(*r.source_server_id); it != index.by_id.end()) return it->second;
   }
   if (r.source_host.empty() || !r.source_port) return std::nullopt;
-  const std::string host = AsciiLower(r.source_host);
-  for (size_t i = 0; i < roles.size(); ++i) {
-    if (AsciiLower(roles[i].endpoint.host) != host || roles[i].endpoint.port != *r.source_port) {
-      continue;
-    }
-    // Connected to a server whose id is not this one's: the name points elsewhere now.
-    if (id_fresh && roles[i].server_id) return std::nullopt;
-    return i;
-  }
-  return std::nullopt;
+  auto it = index.by_endpoint.find(EndpointKey(r.source_host, *r.source_port));
+  if (it == index.by_endpoint.end()) return std::nullopt;
+  // Connected to a server whose id is not this one's: the name points elsewhere now.
+  if (id_fresh && roles[it->second].server_id) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace
@@ -65,11 +63,23 @@ Topology DecideTopology(const std::vector<ServerRole>& roles) {
   return t;
 }
 
+RoleIndex::RoleIndex(const std::vector<ServerRole>& roles) {
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].server_id) by_id.try_emplace(*roles[i].server_id, i);
+    by_endpoint.try_emplace(EndpointKey(roles[i].endpoint.host, roles[i].endpoint.port), i);
+  }
+}
+
 SourceRelation RelationTo(const std::vector<ServerRole>& roles, size_t replica, size_t primary) {
+  return RelationTo(roles, RoleIndex(roles), replica, primary);
+}
+
+SourceRelation RelationTo(const std::vector<ServerRole>& roles, const RoleIndex& index,
+                          size_t replica, size_t primary) {
   size_t at = replica;
   // Each hop moves to another configured server; more hops than servers is a cycle.
   for (size_t hops = 0; hops < roles.size(); ++hops) {
-    const std::optional<size_t> source = SourceOf(roles, roles[at]);
+    const std::optional<size_t> source = SourceOf(roles, index, roles[at]);
     if (!source || *source == at) return SourceRelation::kUnknown;
     if (*source == primary) return hops == 0 ? SourceRelation::kPrimary : SourceRelation::kChained;
     // Only through a server that is itself a replica: a writable or unknown one breaks the chain.

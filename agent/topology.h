@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/endpoint.h"
@@ -75,5 +76,16 @@ enum class SourceRelation {
 // it is called), else by host and port as the replica names them against the configured
 // endpoints (exactly: names are not resolved). A chain is followed through configured replicas.
 SourceRelation RelationTo(const std::vector<ServerRole>& roles, size_t replica, size_t primary);
+
+// The servers of `roles` by server id and by endpoint (host lowercased, port), the first of each,
+// so that every replica's relation is found without a scan of every server per hop: the monitor
+// decides for all of them at each report (1,000 replicas: a million looks a report otherwise).
+struct RoleIndex {
+  explicit RoleIndex(const std::vector<ServerRole>& roles);
+  std::unordered_map<int64_t, size_t> by_id;
+  std::unordered_map<std::string, size_t> by_endpoint;
+};
+SourceRelation RelationTo(const std::vector<ServerRole>& roles, const RoleIndex& index,
+                          size_t replica, size_t primary);
 
 }  // namespace lagwatch

@@ -101,9 +101,10 @@ void TopologyMonitor::Decide(std::optional<Change>* change, std::vector<Notice>*
     move_(servers_[primary_]);
     ++epoch_;
   }
+  const RoleIndex index(roles_);
   for (size_t i = 0; i < servers_.size(); ++i) {
     relations_[i] = i == primary_ || !roles_[i].replicates ? SourceRelation::kPrimary
-                                                           : RelationTo(roles_, i, primary_);
+                                                           : RelationTo(roles_, index, i, primary_);
     // Said once each time a replica's source goes into doubt (while it answers and replicates).
     const bool doubt = relations_[i] == SourceRelation::kUnknown && roles_[i].answered;
     if (doubt && !doubted_[i]) {
