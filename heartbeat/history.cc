@@ -170,6 +170,12 @@ void PositionHistory::RecordFailure(MonoTime at, std::optional<uint64_t> generat
   in_flight_.reset();
 }
 
+void PositionHistory::EndSample(std::optional<uint64_t> generation) {
+  std::lock_guard lock(mu_);
+  if (generation && *generation != generation_) return;
+  in_flight_.reset();
+}
+
 void PositionHistory::BeginSample(MonoTime sent, std::shared_ptr<const ThreadCounters> sender) {
   InFlight f{sent, std::move(sender), std::nullopt, 0};
   if (f.sender) {

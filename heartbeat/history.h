@@ -135,6 +135,9 @@ class PositionHistory {
   // `sender`: the counters of the thread that waits for its answer, readable from any thread
   // (ThreadTimes), or null.
   void BeginSample(MonoTime sent, std::shared_ptr<const ThreadCounters> sender = nullptr);
+  // What was begun was answered, but is no sample (the sampler's question after the position:
+  // @@read_only). Ignored for an older `generation`, as Add.
+  void EndSample(std::optional<uint64_t> generation = std::nullopt);
   // How long the sample in flight has waited for the primary's answer by `now`; nullopt when none
   // is in flight. That is the time since it was sent, less what its sender spent since running or
   // waiting for a CPU; and none while the sender is runnable, or after a resume of this process

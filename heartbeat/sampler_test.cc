@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,45 @@ TEST_CASE("sampler asks @@read_only after each position: the history knows the l
   // Writable again: no longer read-only.
   f.history.NoteWritable(f.clock.Now(), true);
   CHECK_FALSE(f.history.ReadOnlyNow().has_value());
+}
+
+TEST_CASE("sampler: a primary that stops answering at the @@read_only question is awaited") {
+  // The position at 0 ms answers at once; the question after it does not answer until released
+  // (a primary stopped right after the position).
+  std::mutex m;
+  std::condition_variable cv;
+  bool asked = false, released = false;
+  FakePrimaryFixture<PositionSampler, PositionHistory, RecordingSamplerSink> f(
+      [&](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
+        if (sql == "SELECT @@read_only") {
+          std::unique_lock lock(m);
+          asked = true;
+          cv.notify_all();
+          cv.wait(lock, [&] { return released; });
+          return {Row({"@@read_only"}, {"0"})};
+        }
+        return IsSample(sql) ? GtidSample("0-1-7", Millis(0)) : FakeSqlConnection::Answer{};
+      },
+      Options());
+  f.worker->Start();
+  {
+    std::unique_lock lock(m);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return asked; }));
+  }
+  REQUIRE(f.record.LastSample().has_value());
+  // 100 ms on, still unanswered: waited for since it was asked, as a sample would be, so the
+  // primary is not taken as answering.
+  const auto waited = f.record.AnswerAwaited(f.clock.Now() + Millis(100));
+  {
+    std::lock_guard lock(m);
+    released = true;
+  }
+  cv.notify_all();
+  f.worker->Stop();
+  REQUIRE(waited.has_value());
+  CHECK(*waited >= Millis(90));
+  // Answered: nothing is awaited any more.
+  CHECK_FALSE(f.record.AnswerAwaited(f.clock.Now()).has_value());
 }
 
 TEST_CASE("sampler: an @@read_only that is not 0 or 1 is counted, and the position still stands") {
