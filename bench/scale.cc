@@ -89,6 +89,7 @@ constexpr double kQuietCores = 0.3;
 constexpr const char* kUsage =
     "usage: bench_scale --dir DIR --base-port P --lagwatch BIN --out-dir DIR [--quick]\n"
     "                   [--n LIST] [--seconds S] [--freeze-seconds S] [--warmup-seconds S]\n"
+    "                   [--primary-freeze-seconds S]\n"
     "                   [--command TEXT] [--git-rev REV] [--tls]\n"
     "       bench_scale --compare PLAIN.json TLS.json OUT\n"
     "Runs against a sandbox already up (scripts/sandbox up --dir DIR --base-port P\n"
@@ -101,17 +102,18 @@ constexpr const char* kUsage =
 struct Options : CommonOptions {
   std::vector<int> ns = {10, 100, 1000};
   // Negative: the mode's default (see Durations).
-  int seconds = -1, freeze_seconds = -1, warmup_seconds = -1;
+  int seconds = -1, freeze_seconds = -1, warmup_seconds = -1, primary_freeze_seconds = -1;
 };
 
 struct Durations {
-  int steady_s, freeze_s, warmup_s;
+  int steady_s, freeze_s, warmup_s, primary_freeze_s;
 };
 Durations DurationsFor(const Options& o) {
-  const Durations d = o.quick ? Durations{20, 10, 5} : Durations{60, 20, 10};
+  const Durations d = o.quick ? Durations{20, 10, 5, 5} : Durations{60, 20, 10, 10};
   return {o.seconds >= 0 ? o.seconds : d.steady_s,
           o.freeze_seconds >= 0 ? o.freeze_seconds : d.freeze_s,
-          o.warmup_seconds >= 0 ? o.warmup_seconds : d.warmup_s};
+          o.warmup_seconds >= 0 ? o.warmup_seconds : d.warmup_s,
+          o.primary_freeze_seconds >= 0 ? o.primary_freeze_seconds : d.primary_freeze_s};
 }
 
 struct Paths {
@@ -482,6 +484,33 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
         {"replica1_ok_after_wait", r1_ok}};
   }
 
+  // Primary window: the primary hangs. No one server is writable, so every alias is probed at
+  // the fast cadence, together, and each answer waits for its round (docs/measurement.md,
+  // "States"): what that costs, and whether keys stay fresh meanwhile.
+  if (dur.primary_freeze_s > 0) {
+    Progress("N=" + std::to_string(n) + ": primary frozen (SIGSTOP) for " +
+             std::to_string(dur.primary_freeze_s) + " s");
+    KeyAgeSampler ages(p.router_redis, prefix, all);
+    Point pa, pb;
+    ages.Start();
+    {
+      pa = Capture(pids, redis, p);
+      Frozen frozen(SandboxServerPid(p.dir, "primary"));
+      Pause(seconds(dur.primary_freeze_s));
+      pb = Capture(pids, redis, p);
+    }
+    const json frozen_ages = ages.Stop();
+    Progress("N=" + std::to_string(n) + ": primary resumed (SIGCONT); waiting for every alias");
+    size_t back_ok = 0;
+    auto back_s = WaitAllOk(redis, prefix, all, *lagwatch, milliseconds(60'000 + 30 * n), &back_ok);
+    res["primary_freeze"] = {{"seconds", static_cast<double>(pb.t_us - pa.t_us) / 1e6},
+                             {"probes", ProbesJson(pa.scrape, pb.scrape, all, n * per_alias_per_s)},
+                             {"cpu_cores", Cores(pa, pb, "lagwatch")},
+                             {"key_age", frozen_ages},
+                             {"all_ok_after_cont_s", back_s ? json(*back_s) : json(nullptr)},
+                             {"ok_after_wait", back_ok}};
+  }
+
   if (!lagwatch->Running()) throw std::runtime_error("lagwatch exited; see " + log);
   res["lagwatch_peak_rss_mb"] = MemoryOf(lagwatch->pid()).hwm_mb;
   const auto stop_start = std::chrono::steady_clock::now();
@@ -653,6 +682,17 @@ json Targets(const json& runs) {
           "<= 10 ms (a hung replica never delays another's probe)", Num(fs * 100, 2) + "% <= 10 ms",
           fs >= 0.99);
     }
+    if (r.contains("primary_freeze")) {
+      const json& pf = r["primary_freeze"];
+      const json& pa = pf["key_age"];
+      add("while the primary is frozen: no key missing", "0 missing (keys expire after 1 s)",
+          std::to_string(pa["missing"].get<size_t>()) + " missing over " +
+              std::to_string(pa["samples"].get<size_t>()) + " reads (key age p99 " +
+              Num(pa["p99_ms"].get<double>(), 0) + ", max " + Num(pa["max_ms"].get<double>(), 0) +
+              " ms; CPU " + Num(pf["cpu_cores"].get<double>(), 2) + " core, " +
+              Num(pf["probes"]["answered_per_s"].get<double>(), 0) + " probes/s answered)",
+          pa["missing"] == 0);
+    }
     const double scrape = st["scrapes"]["max_ms"];
     add("/metrics scrape (slowest)", "<= 100 ms", Num(scrape, 0) + " ms", scrape <= 100);
     const json& age = st["key_age"];
@@ -710,7 +750,10 @@ int RunBenchmark(const Options& opt) {
       {"command", opt.command},
       {"git_rev", opt.git_rev},
       {"durations_s",
-       {{"steady", dur.steady_s}, {"freeze", dur.freeze_s}, {"warmup", dur.warmup_s}}},
+       {{"steady", dur.steady_s},
+        {"freeze", dur.freeze_s},
+        {"warmup", dur.warmup_s},
+        {"primary_freeze", dur.primary_freeze_s}}},
       {"probe_interval_ms", base_config.value(json::json_pointer("/probe/interval_ms"), 200)},
       {"fd_limit", fd_limit},
       {"quiet_wait", {{"max_s", kQuietWait.count()}, {"below_cores", kQuietCores}}},
@@ -789,6 +832,8 @@ int main(int argc, char** argv) {
       opt.seconds = flags.Seconds();
     } else if (a == "--freeze-seconds") {
       opt.freeze_seconds = flags.Seconds();
+    } else if (a == "--primary-freeze-seconds") {
+      opt.primary_freeze_seconds = flags.Seconds();
     } else if (a == "--warmup-seconds") {
       opt.warmup_seconds = flags.Seconds();
     } else {

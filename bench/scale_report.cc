@@ -206,7 +206,8 @@ std::string Header(const json& res) {
          res["git_rev"].get<std::string>() + "): per N, warm-up " +
          std::to_string(d["warmup"].get<int>()) + " s, steady " +
          std::to_string(d["steady"].get<int>()) + " s, replica1 frozen " +
-         std::to_string(d["freeze"].get<int>()) + " s; probe interval " +
+         std::to_string(d["freeze"].get<int>()) + " s, primary frozen " +
+         std::to_string(d.value("primary_freeze", 0)) + " s; probe interval " +
          std::to_string(res["probe_interval_ms"].get<int>()) + " ms";
 }
 
