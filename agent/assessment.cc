@@ -5,6 +5,7 @@
 #include "base/binlog_coords.h"
 #include "base/gtid.h"
 #include "base/gtid_set.h"
+#include "base/mysql_conn.h"
 #include "base/strings.h"
 
 namespace lagwatch {
@@ -33,9 +34,7 @@ Status ReadProbeRow(const QueryResult& r, bool want_pos, ProbeObservation* obs,
 std::optional<bool> ProbedReadOnly(const QueryResult& r) {
   auto ro = Cell(r, "ro");
   if (!ro || !*ro) return std::nullopt;
-  auto v = ParseInt<int>(**ro);
-  if (!v || (*v != 0 && *v != 1)) return std::nullopt;
-  return *v == 1;
+  return ParseReadOnly(**ro);
 }
 
 Result<std::optional<Position>> AppliedPosition(PositionsKind kind,

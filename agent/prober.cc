@@ -313,7 +313,7 @@ void ReplicaProber::OnReplies(ProbeReplies replies) {
 bool ReplicaProber::AwaitRound(Held& held) {
   const MonoTime now = clock_.Now();
   const MonoTime received = held.replies.obs.received;
-  const Millis grace = CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
+  const Millis grace = AnswerGrace();
   if (now >= received + grace) return false;
   // Probes sent since the answer count too: a sighting after the moment a record is stated at
   // only proves more.
@@ -502,8 +502,7 @@ void ReplicaProber::OnFollow() {
 
 std::optional<MonoTime> ReplicaProber::NextCrossing() const {
   // With no probe in flight (a replica proven lagging) there is no answer to wait for.
-  const Millis grace =
-      in_flight_ ? CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms)) : Millis(0);
+  const Millis grace = in_flight_ ? AnswerGrace() : Millis(0);
   return CrossingVerdictAt(*judge_.bounds()->fresh_at, limits_ms_, judge_.judged_delay_ms(), grace,
                            probe_started_);
 }
@@ -533,6 +532,10 @@ void ReplicaProber::CancelCrossing() {
 
 Micros ReplicaProber::SlowestRecentRtt() const {
   return *std::max_element(rtts_.begin(), rtts_.end());
+}
+
+Millis ReplicaProber::AnswerGrace() const {
+  return CrossingGrace(SlowestRecentRtt(), Millis(config_.probe.timeout_ms));
 }
 
 bool ReplicaProber::PrimaryKnownAt(MonoTime now) const {

@@ -175,6 +175,9 @@ class ReplicaProber {
   void ArmFollow();
   void OnFollow();
   Micros SlowestRecentRtt() const;
+  // How long an answer merely on its way is waited for (CrossingGrace): at a crossing, and by
+  // AwaitRound for the others' answers of a round.
+  Millis AnswerGrace() const;
   // A probe's replies held before they are judged (AwaitRound).
   struct Held {
     ProbeReplies replies;

@@ -4,7 +4,9 @@
 // seen the move. A server is made writable only after the last probe that found it read-only was
 // sent, so no server other than the primary took a write before the oldest of those probes,
 // among the servers lagwatch reaches. Each prober says what its server answered; the probers read
-// the floor. Thread-safe.
+// the floor. It also knows which probes are on their way (so an answer can wait for its round:
+// ReplicaProber::AwaitRound) and whether the primary's silence has had every server urged yet.
+// Thread-safe.
 #pragma once
 
 #include <atomic>

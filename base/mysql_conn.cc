@@ -113,15 +113,19 @@ Result<int> MysqlConn::PollFor(const Wait& wait, MonoTime deadline, int* late_wa
   }
 }
 
+std::optional<bool> ParseReadOnly(std::string_view value) {
+  const auto v = ParseInt<int>(value);
+  if (!v || (*v != 0 && *v != 1)) return std::nullopt;
+  return *v == 1;
+}
+
 Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query("SELECT @@read_only", deadline);
   if (!r.ok()) return r.status();
   if (r->rows.size() != 1 || r->rows[0].size() != 1 || !r->rows[0][0]) {
     return std::optional<bool>();
   }
-  const auto v = ParseInt<int>(*r->rows[0][0]);
-  if (!v || (*v != 0 && *v != 1)) return std::optional<bool>();
-  return std::optional<bool>(*v == 1);
+  return ParseReadOnly(*r->rows[0][0]);
 }
 
 int WaitEventsFrom(int revents, int wait_events) {

@@ -56,6 +56,8 @@ class SqlConnection {
   virtual unsigned last_errno() const = 0;
 };
 
+// A @@read_only value as a server returns it: nullopt when it is not 0 or 1.
+std::optional<bool> ParseReadOnly(std::string_view value);
 // The server's @@read_only on `conn`: nullopt when the reply is not 0 or 1 (the query's failure
 // is the error). The writer asks it before writing again, the sampler after each position.
 Result<std::optional<bool>> ReadReadOnly(SqlConnection& conn, MonoTime deadline);

@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -53,6 +54,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mysql.h>
@@ -457,23 +459,34 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
       {"record_delay", RecordDelayJson(Diff(a.scrape.record_delay, b.scrape.record_delay))},
       {"host", HostJson(a, b)}};
 
+  // One of the sandbox's servers stopped (SIGSTOP) for `secs` between two captures of the agent;
+  // `before_resume` runs just before it resumes. WaitBack then waits until every alias of `ids`
+  // is ok again: the seconds that took (nullopt: not within the timeout), and how many were.
+  auto freeze = [&](const std::string& server, int secs,
+                    const std::function<void()>& before_resume) {
+    Progress("N=" + std::to_string(n) + ": " + server + " frozen (SIGSTOP) for " +
+             std::to_string(secs) + " s");
+    const pid_t pid = SandboxServerPid(p.dir, server);
+    std::pair<Point, Point> points;
+    points.first = Capture(pids, redis, p);
+    Frozen frozen(pid);
+    Pause(seconds(secs));
+    points.second = Capture(pids, redis, p);
+    before_resume();
+    return points;  // `frozen` resumes it on the way out
+  };
+  auto wait_back = [&](const std::string& server, const std::vector<std::string>& ids, size_t* ok) {
+    Progress("N=" + std::to_string(n) + ": " + server + " resumed (SIGCONT); waiting for " +
+             std::to_string(ids.size()) + " aliases");
+    return WaitAllOk(redis, prefix, ids, *lagwatch, milliseconds(60'000 + 30 * n), ok);
+  };
+
   // Freeze window: replica1 hangs; replica2's aliases must not notice.
   if (dur.freeze_s > 0) {
-    Progress("N=" + std::to_string(n) + ": replica1 frozen (SIGSTOP) for " +
-             std::to_string(dur.freeze_s) + " s");
-    const pid_t frozen_pid = SandboxServerPid(p.dir, "replica1");
-    Point fa, fb;
-    size_t r2_ok = 0;
-    {
-      fa = Capture(pids, redis, p);
-      Frozen frozen(frozen_pid);
-      Pause(seconds(dur.freeze_s));
-      fb = Capture(pids, redis, p);
-      r2_ok = CountOk(redis, prefix, r2);
-    }
-    Progress("N=" + std::to_string(n) + ": replica1 resumed (SIGCONT); waiting for its aliases");
-    size_t r1_ok = 0;
-    auto back_s = WaitAllOk(redis, prefix, r1, *lagwatch, milliseconds(60'000 + 30 * n), &r1_ok);
+    size_t r2_ok = 0, r1_ok = 0;
+    const auto [fa, fb] =
+        freeze("replica1", dur.freeze_s, [&] { r2_ok = CountOk(redis, prefix, r2); });
+    const auto back_s = wait_back("replica1", r1, &r1_ok);
     res["freeze"] = {
         {"seconds", static_cast<double>(fb.t_us - fa.t_us) / 1e6},
         {"replica2", ProbesJson(fa.scrape, fb.scrape, r2, r2.size() * per_alias_per_s)},
@@ -488,21 +501,12 @@ json RunN(const Options& opt, const Durations& dur, const Paths& p, const json& 
   // the fast cadence, together, and each answer waits for its round (docs/measurement.md,
   // "States"): what that costs, and whether keys stay fresh meanwhile.
   if (dur.primary_freeze_s > 0) {
-    Progress("N=" + std::to_string(n) + ": primary frozen (SIGSTOP) for " +
-             std::to_string(dur.primary_freeze_s) + " s");
     KeyAgeSampler ages(p.router_redis, prefix, all);
-    Point pa, pb;
     ages.Start();
-    {
-      pa = Capture(pids, redis, p);
-      Frozen frozen(SandboxServerPid(p.dir, "primary"));
-      Pause(seconds(dur.primary_freeze_s));
-      pb = Capture(pids, redis, p);
-    }
+    const auto [pa, pb] = freeze("primary", dur.primary_freeze_s, [] {});
     const json frozen_ages = ages.Stop();
-    Progress("N=" + std::to_string(n) + ": primary resumed (SIGCONT); waiting for every alias");
     size_t back_ok = 0;
-    auto back_s = WaitAllOk(redis, prefix, all, *lagwatch, milliseconds(60'000 + 30 * n), &back_ok);
+    const auto back_s = wait_back("primary", all, &back_ok);
     res["primary_freeze"] = {{"seconds", static_cast<double>(pb.t_us - pa.t_us) / 1e6},
                              {"probes", ProbesJson(pa.scrape, pb.scrape, all, n * per_alias_per_s)},
                              {"cpu_cores", Cores(pa, pb, "lagwatch")},

@@ -198,10 +198,9 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
   sink_->PositionSampled();
   // Asked after the position, so a primary found writable was writable after `sent`: no other
   // server had been made writable yet (a switchover makes the old primary read-only first).
-  // Awaited as a sample is: a primary that stops answering now is as silent as one that stops
-  // before the position (PrimaryKnown). Not so, the primary was taken as answering for as long
-  // as this waited, up to kPatience, while replicas' bounds grew: `bench/accuracy`'s freeze
-  // caught it there once in 8 freezes, and the samples-only agent called both replicas lagging.
+  // Awaited as a sample is (PrimaryKnown): a primary that stops answering now is as silent as one
+  // that stops before the position. Otherwise it would count as answering for as long as this
+  // waits, up to kPatience, while the replicas' bounds grow.
   history_->BeginSample(clock_.Now(), times_);
   auto read_only = ReadReadOnly(conn, deadline);
   if (read_only.ok() || read_only.status().code() == Status::Code::kServerError) {
