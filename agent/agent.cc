@@ -67,9 +67,9 @@ Agent::Agent(Config config, const Clock& clock)
   if (initial_.binlog_stream.enabled) {
     sampler_.CheckStream(&stream_);
     listener_ = std::make_unique<BinlogListener>(
-        ListenerOptions{PrimaryTarget(initial_.primary),
-                        initial_.binlog_stream.ServerId(initial_.agent_id),
-                        initial_.binlog_stream.heartbeat_ms, nullptr, nullptr},
+        ListenerOptions{
+            PrimaryTarget(initial_.primary), initial_.binlog_stream.ServerId(initial_.agent_id),
+            initial_.binlog_stream.heartbeat_ms, nullptr, nullptr, [this] { sampler_.Urge(); }},
         &positions_, &stream_, &reporter_, clock_);
   }
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
@@ -176,7 +176,8 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
                           kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); },
                           [this](const std::string& server, std::optional<AppliedProof> proof) {
                             witnesses_.Set(server, std::move(proof));
-                          }},
+                          },
+                          nullptr},
           &positions_, &w->stream, w.get(), clock_);
       w->listener->Start();
     }

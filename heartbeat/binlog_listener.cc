@@ -238,6 +238,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   }
   const uint64_t token = stream_->Begin(*start, clock_.Now());
   *started = true;
+  if (options_.began) options_.began();
   sink_->StreamStarted(*start);
   Log(LogLevel::kInfo,
       std::string(options_.own_write ? "writes watched on " : "binary log stream from ") +

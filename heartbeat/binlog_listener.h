@@ -59,6 +59,10 @@ struct ListenerOptions {
   // start) began this one after the one before had committed. A server applying in parallel
   // gives no proof: its transactions commit in groups.
   std::function<void(const std::string& server, std::optional<AppliedProof> proof)> applied;
+  // Called on the listener's thread each time a stream began (StreamHistory::Begin), before its
+  // first event is read: the agent has the sampler sample at once (PositionSampler::Urge), and
+  // that sample, once delivered, proves the stream caught up.
+  std::function<void()> began;
 };
 
 // What the listener reports as it works (the agent connects it to the metrics). Thread-safe.

@@ -105,6 +105,11 @@ void PositionSampler::SetPrimary(MysqlTarget primary) {
   wake_.request_stop();
 }
 
+void PositionSampler::Urge() {
+  std::lock_guard lock(mu_);
+  wake_.request_stop();
+}
+
 Status PositionSampler::AskSource(SqlConnection& conn, MonoTime deadline) {
   auto r = conn.Query(kServerFlavorQuery, deadline);
   if (!r.ok() && r.status().code() != Status::Code::kServerError) return r.status();
@@ -252,6 +257,12 @@ bool PositionSampler::Permanent(const Status& st, unsigned server_errno) const {
           server_errno == kErParseError);
 }
 
+bool PositionSampler::CatchingUp(MonoTime now) const {
+  if (!stream_) return false;
+  const std::optional<MonoTime> since = stream_->CatchingUpSince();
+  return since && now - *since < kCatchUpWindow;
+}
+
 void PositionSampler::Run(std::stop_token stop) {
   const Millis interval(options_.interval_ms);
   // A connect can take longer than one 50 ms sampling interval; allow it a few.
@@ -318,8 +329,13 @@ void PositionSampler::Run(std::stop_token stop) {
     }
     // On a dead or hung primary, back off (up to a second) instead of a connection every 50 ms.
     failures = st.ok() ? 0 : failures + 1;
-    next += st.ok() && !sampling ? kStatusInterval : Backoff(interval, failures);
+    // A sample urged or moved before its slot (Urge, SetPrimary) takes none: the planned one
+    // still comes.
+    if (sent >= next || !st.ok()) {
+      next += st.ok() && !sampling ? kStatusInterval : Backoff(interval, failures);
+    }
     const MonoTime now = clock_.Now();
+    if (st.ok() && sampling && CatchingUp(now)) next = std::min(next, sent + kCatchUpStep);
     if (next < now) next = now;
     std::stop_callback forward(stop, [&wake] { wake.request_stop(); });
     clock_.SleepUntil(wake.get_token(), next);

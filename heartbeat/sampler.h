@@ -76,8 +76,16 @@ class PositionSampler {
   // cut short and the next round connects there.
   void SetPrimary(MysqlTarget primary);
   // Every sample from now on also measures the binary log stream's delivery (StreamHistory::
-  // CheckSample). `stream` must outlive the sampler. REQUIRES: before Start.
+  // CheckSample). `stream` must outlive the sampler. REQUIRES: before Start. While a stream that
+  // began less than kCatchUpWindow ago has not caught up (StreamHistory::CatchingUpSince), the
+  // sampler samples every kCatchUpStep instead of every interval: the first sample sent after
+  // the stream began and delivered by it proves it caught up, and until then the samples are
+  // the replicas' bounds (on a primary just moved to, every replica's).
   void CheckStream(StreamHistory* stream) { stream_ = stream; }
+  // Samples at once (the wait under way is cut short), then as before. For a stream that just
+  // began (BinlogListener's `began`): its catch-up is proven a round trip later, not up to an
+  // interval.
+  void Urge();
   // Called on the sampler's thread after each sample that found the primary read-only (the agent
   // probes every server then, so that where else writes can go stays known: PositionHistory::
   // ReadOnlyNow). REQUIRES: before Start.
@@ -86,6 +94,9 @@ class PositionSampler {
   // How long the sampler waits after a sample: one interval, doubled for each failure in a row
   // up to a second (a dead primary gets a connection a second, not one every 50 ms).
   static Millis Backoff(Millis interval, int failures);
+  // The fast cadence while the stream catches up (CheckStream), and for how long after it began.
+  static constexpr Millis kCatchUpStep{5};
+  static constexpr Millis kCatchUpWindow{1000};
 
  private:
   void Run(std::stop_token stop);
@@ -102,6 +113,8 @@ class PositionSampler {
   // Whether a failed sample is of that kind: this server or account cannot give this kind of
   // position at all.
   bool Permanent(const Status& st, unsigned server_errno) const;
+  // Whether the stream checked is catching up, within kCatchUpWindow of its start (CheckStream).
+  bool CatchingUp(MonoTime now) const;
   // Reads the primary's max_connections, Threads_connected and buffer pool counters into the
   // sink (every few seconds, on the sampler's connection).
   void PollPrimaryStatus(SqlConnection& conn, MonoTime deadline);

@@ -428,5 +428,58 @@ TEST_CASE("sampler moves to a new primary at once, asks what it is, and samples 
   CHECK(f.history.kind() == PositionsKind::kMariaDbGtid);
 }
 
+TEST_CASE("sampler: every 5 ms while the stream it checks catches up, for at most a second") {
+  Fixture f([](const std::string& sql, size_t) {
+    return IsSample(sql) ? GtidSample("0-1-100") : FakeSqlConnection::Answer{};
+  });
+  StreamHistory stream;
+  f.worker->CheckStream(&stream);
+  // Begun at 0 and never proven caught up: no sample is delivered after the start, and no
+  // heartbeat event comes.
+  stream.Begin(*GtidPos::Parse("0-1-100"), f.clock.Now());
+  auto times = f.RunFor(1120);
+  std::vector<int64_t> want;
+  for (int64_t t = 0; t <= 1000; t += 5) want.push_back(t);
+  want.insert(want.end(), {1050, 1100});
+  CHECK(times == want);
+}
+
+TEST_CASE("sampler: back to its interval once a sample proves the stream caught up") {
+  StreamHistory stream;
+  auto token = std::make_shared<uint64_t>(0);
+  auto n = std::make_shared<int>(0);
+  std::shared_ptr<FakeClock*> clock = std::make_shared<FakeClock*>(nullptr);
+  Fixture f([&stream, clock, token, n](const std::string& sql, size_t) {
+    if (!IsSample(sql)) return FakeSqlConnection::Answer{};
+    if ((*n)++ < 4) return GtidSample("0-1-100");
+    // The fifth sample (at 20 ms) reads a transaction the stream delivered as it was sent.
+    stream.Transaction(*token, *GtidPos::Parse("0-1-101"), (*clock)->Now());
+    return GtidSample("0-1-101");
+  });
+  *clock = &f.clock;
+  *token = stream.Begin(*GtidPos::Parse("0-1-100"), f.clock.Now());
+  f.worker->CheckStream(&stream);
+  auto times = f.RunFor(150);
+  CHECK(times == std::vector<int64_t>{0, 5, 10, 15, 20, 70, 120});
+  CHECK_FALSE(stream.CatchingUpSince().has_value());
+}
+
+TEST_CASE("sampler: Urge samples at once, and the samples planned still come") {
+  Fixture f([](const std::string& sql, size_t) {
+    return IsSample(sql) ? GtidSample("0-1-100") : FakeSqlConnection::Answer{};
+  });
+  f.clock.HoldAfter(Millis(120));
+  f.worker->Start();
+  REQUIRE(f.clock.WaitUntilHeld());  // sampled at 0, 50, 100; waiting for 150
+  f.clock.HoldAfter(Millis(200));
+  f.worker->Urge();
+  // Sampled at 120, and still at 150 and 200: an urged sample takes no slot.
+  for (int i = 0; i < 1000 && f.TimesOf(IsSample).size() < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  f.worker->Stop();
+  CHECK(f.TimesOf(IsSample) == std::vector<int64_t>{0, 50, 100, 120, 150, 200});
+}
+
 }  // namespace
 }  // namespace lagwatch

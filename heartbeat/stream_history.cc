@@ -125,6 +125,12 @@ void StreamHistory::Reset() {
   lags_.clear();
 }
 
+std::optional<MonoTime> StreamHistory::CatchingUpSince() const {
+  std::lock_guard lock(mu_);
+  if (!running_ || caught_up_) return std::nullopt;
+  return began_;
+}
+
 std::optional<MonoTime> StreamHistory::LastTransactionArrival() const {
   std::lock_guard lock(mu_);
   return last_transaction_;

@@ -102,6 +102,12 @@ class StreamHistory {
   // A probe left the stream's bound out: it contradicted a lower bound (stream_reason::kLate).
   void NoteLate() const;
 
+  // When the stream running now began, while it has not yet proven itself caught up (Begin,
+  // CatchUp); nullopt otherwise. The sampler samples fast meanwhile: a sample sent since Begin is
+  // what proves it on a primary that writes (no heartbeat event comes while it does), and until
+  // then the samples alone bound the replicas.
+  std::optional<MonoTime> CatchingUpSince() const;
+
   // When the newest transaction's first event arrived; nullopt while none has since the stream
   // began. For the probes that follow commits (probe.after_commit_ms).
   std::optional<MonoTime> LastTransactionArrival() const;
