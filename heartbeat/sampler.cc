@@ -36,6 +36,27 @@ Result<Position> ReadPosition(SqlConnection& conn, const char* variable, MonoTim
   return Position(std::move(parsed).value());
 }
 
+// A GTID position (a variable of type T) and @@read_only, read in one statement.
+struct PositionAndReadOnly {
+  Position pos;
+  std::optional<bool> read_only;  // nullopt: not 0 or 1
+};
+template <typename T>
+Result<PositionAndReadOnly> ReadPositionAndReadOnly(SqlConnection& conn, const char* variable,
+                                                    MonoTime deadline) {
+  const std::string sql = std::string("SELECT ") + variable + ", @@read_only";
+  auto r = conn.Query(sql, deadline);
+  if (!r.ok()) return r.status();
+  if (r->rows.size() != 1 || r->rows[0].size() != 2) {
+    return Status::DataError("unexpected result shape for " + sql);
+  }
+  auto parsed = T::Parse(r->rows[0][0].value_or(""));
+  if (!parsed.ok()) return parsed.status();
+  const auto& ro = r->rows[0][1];
+  return PositionAndReadOnly{Position(std::move(parsed).value()),
+                             ro ? ParseReadOnly(*ro) : std::nullopt};
+}
+
 }  // namespace
 
 std::optional<uint64_t> CounterGrowth(std::optional<uint64_t>& last, uint64_t now_value) {
@@ -186,7 +207,25 @@ Result<Position> ReadPrimaryPosition(SqlConnection& conn, PositionsKind kind,
 Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime deadline) {
   // (A Reset clears it; its answer is then dropped by Add.)
   history_->BeginSample(sent, times_);
-  Result<Position> pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
+  // @@read_only is read after `sent`, so a primary found writable was writable after it: no
+  // other server had been made writable yet (a switchover makes the old primary read-only
+  // first). A GTID position is a variable and comes in the same statement; coordinates come from
+  // a statement of their own, and the question follows it.
+  bool asked = false;
+  Result<std::optional<bool>> read_only = std::optional<bool>();
+  Result<Position> pos = Status::InvalidArgument("no positions kind");
+  if (kind_ == PositionsKind::kMariaDbGtid || kind_ == PositionsKind::kMysqlGtid) {
+    auto both =
+        kind_ == PositionsKind::kMariaDbGtid
+            ? ReadPositionAndReadOnly<GtidPos>(conn, PrimaryPositionVariable(kind_), deadline)
+            : ReadPositionAndReadOnly<GtidSet>(conn, PrimaryPositionVariable(kind_), deadline);
+    if (!both.ok()) return both.status();
+    pos = std::move(both->pos);
+    read_only = both->read_only;
+    asked = true;
+  } else {
+    pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
+  }
   const MonoTime received = clock_.Now();
   if (!pos.ok()) return pos.status();
   if (!history_->Add(pos.value(), sent, received, history_generation_)) {
@@ -201,21 +240,22 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
     stream_->CheckSample(pos.value(), sent);
   }
   sink_->PositionSampled();
-  // Asked after the position, so a primary found writable was writable after `sent`: no other
-  // server had been made writable yet (a switchover makes the old primary read-only first).
-  // Awaited as a sample is (PrimaryKnown): a primary that stops answering now is as silent as one
-  // that stops before the position. Otherwise it would count as answering for as long as this
-  // waits, up to kPatience, while the replicas' bounds grow.
-  history_->BeginSample(clock_.Now(), times_);
-  auto read_only = ReadReadOnly(conn, deadline);
-  if (read_only.ok() || read_only.status().code() == Status::Code::kServerError) {
-    history_->EndSample(history_generation_);
+  if (!asked) {
+    // Awaited as a sample is (PrimaryKnown): a primary that stops answering now is as silent as
+    // one that stops before the position. Otherwise it would count as answering for as long as
+    // this waits, up to kPatience, while the replicas' bounds grow.
+    history_->BeginSample(clock_.Now(), times_);
+    read_only = ReadReadOnly(conn, deadline);
+    if (read_only.ok() || read_only.status().code() == Status::Code::kServerError) {
+      history_->EndSample(history_generation_);
+    }
   }
-  if (read_only.ok() && *read_only) {
-    history_->NoteWritable(sent, !**read_only, history_generation_);
-    if (**read_only && on_read_only_) on_read_only_();
-  } else if (!read_only.ok() && read_only.status().code() != Status::Code::kServerError) {
+  if (!read_only.ok() && read_only.status().code() != Status::Code::kServerError) {
     return read_only.status();  // the connection failed: the next round reconnects
+  }
+  if (const std::optional<bool> ro = read_only.ok() ? *read_only : std::nullopt) {
+    history_->NoteWritable(sent, !*ro, history_generation_);
+    if (*ro && on_read_only_) on_read_only_();
   } else {
     // The position stands; the primary's writability stays as the last sample found it.
     const Status why =

@@ -16,7 +16,8 @@
 namespace lagwatch {
 namespace {
 
-bool IsSample(const std::string& sql) { return sql == "SELECT @@gtid_binlog_pos"; }
+// A MariaDB GTID sample: the position and @@read_only in one statement.
+bool IsSample(const std::string& sql) { return sql == "SELECT @@gtid_binlog_pos, @@read_only"; }
 bool IsLoad(const std::string& sql) { return sql.rfind("SELECT @@max_connections", 0) == 0; }
 // What the sampler asks on every new connection besides the flavor.
 bool IsServerId(const std::string& sql) { return sql == "SELECT @@server_id"; }
@@ -27,7 +28,9 @@ SamplerOptions Options() {
   return options;
 }
 
-// `script`, but @@read_only (asked after each position) answers `*read_only` at once.
+// `script`, but @@read_only answers `*read_only`: asked alone (after coordinates) at once, and
+// asked with a GTID position as that statement's second column (the script's row gives the
+// position only).
 FakeSqlConnection::Script WithReadOnly(FakeSqlConnection::Script script,
                                        std::shared_ptr<std::atomic<int>> read_only) {
   return [script = std::move(script), read_only](const std::string& sql, size_t i) {
@@ -35,7 +38,14 @@ FakeSqlConnection::Script WithReadOnly(FakeSqlConnection::Script script,
       return FakeSqlConnection::Answer{Row({"@@read_only"}, {std::to_string(read_only->load())}),
                                        Millis(0)};
     }
-    return script(sql, i);
+    FakeSqlConnection::Answer a = script(sql, i);
+    const std::string with = ", @@read_only";
+    if (sql.size() > with.size() && sql.ends_with(with) && a.result.ok() &&
+        a.result->rows.size() == 1 && a.result->rows[0].size() == 1) {
+      a.result->columns.push_back("@@read_only");
+      a.result->rows[0].push_back(std::to_string(read_only->load()));
+    }
+    return a;
   };
 }
 
@@ -67,7 +77,7 @@ TEST_CASE("sampler reads the primary's position every 50 ms on a fake clock") {
   CHECK(f.clock.ElapsedMs(*last) >= 150);
 }
 
-TEST_CASE("sampler asks @@read_only after each position: the history knows the last writable one") {
+TEST_CASE("sampler asks @@read_only with each position: the history knows the last writable one") {
   auto read_only = std::make_shared<std::atomic<int>>(0);
   auto samples = std::make_shared<int>(0);
   // The samples at 0 and 50 ms find the primary writable; from the one at 100 ms on, read-only.
@@ -86,22 +96,25 @@ TEST_CASE("sampler asks @@read_only after each position: the history knows the l
   REQUIRE(ro->last_writable.has_value());
   CHECK(f.clock.ElapsedMs(*ro->last_writable) == 50);
   CHECK(told == 2);  // the samples at 100 and 150 ms
-  // Asked after each position, on the same connection.
+  // Asked with each position, in the same statement: no question of its own.
   const auto positions = f.TimesOf(IsSample);
   const auto asked = f.TimesOf([](const std::string& sql) { return sql == "SELECT @@read_only"; });
   CHECK(positions.size() == 4);
-  CHECK(asked.size() == positions.size());
+  CHECK(asked.empty());
   // Writable again: no longer read-only.
   f.history.NoteWritable(f.clock.Now(), true);
   CHECK_FALSE(f.history.ReadOnlyNow().has_value());
 }
 
 TEST_CASE("sampler: a primary that stops answering at the @@read_only question is awaited") {
-  // The position at 0 ms answers at once; the question after it does not answer until released
-  // (a primary stopped right after the position).
+  // Binary log coordinates come from a statement of their own, and the question follows it. The
+  // position at 0 ms answers at once; the question after it does not answer until released (a
+  // primary stopped right after the position).
   std::mutex m;
   std::condition_variable cv;
   bool asked = false, released = false;
+  SamplerOptions options = Options();
+  options.positions = PositionsKind::kBinlog;
   FakePrimaryFixture<PositionSampler, PositionHistory, RecordingSamplerSink> f(
       [&](const std::string& sql, size_t) -> FakeSqlConnection::Answer {
         if (sql == "SELECT @@read_only") {
@@ -111,9 +124,13 @@ TEST_CASE("sampler: a primary that stops answering at the @@read_only question i
           cv.wait(lock, [&] { return released; });
           return {Row({"@@read_only"}, {"0"})};
         }
-        return IsSample(sql) ? GtidSample("0-1-7", Millis(0)) : FakeSqlConnection::Answer{};
+        if (sql == "SHOW MASTER STATUS") {
+          return {Row({"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB"},
+                      {"mariadb-bin.000001", "1000", "", ""})};
+        }
+        return FakeSqlConnection::Answer{};
       },
-      Options());
+      options);
   f.worker->Start();
   {
     std::unique_lock lock(m);
@@ -287,7 +304,7 @@ FakeSqlConnection::Script MySqlPrimary(std::string gtid_mode, std::string sample
 }
 
 TEST_CASE("auto on MySQL with gtid_mode ON samples @@GLOBAL.gtid_executed as GTID sets") {
-  Fixture f(MySqlPrimary("ON", "SELECT @@GLOBAL.gtid_executed", [](int n) {
+  Fixture f(MySqlPrimary("ON", "SELECT @@GLOBAL.gtid_executed, @@read_only", [](int n) {
     return FakeSqlConnection::Answer{
         Row({"@@GLOBAL.gtid_executed"}, {std::string(kUuid) + ":1-" + std::to_string(100 + n)})};
   }));
