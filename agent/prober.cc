@@ -430,7 +430,7 @@ void ReplicaProber::ScheduleNext() {
   const MonoTime now = clock_.Now();
   const Millis interval(config_.probe.interval_ms), sample_interval(config_.sampler_interval_ms);
   const MonoTime tick =
-      NextTick(next_tick_, probe_started_, now, interval, std::min(sample_interval, interval / 2));
+      NextTick(next_tick_, probe_started_, now, interval, StandInWindow(interval, sample_interval));
   if (tick != next_tick_) {
     next_tick_ = tick;
     if (auto sample = history_->LastSample()) {

@@ -35,6 +35,11 @@ Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval) {
                   std::max(interval / 4, kMinPreCrossingLead));
 }
 
+Millis StandInWindow(Millis interval, Millis sample_interval) {
+  return std::max(std::min(sample_interval, interval / 2),
+                  std::max(interval / 4, kMinPreCrossingLead));
+}
+
 Millis FastStep(Millis interval, Millis sample_interval, size_t servers) {
   const Millis budget((static_cast<int64_t>(servers) * 1000 + kFastProbesPerSecond - 1) /
                       kFastProbesPerSecond);

@@ -110,6 +110,13 @@ Millis CrossingGrace(Micros slowest_rtt, Millis timeout);
 // probe ran moves to `now`: skip, never bunch up.
 MonoTime NextTick(MonoTime next_tick, MonoTime started, MonoTime now, Millis interval,
                   Millis early);
+// NextTick's `early`: how far before a slot a probe stands in for it. A probe comes before the
+// slot by up to a sampling interval (bounded by a sample, its crossing comes before the tick the
+// samples are aligned to; at most half the probe interval) or by the pre-crossing lead (bounded
+// by the stream: PreCrossingLead, at most a quarter of the probe interval), whichever is longer.
+// Tied to the sampling interval alone, a 20 ms one let a lead of 25 ms on a busy agent probe
+// again at the tick: 7 % more probes at 1,000 replicas (docs/benchmarks/scale.md).
+Millis StandInWindow(Millis interval, Millis sample_interval);
 
 // A replica at zero lag is bounded by the age of the newest position sample it has reached, so a
 // probe sent just after a sample is tight and one sent just before the next is up to a sampling

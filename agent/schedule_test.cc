@@ -114,6 +114,17 @@ TEST_CASE("a probe just before the tick stands in for it, one well before it doe
   CHECK(NextTick(T(1200), T(1200), T(1450), Millis(200), Millis(50)) == T(1450));
 }
 
+TEST_CASE("a probe stands in for a tick within a sampling interval or the longest lead") {
+  // 200 ms probes: the lead's cap, a quarter interval, covers samples up to 50 ms apart.
+  CHECK(StandInWindow(Millis(200), Millis(20)) == Millis(50));
+  CHECK(StandInWindow(Millis(200), Millis(50)) == Millis(50));
+  // Samples further apart than that: a sampling interval, up to half the probe interval.
+  CHECK(StandInWindow(Millis(200), Millis(80)) == Millis(80));
+  CHECK(StandInWindow(Millis(200), Millis(500)) == Millis(100));
+  // A short probe interval: the lead's floor.
+  CHECK(StandInWindow(Millis(20), Millis(5)) == kMinPreCrossingLead);
+}
+
 TEST_CASE("ticks are moved to just after a position sample, backwards only by the tolerance") {
   // Samples every 50 ms, the latest sent at 1000: aligned points are 1004, 1054, 1104, ...
   CHECK(AlignToSamples(T(1200), T(1000), Millis(50)) == T(1204));
