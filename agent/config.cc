@@ -514,7 +514,7 @@ Config Parse(const json& root, const std::optional<std::string>& instance) {
   c.replica_defaults_file = top.Str("replica_defaults_file", "", true);
   if (const json* j = top.Get("heartbeat")) ReadHeartbeat(*j, c.heartbeat);
   if (const json* j = top.Get("sampler")) {
-    c.sampler_interval_ms = ReadSingleInt(*j, "sampler", "interval_ms", 50, 5, 10000);
+    c.sampler_interval_ms = ReadSingleInt(*j, "sampler", "interval_ms", 20, 5, 10000);
   }
   if (const json* j = top.Get("binlog_stream")) ReadStream(*j, c.binlog_stream);
   if (const json* j = top.Get("probe")) ReadProbe(*j, c.probe);

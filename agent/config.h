@@ -123,7 +123,7 @@ struct Config {
   int primary_weight = 1;
   std::string replica_defaults_file;
   HeartbeatConfig heartbeat;
-  int sampler_interval_ms = 50;
+  int sampler_interval_ms = 20;
   StreamConfig binlog_stream;
   ProbeConfig probe;
   std::vector<TierConfig>

@@ -26,7 +26,7 @@ json Valid() {
     "primary":   { "host": "127.0.0.1", "port": 3306, "defaults_file": "/etc/lagwatch/primary.cnf" },
     "replica_defaults_file": "/etc/lagwatch/replica.cnf",
     "heartbeat": { "table": "heartbeat.mysql_heartbeat", "interval_ms": 500, "create_table": true },
-    "sampler":   { "interval_ms": 50 },
+    "sampler":   { "interval_ms": 20 },
     "probe":     { "interval_ms": 200, "timeout_ms": 150, "status_interval_ms": 1000 },
     "tiers": [ { "name": "tier1", "max_delay_ms": 200 },
                { "name": "tier2", "max_delay_ms": 1000 },
@@ -67,7 +67,7 @@ TEST_CASE("the documented example config parses with every value kept") {
   CHECK(c.heartbeat.database == "heartbeat");
   CHECK(c.heartbeat.table == "mysql_heartbeat");
   CHECK(c.heartbeat.interval_ms == 500);
-  CHECK(c.sampler_interval_ms == 50);
+  CHECK(c.sampler_interval_ms == 20);
   CHECK(c.probe.timeout_ms == 150);
   REQUIRE(c.tiers.size() == 3);
   CHECK(c.tiers[2].max_delay_ms == std::nullopt);

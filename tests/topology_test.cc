@@ -682,9 +682,10 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   CHECK(PointerPrimary(redis) == Id(kReplica1));
   // While no server was writable (the second before the promotion) the replicas, caught up when
   // the primary went silent, stayed healthy as primary_unknown, publishing as delay_ms the time
-  // since replica 1 was last found read-only (probed every 50 ms meanwhile), not the silence.
-  // (After it, until lagwatch sees the new primary, replica 2 follows a server it does not know
-  // as the primary: no longer proved fresh, it may be unhealthy. Under TSan it was, for 120 ms.)
+  // since replica 1 was last found read-only (probed every sampling interval meanwhile), not the
+  // silence. (After it, until lagwatch sees the new primary, replica 2 follows a server it does not
+  // know as the primary: no longer proved fresh, it may be unhealthy. Under TSan it was, for 120
+  // ms.)
   int unknown = 0;
   for (const auto& s : watch.Of(Key(kReplica2))) {
     if (s.at >= promoting) break;
