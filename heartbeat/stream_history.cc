@@ -30,6 +30,7 @@ uint64_t StreamHistory::Begin(const Position& start, MonoTime at) {
   runs_.clear();
   pending_.clear();
   lags_.clear();
+  long_lags_.clear();
   commit_us_.reset();
   runs_.push_back({start, at});
   return token_;
@@ -43,9 +44,10 @@ void StreamHistory::AddLag(MonoTime sent, MonoTime delivered) {
   auto at = std::upper_bound(lags_.begin(), lags_.end(), sent,
                              [](MonoTime t, const Lag& l) { return t < l.sent; });
   lags_.insert(at, {sent, lag});
-  while (!lags_.empty() && lags_.front().sent < lags_.back().sent - options_.lag_window) {
-    lags_.pop_front();
-  }
+  if (lag > options_.lag_span) long_lags_.push_back({sent, lag});
+  const MonoTime kept_from = lags_.back().sent - options_.lag_window;
+  while (!lags_.empty() && lags_.front().sent < kept_from) lags_.pop_front();
+  std::erase_if(long_lags_, [&](const Lag& l) { return l.sent < kept_from; });
   // A sample sent since the stream began, delivered by a transaction after its start: the dump
   // thread had passed the start and sent what was written before the sample.
   if (!caught_up_ && sent >= began_ && delivered > began_) CatchUp(delivered);
@@ -57,10 +59,15 @@ std::optional<Micros> StreamHistory::DeliveryBoundAt(MonoTime a, MonoTime now) c
   // one's time less lag_window), unless the stream is younger than that.
   if (since < now - options_.lag_window && began_ < now - options_.lag_window) return std::nullopt;
   Micros d = options_.min_delivery;
-  // Every lag kept is looked at (a few hundred at the default sampling interval): one sent long
-  // before `a` counts if it was delivered at or after `a`.
-  for (const Lag& l : lags_) {
-    if (l.sent >= since || (l.sent <= a && l.sent + l.lag >= a)) d = std::max(d, l.lag);
+  // Every lag sent since `since` counts: a suffix (lags_ is by `sent`), about lag_span's worth of
+  // samples, not every lag kept (lag_window's: 500 at a 20 ms sampling interval), at each probe.
+  auto from = std::lower_bound(lags_.begin(), lags_.end(), since,
+                               [](const Lag& l, MonoTime t) { return l.sent < t; });
+  for (auto it = from; it != lags_.end(); ++it) d = std::max(d, it->lag);
+  // One sent before `since` counts if it was delivered at or after `a`: then its lag exceeds
+  // a − since = lag_span, so it is one of long_lags_.
+  for (const Lag& l : long_lags_) {
+    if (l.sent <= a && l.sent + l.lag >= a) d = std::max(d, l.lag);
   }
   return d;
 }
@@ -123,6 +130,7 @@ void StreamHistory::Reset() {
   runs_.clear();
   pending_.clear();
   lags_.clear();
+  long_lags_.clear();
 }
 
 std::optional<MonoTime> StreamHistory::CatchingUpSince() const {

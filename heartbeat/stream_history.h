@@ -159,6 +159,7 @@ class StreamHistory {
   std::deque<Run> runs_;                      // GUARDED_BY(mu_), oldest first
   std::deque<Pending> pending_;               // GUARDED_BY(mu_), oldest first
   std::deque<Lag> lags_;                      // GUARDED_BY(mu_), by `sent`, oldest first
+  std::vector<Lag> long_lags_;  // GUARDED_BY(mu_): those of lags_ longer than lag_span
   std::optional<std::pair<uint64_t, uint64_t>> commit_us_;  // GUARDED_BY(mu_)
   mutable bool was_usable_ = false;                         // GUARDED_BY(mu_)
   mutable std::map<std::string, uint64_t> fallbacks_;       // GUARDED_BY(mu_)
