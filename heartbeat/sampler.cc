@@ -22,18 +22,31 @@ constexpr const char* kStatusSql =
     " (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
     "  WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_READS')";
 
-// The one value of `variable`, parsed by T::Parse (GtidPos, GtidSet).
-template <typename T>
-Result<Position> ReadPosition(SqlConnection& conn, const char* variable, MonoTime deadline) {
-  const std::string sql = std::string("SELECT ") + variable;
+// The one row of `sql`, `columns` cells wide.
+Result<std::vector<std::optional<std::string>>> OneRow(SqlConnection& conn, const std::string& sql,
+                                                       size_t columns, MonoTime deadline) {
   auto r = conn.Query(sql, deadline);
   if (!r.ok()) return r.status();
-  if (r->rows.size() != 1 || r->rows[0].size() != 1) {
+  if (r->rows.size() != 1 || r->rows[0].size() != columns) {
     return Status::DataError("unexpected result shape for " + sql);
   }
-  auto parsed = T::Parse(r->rows[0][0].value_or(""));
+  return std::move(r->rows[0]);
+}
+
+// A position of type T (GtidPos, GtidSet) from the text of a cell.
+template <typename T>
+Result<Position> ParsePosition(const std::optional<std::string>& cell) {
+  auto parsed = T::Parse(cell.value_or(""));
   if (!parsed.ok()) return parsed.status();
   return Position(std::move(parsed).value());
+}
+
+// The one value of `variable`, a position of type T.
+template <typename T>
+Result<Position> ReadPosition(SqlConnection& conn, const char* variable, MonoTime deadline) {
+  auto row = OneRow(conn, std::string("SELECT ") + variable, 1, deadline);
+  if (!row.ok()) return row.status();
+  return ParsePosition<T>((*row)[0]);
 }
 
 // A GTID position (a variable of type T) and @@read_only, read in one statement.
@@ -44,17 +57,12 @@ struct PositionAndReadOnly {
 template <typename T>
 Result<PositionAndReadOnly> ReadPositionAndReadOnly(SqlConnection& conn, const char* variable,
                                                     MonoTime deadline) {
-  const std::string sql = std::string("SELECT ") + variable + ", @@read_only";
-  auto r = conn.Query(sql, deadline);
-  if (!r.ok()) return r.status();
-  if (r->rows.size() != 1 || r->rows[0].size() != 2) {
-    return Status::DataError("unexpected result shape for " + sql);
-  }
-  auto parsed = T::Parse(r->rows[0][0].value_or(""));
-  if (!parsed.ok()) return parsed.status();
-  const auto& ro = r->rows[0][1];
-  return PositionAndReadOnly{Position(std::move(parsed).value()),
-                             ro ? ParseReadOnly(*ro) : std::nullopt};
+  auto row = OneRow(conn, std::string("SELECT ") + variable + ", @@read_only", 2, deadline);
+  if (!row.ok()) return row.status();
+  auto pos = ParsePosition<T>((*row)[0]);
+  if (!pos.ok()) return pos.status();
+  const auto& ro = (*row)[1];
+  return PositionAndReadOnly{std::move(pos).value(), ro ? ParseReadOnly(*ro) : std::nullopt};
 }
 
 }  // namespace

@@ -177,6 +177,33 @@ int64_t WidestDelay(Redis& redis, std::chrono::milliseconds span) {
   return widest;
 }
 
+// Commits to the primary every 5 ms on a connection of its own until destroyed, and keeps when
+// each commit returned (wall ms).
+class Committer {
+ public:
+  Committer()
+      : thread_([this](std::stop_token stop) {
+          AdminSession primary(E().sandbox.socket("primary"));
+          while (!stop.stop_requested()) {
+            primary.Query("INSERT INTO lwtest.stream_probe VALUES (NULL)");
+            {
+              std::lock_guard lock(mu_);
+              acks_.push_back(WallMs());
+            }
+            std::this_thread::sleep_for(5ms);
+          }
+        }) {}
+  std::vector<int64_t> Acks() const {
+    std::lock_guard lock(mu_);
+    return acks_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int64_t> acks_;  // GUARDED_BY(mu_)
+  std::jthread thread_;        // last: stopped and joined first
+};
+
 TEST_CASE("the stream gives the bounds: registered on the primary, usable, tight, a stop seen") {
   Agent agent(E().sandbox.config_path(), kDir + "/stream.log");
   Redis redis(E().sandbox.redis_port());
@@ -509,20 +536,7 @@ TEST_CASE("binlog_stream.watch_writes: a hung replica is bounded from its own bi
                       },
                       kStreamUsableWithin),
                   StreamState(agent));
-  std::mutex acks_mu;
-  std::vector<int64_t> acks;  // when each commit returned, wall ms
-  std::atomic<bool> writing{true};
-  std::thread writer([&] {
-    AdminSession primary(E().sandbox.socket("primary"));
-    while (writing) {
-      primary.Query("INSERT INTO lwtest.stream_probe VALUES (NULL)");
-      {
-        std::lock_guard lock(acks_mu);
-        acks.push_back(WallMs());
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-  });
+  Committer committer;
   const pid_t pid = ReadPidFile(E().sandbox.dir() + "/replica1/mysqld.pid");
   REQUIRE(pid > 0);
   auto measured_at = [&] {
@@ -551,7 +565,7 @@ TEST_CASE("binlog_stream.watch_writes: a hung replica is bounded from its own bi
     // the truth at `at` is at least at - its acknowledgement.
     int64_t lacked_by = 0;
     {
-      std::lock_guard lock(acks_mu);
+      const std::vector<int64_t> acks = committer.Acks();
       auto it = std::upper_bound(acks.begin(), acks.end(), hung_at);
       REQUIRE(std::distance(it, acks.end()) >= 2);
       lacked_by = *std::next(it);
@@ -572,8 +586,6 @@ TEST_CASE("binlog_stream.watch_writes: a hung replica is bounded from its own bi
     // before it that a bound from the last answer carries.
     for (const Seen& r : seen) CHECK(r.delay <= r.at - hung_at + TimeBoundMs(60));
   }
-  writing = false;
-  writer.join();
   CHECK(rounds == 3);
   CHECK(agent.Stop() == 0);
 }
@@ -584,14 +596,7 @@ TEST_CASE("a replica proven lagging is excluded at its bound's crossing, not a r
   REQUIRE_MESSAGE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox) && StreamUsable(); },
                           kStreamUsableWithin),
                   StreamState(agent));
-  std::atomic<bool> writing{true};
-  std::thread writer([&] {
-    AdminSession primary(E().sandbox.socket("primary"));
-    while (writing) {
-      primary.Query("INSERT INTO lwtest.stream_probe VALUES (NULL)");
-      std::this_thread::sleep_for(5ms);
-    }
-  });
+  std::optional<Committer> committer(std::in_place);
   // Each stall: the probes answer, their lower bound grows, and the record that excludes the
   // replica is published by the timer at the crossing, not by the probe sent just past it.
   const std::string line = "replica 127.0.0.1:" + std::to_string(kBasePort + 1) + " is now lagging";
@@ -602,8 +607,7 @@ TEST_CASE("a replica proven lagging is excluded at its bound's crossing, not a r
     CHECK(WaitFor([&] { return redis.HGetAll(E().sandbox.replica_key(1))["healthy"] == "0"; }, 5s));
     AdminQuery(E().sandbox.socket("replica1"), "START SLAVE SQL_THREAD");
   }
-  writing = false;
-  writer.join();
+  committer.reset();
   REQUIRE(WaitFor([&] { return BothReplicasOk(redis, E().sandbox); }, 10s));
   const std::string log = agent.Log();
   // The verdict at the crossing states a bound over the limit. (The first healthy=0 record the
@@ -704,14 +708,7 @@ TEST_CASE("a stream begun on a busy primary is proven caught up at once, not at 
                            j["binlog_stream"]["heartbeat_ms"] = 1000;
                          }),
               kDir + "/catchup.log");
-  std::atomic<bool> writing{true};
-  std::thread writer([&] {
-    AdminSession primary(E().sandbox.socket("primary"));
-    while (writing) {
-      primary.Query("INSERT INTO lwtest.stream_probe VALUES (NULL)");
-      std::this_thread::sleep_for(5ms);
-    }
-  });
+  std::optional<Committer> committer(std::in_place);
   // The log lines of a start: "binary log stream from <primary> (<kind>, server id <id>) from
   // <position>" (an end names the primary too, with its error).
   auto starts = [&] {
@@ -749,8 +746,7 @@ TEST_CASE("a stream begun on a busy primary is proven caught up at once, not at 
     CHECK_MESSAGE(t.has_value(), StreamState(agent));
     if (t) took.push_back(*t);
   }
-  writing = false;
-  writer.join();
+  committer.reset();
   std::string list;
   for (int64_t ms : took) list += " " + std::to_string(ms);
   MESSAGE("usable after each start (ms):" << list);
