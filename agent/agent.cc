@@ -67,9 +67,10 @@ Agent::Agent(Config config, const Clock& clock)
   if (initial_.binlog_stream.enabled) {
     sampler_.CheckStream(&stream_);
     listener_ = std::make_unique<BinlogListener>(
-        ListenerOptions{
-            PrimaryTarget(initial_.primary), initial_.binlog_stream.ServerId(initial_.agent_id),
-            initial_.binlog_stream.heartbeat_ms, nullptr, nullptr, [this] { sampler_.Urge(); }},
+        ListenerOptions{.primary = PrimaryTarget(initial_.primary),
+                        .server_id = initial_.binlog_stream.ServerId(initial_.agent_id),
+                        .heartbeat_ms = initial_.binlog_stream.heartbeat_ms,
+                        .began = [this] { sampler_.Urge(); }},
         &positions_, &stream_, &reporter_, clock_);
   }
   metrics_.primary_info.Add({{"primary", initial_.primary.Id()}}).Set(1);
@@ -172,12 +173,14 @@ void Agent::SyncWatchesLocked(const std::vector<Endpoint>& servers) {
       w->server = id;
       WriteWatch* raw = w.get();
       w->listener = std::make_unique<BinlogListener>(
-          ListenerOptions{std::move(target), initial_.binlog_stream.ServerId(initial_.agent_id),
-                          kWatchHeartbeatMs, [this, raw](MonoTime at) { OnOwnWrite(raw, at); },
-                          [this](const std::string& server, std::optional<AppliedProof> proof) {
-                            witnesses_.Set(server, std::move(proof));
-                          },
-                          nullptr},
+          ListenerOptions{.primary = std::move(target),
+                          .server_id = initial_.binlog_stream.ServerId(initial_.agent_id),
+                          .heartbeat_ms = kWatchHeartbeatMs,
+                          .own_write = [this, raw](MonoTime at) { OnOwnWrite(raw, at); },
+                          .applied =
+                              [this](const std::string& server, std::optional<AppliedProof> proof) {
+                                witnesses_.Set(server, std::move(proof));
+                              }},
           &positions_, &w->stream, w.get(), clock_);
       w->listener->Start();
     }

@@ -197,8 +197,7 @@ Assessment Assess(const ProbeInput& in, const HeartbeatLog& log, const PositionH
   a.status = in.status;
   a.primary_source = in.primary_source;
   const ReplicationStatus* polled = ReadStatus(in, &a);
-  const bool gtid_kind =
-      in.positions == PositionsKind::kMariaDbGtid || in.positions == PositionsKind::kMysqlGtid;
+  const bool gtid_kind = IsGtidKind(in.positions);
   std::optional<std::string> pos_text;
   a.probe_status = in.reply.status();
   if (in.reply.ok()) a.probe_status = ReadProbeRow(*in.reply, gtid_kind, &a.obs, &pos_text, &a);

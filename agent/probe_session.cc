@@ -274,8 +274,7 @@ void ProbeSession::SendHeartbeat() {
 
 void ProbeSession::OnHeartbeat(Result<QueryResult> r) {
   const PositionsKind kind = facts_.positions;
-  if (!r.ok() && conn_.last_errno() == kErUnknownSystemVariable &&
-      (kind == PositionsKind::kMariaDbGtid || kind == PositionsKind::kMysqlGtid)) {
+  if (!r.ok() && conn_.last_errno() == kErUnknownSystemVariable && IsGtidKind(kind)) {
     const bool set = config_.positions == kind;
     Log(set ? LogLevel::kError : LogLevel::kWarn,
         "replica " + id_ + " has no " + ReplicaPositionVariable(kind) +

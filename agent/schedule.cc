@@ -31,13 +31,13 @@ Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval) {
   const auto median = sorted.begin() + sorted.size() / 2;
   std::nth_element(sorted.begin(), median, sorted.end());
   const Millis twice = median == sorted.end() ? Millis(0) : std::chrono::ceil<Millis>(2 * *median);
-  return std::min(std::max(twice, kMinPreCrossingLead),
-                  std::max(interval / 4, kMinPreCrossingLead));
+  return std::min(std::max(twice, kMinPreCrossingLead), PreCrossingLeadCap(interval));
 }
 
+Millis PreCrossingLeadCap(Millis interval) { return std::max(interval / 4, kMinPreCrossingLead); }
+
 Millis StandInWindow(Millis interval, Millis sample_interval) {
-  return std::max(std::min(sample_interval, interval / 2),
-                  std::max(interval / 4, kMinPreCrossingLead));
+  return std::max(std::min(sample_interval, interval / 2), PreCrossingLeadCap(interval));
 }
 
 Millis FastStep(Millis interval, Millis sample_interval, size_t servers) {

@@ -51,6 +51,9 @@ MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
 // before it, up to an interval looser.
 inline constexpr Millis kMinPreCrossingLead{10};
 Millis PreCrossingLead(std::span<const Micros> rtts, Millis interval);
+// The longest lead PreCrossingLead gives at `interval`: a quarter of it, and never under
+// kMinPreCrossingLead.
+Millis PreCrossingLeadCap(Millis interval);
 
 // The probe cadence while no one server is writable (the primary silent or read-only, or two
 // writable): every sampling interval (at most half `interval`), so that what another server can

@@ -32,6 +32,10 @@ inline constexpr char kPositionsBinlog[] = "binlog";
 const char* PositionsKindName(PositionsKind kind);
 // The inverse of PositionsKindName; nullopt for any other text.
 std::optional<PositionsKind> ParsePositionsKind(std::string_view name);
+// A GTID kind (MariaDB's or MySQL's): its positions are server variables.
+inline bool IsGtidKind(PositionsKind kind) {
+  return kind == PositionsKind::kMariaDbGtid || kind == PositionsKind::kMysqlGtid;
+}
 
 // The server variables that hold the GTID kinds' positions: what a primary has binlogged
 // (@@gtid_binlog_pos, @@GLOBAL.gtid_executed) and what a replica has applied (@@gtid_slave_pos,

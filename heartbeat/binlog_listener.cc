@@ -172,9 +172,8 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     own_id = *id;
   }
   // Proofs of what the server applied (ListenerOptions::applied), while it takes no writes.
-  bool proving = options_.applied && own_id &&
-                 (kind == PositionsKind::kMariaDbGtid || kind == PositionsKind::kMysqlGtid) &&
-                 AppliesSerially(conn, flavor, deadline);
+  bool proving =
+      options_.applied && own_id && IsGtidKind(kind) && AppliesSerially(conn, flavor, deadline);
   const std::string server = target.endpoint.Id();
 
   // Where to start: the primary's position now, as the sampler reads it.

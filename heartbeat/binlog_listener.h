@@ -49,7 +49,7 @@ struct ListenerOptions {
   // calls this, on its thread, with the first arrival of every transaction whose origin (the
   // server id in its first event's header) is that server: a write there, not one it replicated.
   // Its stream history is its own, and its log lines say what it follows.
-  std::function<void(MonoTime first_arrival)> own_write;
+  std::function<void(MonoTime first_arrival)> own_write = nullptr;
   // With own_write, and positions of a GTID kind: what the server followed (by endpoint id) is
   // proven to have applied, called on the listener's thread as each transaction it replicated
   // arrives, and with nullopt when the proof ends (the stream stopped, or a write was made there).
@@ -58,11 +58,12 @@ struct ListenerOptions {
   // (@@slave_parallel_threads, or MySQL's @@replica_parallel_workers, at most 1, read at each
   // start) began this one after the one before had committed. A server applying in parallel
   // gives no proof: its transactions commit in groups.
-  std::function<void(const std::string& server, std::optional<AppliedProof> proof)> applied;
+  std::function<void(const std::string& server, std::optional<AppliedProof> proof)> applied =
+      nullptr;
   // Called on the listener's thread each time a stream began (StreamHistory::Begin), before its
   // first event is read: the agent has the sampler sample at once (PositionSampler::Urge), and
   // that sample, once delivered, proves the stream caught up.
-  std::function<void()> began;
+  std::function<void()> began = nullptr;
 };
 
 // What the listener reports as it works (the agent connects it to the metrics). Thread-safe.

@@ -219,10 +219,10 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
   // other server had been made writable yet (a switchover makes the old primary read-only
   // first). A GTID position is a variable and comes in the same statement; coordinates come from
   // a statement of their own, and the question follows it.
-  bool asked = false;
+  const bool with_position = IsGtidKind(kind_);
   Result<std::optional<bool>> read_only = std::optional<bool>();
   Result<Position> pos = Status::InvalidArgument("no positions kind");
-  if (kind_ == PositionsKind::kMariaDbGtid || kind_ == PositionsKind::kMysqlGtid) {
+  if (with_position) {
     auto both =
         kind_ == PositionsKind::kMariaDbGtid
             ? ReadPositionAndReadOnly<GtidPos>(conn, PrimaryPositionVariable(kind_), deadline)
@@ -230,7 +230,6 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
     if (!both.ok()) return both.status();
     pos = std::move(both->pos);
     read_only = both->read_only;
-    asked = true;
   } else {
     pos = ReadPrimaryPosition(conn, kind_, flavor_, deadline, &binlog_off_);
   }
@@ -248,7 +247,7 @@ Status PositionSampler::SampleOnce(SqlConnection& conn, MonoTime sent, MonoTime 
     stream_->CheckSample(pos.value(), sent);
   }
   sink_->PositionSampled();
-  if (!asked) {
+  if (!with_position) {
     // Awaited as a sample is (PrimaryKnown): a primary that stops answering now is as silent as
     // one that stops before the position. Otherwise it would count as answering for as long as
     // this waits, up to kPatience, while the replicas' bounds grow.
