@@ -171,7 +171,11 @@ void ReadProbe(const json& j, ProbeConfig& probe) {
   probe.status_interval_ms = static_cast<int>(p.Int("status_interval_ms", 1000, 10, 600000));
   probe.threads = static_cast<int>(p.Int("threads", 2, 1, 64));
   probe.realtime = p.Bool("realtime", true);
-  probe.after_commit_ms = static_cast<int>(p.Int("after_commit_ms", 0, 0, 60000));
+  // On by default where it fits under the interval (FollowStep keeps its probes within a budget).
+  const int after_commit_default =
+      probe.interval_ms > kDefaultAfterCommitMs ? kDefaultAfterCommitMs : 0;
+  probe.after_commit_ms =
+      static_cast<int>(p.Int("after_commit_ms", after_commit_default, 0, 60000));
   p.RejectUnknownKeys();
   if (probe.timeout_ms > probe.interval_ms) {
     Fail("probe.timeout_ms",

@@ -44,6 +44,8 @@ struct DiscoveryConfig {
   bool operator==(const DiscoveryConfig&) const = default;
 };
 
+inline constexpr int kDefaultAfterCommitMs = 10;
+
 struct ProbeConfig {
   int interval_ms = 200;
   int timeout_ms = 150;
@@ -54,8 +56,10 @@ struct ProbeConfig {
   bool realtime = true;
   // Probe each replica this long after the binary log stream delivers a transaction, so its
   // published position shows the commit about that soon (read-your-writes on published
-  // positions); at most one such probe per replica per this long. 0: off.
-  int after_commit_ms = 0;
+  // positions); at most one such probe per replica per this long, within the agent's budget for
+  // them (FollowStep, agent/schedule.h). 0: off. Default kDefaultAfterCommitMs where it is under
+  // interval_ms.
+  int after_commit_ms = kDefaultAfterCommitMs;
 };
 
 struct HealthConfig {

@@ -123,6 +123,26 @@ TEST_CASE("out-of-range intervals are rejected with the key") {
   Rejects([](json& j) { j["redis"]["ttl_ms"] = 5; }, "redis.ttl_ms");
 }
 
+TEST_CASE("commits are followed every 10 ms by default, where that is under the probe interval") {
+  auto parsed = [](const std::function<void(json&)>& edit) {
+    json j = Valid();
+    edit(j);
+    auto r = ParseConfig(j.dump());
+    REQUIRE(r.ok());
+    return r->probe.after_commit_ms;
+  };
+  CHECK(parsed([](json&) {}) == 10);
+  CHECK(parsed([](json& j) { j["probe"]["after_commit_ms"] = 0; }) == 0);
+  CHECK(parsed([](json& j) { j["probe"]["after_commit_ms"] = 25; }) == 25);
+  // A 10 ms interval leaves no room: off, not a rejected default.
+  CHECK(parsed([](json& j) {
+          j["probe"] = {{"interval_ms", 10}, {"timeout_ms", 10}, {"status_interval_ms", 10}};
+        }) == 0);
+  CHECK(parsed([](json& j) {
+          j["probe"] = {{"interval_ms", 11}, {"timeout_ms", 10}, {"status_interval_ms", 11}};
+        }) == 10);
+}
+
 TEST_CASE("bad heartbeat table identifiers are rejected") {
   const std::string too_long(65, 'a');
   for (const std::string& bad : std::vector<std::string>{

@@ -475,17 +475,25 @@ void ReplicaProber::ScheduleNext() {
   ArmCrossing();  // a replica proven lagging: its verdict at the crossing, before the next probe
 }
 
+std::optional<Millis> ReplicaProber::FollowEvery() const {
+  if (!stream_ || acting_primary_) return std::nullopt;
+  return FollowStep(Millis(config_.probe.after_commit_ms), Millis(config_.probe.interval_ms),
+                    sightings_->Servers());
+}
+
 std::optional<MonoTime> ReplicaProber::FollowAt() const {
-  if (config_.probe.after_commit_ms <= 0 || !stream_ || acting_primary_) return std::nullopt;
+  const auto step = FollowEvery();
+  if (!step) return std::nullopt;
   const auto arrival = stream_->LastTransactionArrival();
   if (!arrival) return std::nullopt;
-  return FollowCommitAt(*arrival, probe_started_, Millis(config_.probe.after_commit_ms));
+  return FollowCommitAt(*arrival, probe_started_, *step);
 }
 
 void ReplicaProber::ArmFollow() {
-  if (follow_timer_ || config_.probe.after_commit_ms <= 0 || !stream_) return;
-  follow_timer_ =
-      loop_->At(clock_.Now() + Millis(config_.probe.after_commit_ms), [this] { OnFollow(); });
+  if (follow_timer_) return;
+  const auto step = FollowEvery();
+  if (!step) return;
+  follow_timer_ = loop_->At(clock_.Now() + *step, [this] { OnFollow(); });
 }
 
 void ReplicaProber::OnFollow() {

@@ -172,6 +172,8 @@ class ReplicaProber {
   // delivered calls for a probe (FollowCommitAt; nullopt: none, or off). The stream is looked at
   // every after_commit_ms (ArmFollow); OnFollow moves the next probe earlier when it is due.
   std::optional<MonoTime> FollowAt() const;
+  // How far apart they are for this replica (FollowStep); nullopt: none.
+  std::optional<Millis> FollowEvery() const;
   void ArmFollow();
   void OnFollow();
   Micros SlowestRecentRtt() const;

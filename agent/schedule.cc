@@ -46,6 +46,15 @@ Millis FastStep(Millis interval, Millis sample_interval, size_t servers) {
   return std::max(std::min(interval / 2, sample_interval), budget);
 }
 
+std::optional<Millis> FollowStep(Millis after, Millis interval, size_t servers) {
+  if (after <= Millis(0)) return std::nullopt;
+  const Millis budget((static_cast<int64_t>(servers) * 1000 + kFollowProbesPerSecond - 1) /
+                      kFollowProbesPerSecond);
+  const Millis step = std::max(after, budget);
+  if (step > interval / 2) return std::nullopt;
+  return step;
+}
+
 MonoTime OnGridAfter(MonoTime t, Millis step) {
   if (step <= Millis(0)) return t;
   const auto since = t.time_since_epoch();

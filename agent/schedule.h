@@ -88,6 +88,15 @@ std::optional<MonoTime> CrossingVerdictAt(MonoTime fresh_at, const std::vector<i
 // `after` past the arrival or later: it has looked already.
 std::optional<MonoTime> FollowCommitAt(MonoTime arrival, MonoTime previous_start, Millis after);
 
+// The probes that follow commits for all `servers` together stay within kFollowProbesPerSecond
+// while the primary commits continuously: each replica's are `after` apart, or further apart
+// when that would be more (FollowStep). Past half `interval` they would add little to the ticks,
+// and there are none (nullopt): so at the defaults (10 ms, 200 ms) a few replicas per agent are
+// followed every 10 ms (200 probes a second for two, against 10 on the ticks), 50 every 100 ms,
+// and a fleet's agent not at all. `after` 0 is off.
+inline constexpr int64_t kFollowProbesPerSecond = 500;
+std::optional<Millis> FollowStep(Millis after, Millis interval, size_t servers);
+
 // Whether the last answer proved the replica at least half the next limit behind (`lower`, its
 // lower bound; the next limit is the first of `limits_ms` that `reported_ms` is not over). Such
 // a replica is not at zero lag: its bound crossing that limit is not a probe a few ms late. While

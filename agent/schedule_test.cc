@@ -90,6 +90,18 @@ TEST_CASE("following commits: after the arrival, at most once per interval, not 
   CHECK(FollowCommitAt(T(1050), T(1200), Millis(10)) == std::nullopt);
 }
 
+TEST_CASE("commits are followed within the agent's budget, and not at all past half an interval") {
+  CHECK(FollowStep(Millis(0), Millis(200), 3) == std::nullopt);  // off
+  CHECK(FollowStep(Millis(10), Millis(200), 3) == Millis(10));
+  CHECK(FollowStep(Millis(10), Millis(200), 5) == Millis(10));    // 500 a second
+  CHECK(FollowStep(Millis(10), Millis(200), 6) == Millis(12));    // 500 a second, rounded up
+  CHECK(FollowStep(Millis(10), Millis(200), 50) == Millis(100));  // half the interval
+  CHECK(FollowStep(Millis(10), Millis(200), 51) == std::nullopt);
+  CHECK(FollowStep(Millis(10), Millis(200), 1000) == std::nullopt);
+  CHECK(FollowStep(Millis(150), Millis(200), 2) == std::nullopt);
+  CHECK(FollowStep(Millis(10), Millis(200), 0) == Millis(10));
+}
+
 TEST_CASE("an unmeasured replica is probed on the tick") {
   CHECK(NextProbeAt(T(1001), T(1000), T(1200), std::nullopt, kLimits) == T(1200));
 }
