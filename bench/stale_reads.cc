@@ -139,8 +139,9 @@ constexpr const char* kUsage =
     "  --name: the results' file name, NAME-<quick|full>.{md,json} (default stale-reads)\n"
     "  --tls: the sandbox was built with --tls: the routers read Redis over TLS, the PHP\n"
     "    worker's too (its SandboxRedis reads DIR/env); results NAME-tls-<quick|full>\n"
-    "  --after-commit-ms N: lagwatch runs with probe.after_commit_ms N (default 0, off): replicas\n"
-    "    probed N ms after each commit, so published positions show a session's write sooner\n";
+    "  --after-commit-ms N: lagwatch runs with probe.after_commit_ms N instead of its default\n"
+    "    (10 ms for a few replicas): replicas probed N ms after each commit, so published\n"
+    "    positions show a session's write that soon\n";
 
 struct Options : CommonOptions {
   std::string php_worker;  // client/php/bench/stale_reads_worker.php; empty: no PHP rows
