@@ -23,6 +23,7 @@ void ReadOnlySightings::Answered(const std::string& id, MonoTime sent, bool read
   s.answered = std::max(s.answered, sent);
   if (read_only && (!s.read_only_at || sent > *s.read_only_at)) s.read_only_at = sent;
   by_floor_.insert({FloorOf(s), id});
+  count_.store(servers_.size(), std::memory_order_relaxed);
 }
 
 void ReadOnlySightings::Keep(const std::set<std::string>& ids) {
@@ -30,6 +31,7 @@ void ReadOnlySightings::Keep(const std::set<std::string>& ids) {
   std::erase_if(servers_, [&](const auto& kv) { return !ids.contains(kv.first); });
   std::erase_if(by_floor_, [&](const auto& e) { return !ids.contains(e.second); });
   std::erase_if(on_the_way_, [&](const auto& kv) { return !ids.contains(kv.first); });
+  count_.store(servers_.size(), std::memory_order_relaxed);
 }
 
 void ReadOnlySightings::OnSilence(std::function<void()> urge_all) {
@@ -83,11 +85,6 @@ bool ReadOnlySightings::FloorRises(std::string_view primary, std::string_view se
     return rises;
   });
   return rises;
-}
-
-size_t ReadOnlySightings::Servers() const {
-  std::lock_guard lock(mu_);
-  return servers_.size();
 }
 
 }  // namespace lagwatch

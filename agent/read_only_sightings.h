@@ -58,8 +58,9 @@ class ReadOnlySightings {
   // (ReplicaProber::AwaitRound).
   bool FloorRises(std::string_view primary, std::string_view self, MonoTime now, MonoTime since,
                   MonoTime by) const;
-  // How many servers have answered (the fast cadence's budget: ReplicaProber::ScheduleNext).
-  size_t Servers() const;
+  // How many servers have answered (the budgets of the fast cadence and of the probes that follow
+  // commits, read at every probe: ReplicaProber::ScheduleNext). Takes no lock.
+  size_t Servers() const { return count_.load(std::memory_order_relaxed); }
 
  private:
   struct Seen {
@@ -76,6 +77,7 @@ class ReadOnlySightings {
   std::atomic<bool> silence_urged_{false};
   mutable std::mutex mu_;
   std::map<std::string, Seen, std::less<>> servers_;  // GUARDED_BY(mu_)
+  std::atomic<size_t> count_{0};                      // servers_.size(), set under mu_
   // The same servers by FloorOf, so the floor is found at the front, not by a scan of every
   // server for every record (a round of 1,000 replicas is a million looks otherwise).
   std::set<std::pair<MonoTime, std::string>> by_floor_;      // GUARDED_BY(mu_)

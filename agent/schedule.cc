@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace lagwatch {
+namespace {
+
+// The shortest step at which `servers`, each probed once per step, stay within `per_second`
+// probes a second together (whole ms, rounded up).
+Millis BudgetStep(size_t servers, int64_t per_second) {
+  return Millis((static_cast<int64_t>(servers) * 1000 + per_second - 1) / per_second);
+}
+
+}  // namespace
 
 MonoTime NextProbeAt(MonoTime now, MonoTime previous_start, MonoTime next_tick,
                      std::optional<MonoTime> fresh_at, const std::vector<int64_t>& limits_ms,
@@ -41,16 +50,13 @@ Millis StandInWindow(Millis interval, Millis sample_interval) {
 }
 
 Millis FastStep(Millis interval, Millis sample_interval, size_t servers) {
-  const Millis budget((static_cast<int64_t>(servers) * 1000 + kFastProbesPerSecond - 1) /
-                      kFastProbesPerSecond);
-  return std::max(std::min(interval / 2, sample_interval), budget);
+  return std::max(std::min(interval / 2, sample_interval),
+                  BudgetStep(servers, kFastProbesPerSecond));
 }
 
 std::optional<Millis> FollowStep(Millis after, Millis interval, size_t servers) {
   if (after <= Millis(0)) return std::nullopt;
-  const Millis budget((static_cast<int64_t>(servers) * 1000 + kFollowProbesPerSecond - 1) /
-                      kFollowProbesPerSecond);
-  const Millis step = std::max(after, budget);
+  const Millis step = std::max(after, BudgetStep(servers, kFollowProbesPerSecond));
   if (step > interval / 2) return std::nullopt;
   return step;
 }
