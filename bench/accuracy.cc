@@ -35,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -1538,27 +1539,36 @@ json MoveJson(const Scenario& s, const Scenario::Move& m, const std::vector<Syst
 }
 
 // The stream state readings of agent `name` within the scenario: D's percentiles while the stream
-// was usable, and how many readings found it not usable, in the scenario's JSON and its notes.
+// was usable, and how many readings found it not usable (and why), in the scenario's JSON and
+// its notes.
 void AddDeliveryBound(Scenario& s, const std::string& name,
                       const std::vector<StreamStatePoller::Reading>& readings) {
   std::vector<double> d;
   size_t unusable = 0;
+  std::map<std::string, size_t> why;
   for (const StreamStatePoller::Reading& r : readings) {
     if (r.sent_us < s.from_us || r.sent_us >= s.to_us) continue;
     if (r.usable) {
       d.push_back(r.delivery_bound_ms);
     } else {
       ++unusable;
+      ++why[r.why_not.empty() ? "?" : r.why_not];
     }
   }
   const Percentiles pc = Summarize(d);
-  s.delivery_bound_ms[name] = {{"usable", PercentilesJson(pc)}, {"unusable_readings", unusable}};
+  s.delivery_bound_ms[name] = {
+      {"usable", PercentilesJson(pc)}, {"unusable_readings", unusable}, {"unusable_why", why}};
   if (pc.n + unusable == 0) return;
+  std::string reasons;
+  for (const auto& [reason, n] : why) {
+    reasons += (reasons.empty() ? " (" : ", ") + reason + " " + std::to_string(n);
+  }
+  if (!reasons.empty()) reasons += ")";
   s.notes.push_back(name + ": the stream's delivery bound D while usable (its API every " +
                     std::to_string(kDeliveryPollPeriod.count() / 1000) + " ms, " +
                     std::to_string(pc.n) + " readings) p50 / p99 / max " + Num(pc.p50, 1) + " / " +
                     Num(pc.p99, 1) + " / " + Num(pc.max, 1) + " ms; not usable in " +
-                    std::to_string(unusable) + " readings");
+                    std::to_string(unusable) + " readings" + reasons);
 }
 
 json ScenarioJson(const Scenario& s, const std::vector<System>& systems,

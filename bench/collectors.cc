@@ -327,7 +327,9 @@ void StreamStatePoller::Tick() {
     ++errors_;
     return;
   }
-  readings_.push_back({r.sent_us, s["usable"].get<bool>(), s["delivery_bound_ms"].get<double>()});
+  const auto why = s.value("why_not", nlohmann::json());
+  readings_.push_back({r.sent_us, s["usable"].get<bool>(), s["delivery_bound_ms"].get<double>(),
+                       why.is_string() ? why.get<std::string>() : std::string()});
 }
 
 }  // namespace lagwatch::bench

@@ -211,13 +211,15 @@ class ValuePoller {
 
 // Reads a lagwatch agent's binary log stream state (/api/v1/primary's `binlog_stream`, on
 // 127.0.0.1:`port`) every `period`: whether the stream was usable and its delivery bound D as of
-// that request, which explains how much of the stream's error is D itself.
+// that request, which explains how much of the stream's error is D itself, and why not when it
+// was not.
 class StreamStatePoller {
  public:
   struct Reading {
     int64_t sent_us = 0;
     bool usable = false;
     double delivery_bound_ms = 0;
+    std::string why_not;  // when not usable: the API's `why_not` ("" if it gave none)
   };
   explicit StreamStatePoller(int port) : port_(port) {}
   void Start(std::chrono::microseconds period);

@@ -3,9 +3,12 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <utility>
+
 #include "base/binlog_coords.h"
 #include "base/binlog_event.h"
 #include "base/event_loop.h"
+#include "base/gtid.h"
 #include "base/log.h"
 #include "base/mysql_errors.h"
 #include "base/server_flavor.h"
@@ -74,6 +77,44 @@ bool AppliesSerially(MysqlConn& conn, const ServerFlavor& flavor, MonoTime deadl
     return n && *n <= 1;
   }
   return false;
+}
+
+// A binary log file name that can be quoted in a statement as it is (no quote, backslash or
+// control character): the server names its files after log_bin's basename.
+bool Quotable(const std::string& file) {
+  if (file.empty()) return false;
+  for (const unsigned char c : file) {
+    if (c < 0x20 || c == '\'' || c == '\\' || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// Where a MariaDB server's binary log ends (SHOW MASTER STATUS) and its GTID state there
+// (BINLOG_GTID_POS), for a dump asked by file and offset. Asked by a GTID state instead
+// (@slave_connect_state), the dump thread finds the state by reading the file from its beginning
+// before it sends anything: tens of ms for tens of MB, after the stream began, so that the first
+// samples measure that read as the stream's delivery delay. BINLOG_GTID_POS reads the same bytes,
+// but before the stream begins. nullopt when the server cannot or will not say (the account
+// lacks BINLOG MONITOR, no binary log status, an offset it does not find, a file name that
+// cannot be quoted): the dump is then asked by the state, as before.
+Result<std::optional<std::pair<BinaryLogStatus, Position>>> MariaDbLogEnd(
+    MysqlConn& conn, const ServerFlavor& flavor, MonoTime deadline) {
+  using Found = std::optional<std::pair<BinaryLogStatus, Position>>;
+  auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
+  if (!r.ok() && r.status().code() == Status::Code::kServerError) return Found();  // refused
+  if (!r.ok()) return r.status();
+  if (r->rows.empty()) return Found();
+  auto st = ParseBinaryLogStatus(*r);
+  if (!st.ok() || !Quotable(st->file) || st->coords.pos > UINT32_MAX) return Found();
+  auto g = conn.Query(
+      "SELECT BINLOG_GTID_POS('" + st->file + "', " + std::to_string(st->coords.pos) + ")",
+      deadline);
+  if (!g.ok() && g.status().code() == Status::Code::kServerError) return Found();
+  if (!g.ok()) return g.status();
+  if (g->rows.size() != 1 || g->rows[0].size() != 1 || !g->rows[0][0]) return Found();
+  auto pos = GtidPos::Parse(*g->rows[0][0]);
+  if (!pos.ok()) return Found();
+  return Found(std::pair{std::move(st).value(), Position(std::move(pos).value())});
 }
 
 }  // namespace
@@ -190,10 +231,21 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     file_pos = static_cast<uint32_t>(st->coords.pos);
     start = Position(st->coords);
   } else {
-    bool binlog_off = false;
-    auto pos = ReadPrimaryPosition(conn, kind, flavor, deadline, &binlog_off);
-    if (!pos.ok()) return pos.status();
-    start = std::move(pos).value();
+    if (kind == PositionsKind::kMariaDbGtid && flavor.kind == ServerFlavor::kMariaDB) {
+      auto end = MariaDbLogEnd(conn, flavor, deadline);
+      if (!end.ok()) return end.status();
+      if (*end) {
+        file = (*end)->first.file;
+        file_pos = static_cast<uint32_t>((*end)->first.coords.pos);
+        start = std::move((*end)->second);
+      }
+    }
+    if (!start) {
+      bool binlog_off = false;
+      auto pos = ReadPrimaryPosition(conn, kind, flavor, deadline, &binlog_off);
+      if (!pos.ok()) return pos.status();
+      start = std::move(pos).value();
+    }
   }
   std::string set =
       "SET @master_heartbeat_period = " + std::to_string(int64_t{options_.heartbeat_ms} * 1000000) +
@@ -201,7 +253,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       ", @source_binlog_checksum = @@global.binlog_checksum"
       ", @mariadb_slave_capability = " +
       std::to_string(kMariaSlaveCapabilityGtid);
-  if (kind == PositionsKind::kMariaDbGtid) {
+  if (kind == PositionsKind::kMariaDbGtid && file.empty()) {
     // The state is digits, dashes and commas only (GtidPos::ToString).
     set += ", @slave_connect_state = '" + start->ToString() +
            "', @slave_gtid_strict_mode = 0, @slave_gtid_ignore_duplicates = 0";

@@ -828,5 +828,77 @@ TEST_CASE("bad binlog_stream keys are named and refused") {
   }
 }
 
+TEST_CASE("without BINLOG MONITOR the stream starts by GTID state, as a replica would") {
+  // The log's end (SHOW BINLOG STATUS) needs BINLOG MONITOR, which only positions `binlog`
+  // requires: without it the dump is asked for the GTID state, and the stream works as before.
+  Primary("REVOKE BINLOG MONITOR ON *.* FROM 'lagwatch_writer'@'127.0.0.1'");
+  Agent agent(E().sandbox.config_path(), kDir + "/no-monitor.log");
+  Redis redis(E().sandbox.redis_port());
+  CHECK_MESSAGE(EachBoundBy("stream", kStreamUsableWithin), StreamState(agent));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
+  CHECK(Metric("lagwatch_binlog_stream_errors_total{reason=\"refused\"}").value_or(0) == 0);
+  CHECK(agent.Stop() == 0);
+  Primary("GRANT BINLOG MONITOR ON *.* TO 'lagwatch_writer'@'127.0.0.1'");
+}
+
+TEST_CASE("a stream begun at the end of a long binary log measures no read of it as delivery") {
+  // Asked for a GTID state, a dump thread finds it by reading the current binary log file from
+  // its beginning before it sends anything: tens of ms for tens of MB, after the stream began.
+  // The samples sent meanwhile measured that read as the stream's delivery delay D, and D held
+  // it for lag_span (1 s) after each start on a long file: after every move of the primary
+  // (`bench/accuracy`'s moves, D 4-11 ms for a second after a move). The stream starts by file
+  // and offset at the log's end instead, the GTID state there read before it begins.
+  Primary(
+      "CREATE TABLE IF NOT EXISTS lwtest.stream_bulk (id INT AUTO_INCREMENT PRIMARY KEY, "
+      "v VARCHAR(64)) ENGINE=InnoDB");
+  // About 80 MB of binary log (400,000 row events) in the current file.
+  Primary("FLUSH BINARY LOGS");
+  for (int i = 0; i < 4; ++i) {
+    Primary(
+        "BEGIN NOT ATOMIC DECLARE i INT DEFAULT 0; START TRANSACTION; WHILE i < 100000 DO "
+        "INSERT INTO lwtest.stream_bulk (v) VALUES (REPEAT('a', 60)); SET i = i + 1; END WHILE; "
+        "COMMIT; END");
+  }
+  const std::string file = Primary("SHOW MASTER STATUS");
+  CAPTURE(file);
+  Redis redis(E().sandbox.redis_port());
+  std::optional<Committer> committer(std::in_place);
+  Agent agent(E().sandbox.config_path(), kDir + "/long-log.log");
+  REQUIRE_MESSAGE(
+      WaitFor([&] { return agent.Log().find("binary log stream from") != std::string::npos; }, 30s),
+      agent.Log());
+  // D as the API gives it (usable or not) every 20 ms for the 1.5 s after the start, and when the
+  // stream was first usable.
+  const auto started = std::chrono::steady_clock::now();
+  double widest = 0;
+  std::optional<int64_t> usable_ms;
+  while (std::chrono::steady_clock::now() - started < 1500ms) {
+    auto j = Api("/api/v1/primary");
+    if (j && (*j)["binlog_stream"].is_object()) {
+      const json& s = (*j)["binlog_stream"];
+      if (s["delivery_bound_ms"].is_number()) {
+        widest = std::max(widest, s["delivery_bound_ms"].get<double>());
+      }
+      if (!usable_ms && s["usable"] == true) {
+        usable_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  committer.reset();
+  MESSAGE("after a start on a long binary log: usable after "
+          << usable_ms.value_or(-1) << " ms, D at most " << widest << " ms");
+  CHECK_MESSAGE(usable_ms.has_value(), StreamState(agent));
+  CHECK_MESSAGE(usable_ms.value_or(1500) < TimeBoundMs(500), StreamState(agent));
+  // A sample's round trip and the next commit (every 5 ms) on one host, with room for a busy
+  // one; reading the file at the start takes the first samples to tens of ms.
+  CHECK_MESSAGE(widest < static_cast<double>(TimeBoundMs(10)), StreamState(agent));
+  CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
+  CHECK(agent.Stop() == 0);
+  Primary("DROP TABLE lwtest.stream_bulk");
+}
+
 }  // namespace
 }  // namespace lagwatch::test
