@@ -851,9 +851,10 @@ TEST_CASE("a stream begun at the end of a long binary log measures no read of it
   Primary(
       "CREATE TABLE IF NOT EXISTS lwtest.stream_bulk (id INT AUTO_INCREMENT PRIMARY KEY, "
       "v VARCHAR(64)) ENGINE=InnoDB");
-  // About 80 MB of binary log (400,000 row events) in the current file.
+  // About 120 MB of binary log (600,000 row events) in the current file: reading it takes the
+  // primary about 100 ms, twice the stream's max_lag_ms.
   Primary("FLUSH BINARY LOGS");
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     Primary(
         "BEGIN NOT ATOMIC DECLARE i INT DEFAULT 0; START TRANSACTION; WHILE i < 100000 DO "
         "INSERT INTO lwtest.stream_bulk (v) VALUES (REPEAT('a', 60)); SET i = i + 1; END WHILE; "
@@ -890,11 +891,14 @@ TEST_CASE("a stream begun at the end of a long binary log measures no read of it
   committer.reset();
   MESSAGE("after a start on a long binary log: usable after "
           << usable_ms.value_or(-1) << " ms, D at most " << widest << " ms");
+  // Read after the start, the file made the first samples' lag its reading time, over
+  // max_lag_ms: the stream was `slow` for lag_span (1 s) and D that long (80 MB: usable after
+  // 1,073 and 1,298 ms, D up to 116 and 337 ms). Now a sample's round trip and the next commit
+  // (every 5 ms): 0 ms and D 1-5 ms on an idle host, 42 ms and D 48 ms in a CI run beside the
+  // other suites, with room for a busier one.
   CHECK_MESSAGE(usable_ms.has_value(), StreamState(agent));
   CHECK_MESSAGE(usable_ms.value_or(1500) < TimeBoundMs(500), StreamState(agent));
-  // A sample's round trip and the next commit (every 5 ms) on one host, with room for a busy
-  // one; reading the file at the start takes the first samples to tens of ms.
-  CHECK_MESSAGE(widest < static_cast<double>(TimeBoundMs(10)), StreamState(agent));
+  CHECK_MESSAGE(widest < static_cast<double>(TimeBoundMs(100)), StreamState(agent));
   CHECK_MESSAGE(BothReplicasSettleOk(redis, E().sandbox), ReplicaStates(redis, E().sandbox));
   CHECK(agent.Stop() == 0);
   Primary("DROP TABLE lwtest.stream_bulk");
