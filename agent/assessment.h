@@ -100,6 +100,9 @@ struct Assessment {
   // The reply was read (fully, or partly: a DataError), so its seq and bounds count.
   bool measured = false;
   bool inconsistent = false;  // position and heartbeat bounds disagreed; heartbeat bounds were used
+  // Set by ReplicaJudge::Observe on the first of a run of inconsistent probes: not to be decided
+  // or published; the replica is probed again at once (ReplicaJudge::Observe says why).
+  bool recheck = false;
   // Why this probe's position was not used (malformed, went backwards, not comparable with the
   // primary's): heartbeat bounds only for this probe.
   std::optional<Status> position_error;

@@ -37,6 +37,22 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   in.max_delay_ms = tier_.max_delay_ms;
   Assessment a = Assess(in, log, history, stream);
   a.others_writable_after = context.others_writable_after;
+  // The probe reads the heartbeat row (a subquery) before the position, in one statement: a
+  // transaction the replica commits in between makes the row say it lacks a heartbeat that the
+  // position says it has, both true at their own instants. Estimate takes that for broken
+  // premises and falls back to the heartbeat alone, up to one heartbeat interval looser: a
+  // replica excluded for nothing (`bench/accuracy`, sysbench: 503 ms against a truth of 0). The
+  // first such probe is therefore not believed: it keeps nothing but the position and status it
+  // read, and the caller probes again at once. A disagreement that holds on that probe too is a
+  // premise broken for good (positions that cannot be trusted), and is decided as Estimate says.
+  if (a.inconsistent && !std::exchange(inconsistent_before_, true)) {
+    a.recheck = true;
+    if (a.server_id) server_id_ = a.server_id;
+    applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
+    status_ = a.status;
+    return a;
+  }
+  if (a.measured) inconsistent_before_ = a.inconsistent;
   bounds_ = a.bounds;
   if (a.measured && a.bounds) {
     // Falling behind at half real time or more since the answer before: lag that grows.
@@ -152,6 +168,7 @@ std::optional<Judgement::Notice> ReplicaJudge::ChannelNotice(const Assessment& a
 
 void ReplicaJudge::StartOver() {
   ForgetBounds();
+  inconsistent_before_ = false;
   applied_.reset();
   chained_ = false;
   health_.Reset();

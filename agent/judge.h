@@ -97,7 +97,9 @@ class ReplicaJudge {
   ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier, const Config& config);
 
   // Step 1: the replies of one probe. Keeps the bounds it proves, the position it read and the
-  // latest status (a failed poll keeps the one before).
+  // latest status (a failed poll keeps the one before). The first of a run of probes whose
+  // heartbeat and position bounds disagree is marked `recheck` and keeps the bounds before it:
+  // the caller probes again rather than decide on it.
   Assessment Observe(ProbeReplies replies, const ProbeContext& context, const HeartbeatLog& log,
                      const PositionHistory& history, const StreamHistory* stream = nullptr);
 
@@ -179,6 +181,7 @@ class ReplicaJudge {
   std::optional<Micros> last_lower_;  // the last answer's lower bound (lag_growing)
   MonoTime last_lower_at_{};          // ... and when it came
   bool lag_growing_ = false;
+  bool inconsistent_before_ = false;  // the last answered probe's bounds disagreed
   HealthTracker health_;
   HealthInput last_health_;  // the last probe's, which a crossing verdict starts from
   int64_t judged_delay_ms_ = 0;

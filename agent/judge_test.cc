@@ -57,6 +57,45 @@ Judgement Probe(ReplicaJudge& judge, const Primary& p, ProbeReplies replies,
   return judge.Decide(std::move(a), source_verified, wall);
 }
 
+TEST_CASE(
+    "judge: a probe whose heartbeat row and position disagree is probed again, not believed") {
+  // Heartbeat k at 500k ms, acknowledged 2 ms later; samples every 50 ms, 0-1-5 from 2,500; the
+  // primary as recorded by 2,560.
+  Primary p(2560);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  Judgement j = Probe(judge, p, Row(2460, 2462, "4", "0-1-4"));
+  REQUIRE(j.verdict.healthy);
+  REQUIRE(judge.has_fresh_bound());
+  const MonoTime fresh = *judge.bounds()->fresh_at;
+  // The row says heartbeat 5 (acknowledged at 2,502) is missing, the position read after it in
+  // the same statement that 0-1-5 is there: the replica applied it in between.
+  Assessment a = judge.Observe(Row(2560, 2562, "4", "0-1-5"), kGtid, p.log, p.history);
+  CHECK(a.inconsistent);
+  CHECK(a.recheck);
+  // Nothing of it is kept but the position and status it read.
+  REQUIRE(judge.has_fresh_bound());
+  CHECK(*judge.bounds()->fresh_at == fresh);
+  // Probed again at once, it agrees: decided as usual.
+  j = Probe(judge, p, Row(2564, 2566, "5", "0-1-5"));
+  CHECK(j.verdict.healthy);
+  CHECK(j.record.delay_ms == 16);  // the sample at 2,550
+  // A disagreement that holds on the probe after is believed: the heartbeat alone.
+  Primary later(3060);
+  a = judge.Observe(Row(3060, 3062, "5", "0-1-6"), kGtid, later.log, later.history);
+  REQUIRE(a.inconsistent);
+  CHECK(a.recheck);
+  a = judge.Observe(Row(3064, 3066, "5", "0-1-6"), kGtid, later.log, later.history);
+  CHECK(a.inconsistent);
+  CHECK_FALSE(a.recheck);
+  j = judge.Decide(std::move(a), true, W(3066));
+  CHECK(j.record.delay_ms == 566);  // heartbeat 5, sent at 2,500
+  CHECK_FALSE(j.verdict.healthy);
+  // And so is the next one: a premise broken for good is not probed twice each time.
+  a = judge.Observe(Row(3070, 3072, "5", "0-1-6"), kGtid, later.log, later.history);
+  CHECK(a.inconsistent);
+  CHECK_FALSE(a.recheck);
+}
+
 TEST_CASE("judge: a caught-up replica is ok and healthy, and its record says so") {
   Primary p(2100);
   ReplicaJudge judge(Replica(), Tier(), TestConfig());

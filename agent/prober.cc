@@ -371,6 +371,15 @@ void ReplicaProber::Judge(ProbeReplies replies, bool primary_known) {
     return;
   }
   if (applier) NoteApplier(std::move(*applier), applier_errno);
+  if (a.recheck) {
+    // Its heartbeat row and position disagreed (ReplicaJudge::Observe): probed again at once,
+    // and this one is neither decided nor published.
+    NoteAssessment(a, backing_off);
+    probe_soon_ = true;
+    MarkProbeDone();
+    ScheduleNext();
+    return;
+  }
   // Judged against the current primary only: not while its source is in doubt.
   const bool source_verified =
       view.state != TopologyState::kAmbiguous && view.relation != SourceRelation::kUnknown;
@@ -404,8 +413,10 @@ bool ReplicaProber::FollowTopology(const TopologyMonitor::View& view) {
 void ReplicaProber::NoteAssessment(const Assessment& a, bool backing_off) {
   Metric().probes.Increment();
   if (a.inconsistent) {
-    LogLimited(LogLevel::kWarn, "inconsistent:" + id_,
-               "replica " + id_ + ": position and heartbeat bounds disagree; using heartbeat only");
+    LogLimited(
+        LogLevel::kWarn, "inconsistent:" + id_,
+        "replica " + id_ + ": position and heartbeat bounds disagree; " +
+            (a.recheck ? "probing again at once" : "on two probes in a row: using heartbeat only"));
   }
   if (a.position_error) {
     m_->ProbeError("bad_position").Increment();

@@ -183,10 +183,13 @@ TEST_CASE("/metrics serves the lag, state and thread gauges for both replicas") 
     CHECK(MetricValue(body, "lagwatch_replica_sql_thread_running" + l) == 1);
     // The server's own figure, in whole seconds: read while the SQL thread applies a heartbeat
     // row written just before a second's boundary it says 1 (a probe 10 ms after each commit,
-    // probe.after_commit_ms, reads the status that close to one); NaN (unknown) fails.
+    // probe.after_commit_ms, reads the status that close to one), and MariaDB adds the clock
+    // difference with its source that its IO thread took at connect from two whole-second
+    // readings, which on one host can be 1 too: 2 with no lag was seen here once. NaN (unknown)
+    // fails.
     const auto sbm = MetricValue(body, "lagwatch_replica_seconds_behind_master" + l);
     INFO("Seconds_Behind_Master gauge: " << (sbm ? std::to_string(*sbm) : "absent"));
-    CHECK((sbm && *sbm >= 0 && *sbm <= 1));
+    CHECK((sbm && *sbm >= 0 && *sbm <= 2));
     CHECK(MetricValue(body, "lagwatch_replica_relay_log_space_bytes" + l).value_or(0) > 0);
     CHECK(MetricValue(body, "lagwatch_probes_total" + l).value_or(0) > 10);
     CHECK(MetricValue(body, "lagwatch_replica_state{replica=\"" + E().sandbox.replica_id(r) +
