@@ -45,24 +45,20 @@ Assessment ReplicaJudge::Observe(ProbeReplies replies, const ProbeContext& conte
   // first such probe is therefore not believed: it keeps nothing but the position and status it
   // read, and the caller probes again at once. A disagreement that holds on that probe too is a
   // premise broken for good (positions that cannot be trusted), and is decided as Estimate says.
-  if (a.inconsistent && !std::exchange(inconsistent_before_, true)) {
-    a.recheck = true;
-    if (a.server_id) server_id_ = a.server_id;
-    applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
-    status_ = a.status;
-    return a;
-  }
+  a.recheck = a.inconsistent && !inconsistent_before_;
   if (a.measured) inconsistent_before_ = a.inconsistent;
-  bounds_ = a.bounds;
-  if (a.measured && a.bounds) {
-    // Falling behind at half real time or more since the answer before: lag that grows.
-    const Micros lower = a.bounds->lower;
-    const auto since = std::chrono::duration_cast<Micros>(a.obs.received - last_lower_at_);
-    lag_growing_ = last_lower_ && lower > *last_lower_ && 2 * (lower - *last_lower_) >= since;
-    last_lower_ = lower;
-    last_lower_at_ = a.obs.received;
+  if (!a.recheck) {
+    bounds_ = a.bounds;
+    if (a.measured && a.bounds) {
+      // Falling behind at half real time or more since the answer before: lag that grows.
+      const Micros lower = a.bounds->lower;
+      const auto since = std::chrono::duration_cast<Micros>(a.obs.received - last_lower_at_);
+      lag_growing_ = last_lower_ && lower > *last_lower_ && 2 * (lower - *last_lower_) >= since;
+      last_lower_ = lower;
+      last_lower_at_ = a.obs.received;
+    }
+    if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   }
-  if (a.measured && a.obs.seq) last_seq_ = *a.obs.seq;
   if (a.server_id) server_id_ = a.server_id;
   applied_ = a.applied ? std::move(a.applied) : std::move(in.previous_applied);
   status_ = a.status;  // the latest known, for the next probe whatever this one decides

@@ -89,7 +89,25 @@ bool Quotable(const std::string& file) {
   return true;
 }
 
-// Where a MariaDB server's binary log ends (SHOW MASTER STATUS) and its GTID state there
+// Where the server's binary log ends (SHOW BINLOG STATUS and its kin), in the range a dump by
+// file and offset can ask for.
+Result<BinaryLogStatus> ReadLogEnd(MysqlConn& conn, const ServerFlavor& flavor, MonoTime deadline) {
+  auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
+  if (!r.ok()) return r.status();
+  auto st = ParseBinaryLogStatus(*r);
+  if (!st.ok()) return st.status();
+  if (st->coords.pos > UINT32_MAX) return Status::DataError("a start position past 4 GiB");
+  return st;
+}
+
+// Where a dump starts: by file and offset, or (`file` empty) by `position`, a GTID state.
+struct DumpStart {
+  Position position;
+  std::string file;
+  uint32_t offset = 4;
+};
+
+// Where a MariaDB server's binary log ends (ReadLogEnd) and its GTID state there
 // (BINLOG_GTID_POS), for a dump asked by file and offset. Asked by a GTID state instead
 // (@slave_connect_state), the dump thread finds the state by reading the file from its beginning
 // before it sends anything: tens of ms for tens of MB, after the stream began, so that the first
@@ -97,15 +115,17 @@ bool Quotable(const std::string& file) {
 // but before the stream begins. nullopt when the server cannot or will not say (the account
 // lacks BINLOG MONITOR, no binary log status, an offset it does not find, a file name that
 // cannot be quoted): the dump is then asked by the state, as before.
-Result<std::optional<std::pair<BinaryLogStatus, Position>>> MariaDbLogEnd(
-    MysqlConn& conn, const ServerFlavor& flavor, MonoTime deadline) {
-  using Found = std::optional<std::pair<BinaryLogStatus, Position>>;
-  auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
-  if (!r.ok() && r.status().code() == Status::Code::kServerError) return Found();  // refused
-  if (!r.ok()) return r.status();
-  if (r->rows.empty()) return Found();
-  auto st = ParseBinaryLogStatus(*r);
-  if (!st.ok() || !Quotable(st->file) || st->coords.pos > UINT32_MAX) return Found();
+Result<std::optional<DumpStart>> MariaDbLogEnd(MysqlConn& conn, const ServerFlavor& flavor,
+                                               MonoTime deadline) {
+  using Found = std::optional<DumpStart>;
+  auto st = ReadLogEnd(conn, flavor, deadline);
+  if (!st.ok()) {
+    const Status::Code code = st.status().code();
+    // Refused, or an answer it cannot use; a lost connection ends the stream's start.
+    if (code == Status::Code::kServerError || code == Status::Code::kDataError) return Found();
+    return st.status();
+  }
+  if (!Quotable(st->file)) return Found();
   auto g = conn.Query(
       "SELECT BINLOG_GTID_POS('" + st->file + "', " + std::to_string(st->coords.pos) + ")",
       deadline);
@@ -114,7 +134,8 @@ Result<std::optional<std::pair<BinaryLogStatus, Position>>> MariaDbLogEnd(
   if (g->rows.size() != 1 || g->rows[0].size() != 1 || !g->rows[0][0]) return Found();
   auto pos = GtidPos::Parse(*g->rows[0][0]);
   if (!pos.ok()) return Found();
-  return Found(std::pair{std::move(st).value(), Position(std::move(pos).value())});
+  return Found(
+      DumpStart{Position(std::move(pos).value()), st->file, static_cast<uint32_t>(st->coords.pos)});
 }
 
 }  // namespace
@@ -218,35 +239,25 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   const std::string server = target.endpoint.Id();
 
   // Where to start: the primary's position now, as the sampler reads it.
-  std::optional<Position> start;
-  std::string file;
-  uint32_t file_pos = 4;
+  std::optional<DumpStart> from;
   if (kind == PositionsKind::kBinlog) {
-    auto r = conn.Query(BinaryLogStatusStatement(flavor), deadline);
-    if (!r.ok()) return r.status();
-    auto st = ParseBinaryLogStatus(*r);
+    auto st = ReadLogEnd(conn, flavor, deadline);
     if (!st.ok()) return st.status();
-    if (st->coords.pos > UINT32_MAX) return Status::DataError("a start position past 4 GiB");
-    file = st->file;
-    file_pos = static_cast<uint32_t>(st->coords.pos);
-    start = Position(st->coords);
-  } else {
-    if (kind == PositionsKind::kMariaDbGtid && flavor.kind == ServerFlavor::kMariaDB) {
-      auto end = MariaDbLogEnd(conn, flavor, deadline);
-      if (!end.ok()) return end.status();
-      if (*end) {
-        file = (*end)->first.file;
-        file_pos = static_cast<uint32_t>((*end)->first.coords.pos);
-        start = std::move((*end)->second);
-      }
-    }
-    if (!start) {
-      bool binlog_off = false;
-      auto pos = ReadPrimaryPosition(conn, kind, flavor, deadline, &binlog_off);
-      if (!pos.ok()) return pos.status();
-      start = std::move(pos).value();
-    }
+    from = DumpStart{Position(st->coords), st->file, static_cast<uint32_t>(st->coords.pos)};
+  } else if (kind == PositionsKind::kMariaDbGtid && flavor.kind == ServerFlavor::kMariaDB) {
+    auto end = MariaDbLogEnd(conn, flavor, deadline);
+    if (!end.ok()) return end.status();
+    from = std::move(end).value();
   }
+  if (!from) {
+    bool binlog_off = false;
+    auto pos = ReadPrimaryPosition(conn, kind, flavor, deadline, &binlog_off);
+    if (!pos.ok()) return pos.status();
+    from = DumpStart{std::move(pos).value(), "", 4};
+  }
+  const Position& start = from->position;
+  const std::string& file = from->file;
+  const uint32_t file_pos = from->offset;
   std::string set =
       "SET @master_heartbeat_period = " + std::to_string(int64_t{options_.heartbeat_ms} * 1000000) +
       ", @master_binlog_checksum = @@global.binlog_checksum"
@@ -255,7 +266,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
       std::to_string(kMariaSlaveCapabilityGtid);
   if (kind == PositionsKind::kMariaDbGtid && file.empty()) {
     // The state is digits, dashes and commas only (GtidPos::ToString).
-    set += ", @slave_connect_state = '" + start->ToString() +
+    set += ", @slave_connect_state = '" + start.ToString() +
            "', @slave_gtid_strict_mode = 0, @slave_gtid_ignore_duplicates = 0";
   }
   if (auto r = conn.Query(set, deadline); !r.ok()) return r.status();
@@ -267,7 +278,7 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
   std::string dump;
   uint8_t command = kComBinlogDump;
   if (kind == PositionsKind::kMysqlGtid) {
-    auto encoded = start->gtid_set()->EncodeBinary();
+    auto encoded = start.gtid_set()->EncodeBinary();
     if (!encoded.ok()) return encoded.status();
     command = kComBinlogDumpGtid;
     dump = BinlogDumpGtidPacket(options_.server_id, *encoded);
@@ -287,16 +298,16 @@ Status BinlogListener::Stream(MysqlConn& conn, const MysqlTarget& target, Positi
     timeval tv{kReadTimeoutSeconds, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   }
-  const uint64_t token = stream_->Begin(*start, clock_.Now());
+  const uint64_t token = stream_->Begin(start, clock_.Now());
   *started = true;
   if (options_.began) options_.began();
-  sink_->StreamStarted(*start);
+  sink_->StreamStarted(start);
   Log(LogLevel::kInfo,
       std::string(options_.own_write ? "writes watched on " : "binary log stream from ") +
           target.endpoint.Id() + " (" + PositionsKindName(kind) + ", server id " +
-          std::to_string(options_.server_id) + ") from " + start->ToString());
-  BinlogDecoder decoder(kind, *start, checksum);
-  Position applied_before = *start;  // the position before the next transaction
+          std::to_string(options_.server_id) + ") from " + start.ToString());
+  BinlogDecoder decoder(kind, start, checksum);
+  Position applied_before = start;  // the position before the next transaction
   uint64_t events = 0, bytes = 0;
   MonoTime next_report = clock_.Now() + kReportEvery;
   Status ended = Status::Ok();
