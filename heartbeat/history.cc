@@ -188,15 +188,24 @@ void PositionHistory::BeginSample(MonoTime sent, std::shared_ptr<const ThreadCou
 std::optional<Micros> PositionHistory::AnswerAwaited(MonoTime now) const {
   const std::optional<InFlight> f = Guarded(mu_, in_flight_);
   if (!f) return std::nullopt;
-  auto waited = std::chrono::duration_cast<Micros>(now - f->sent);
-  if (f->sender) {
-    if (f->sender->ResumeEpoch() != f->resumes) return Micros(0);
+  const Micros waited = std::max(Micros(0), AwaitedNow(*f, now));
+  std::lock_guard lock(mu_);
+  // Ended (or another begun) while the counters were read: that sample's wait is all there is.
+  if (!in_flight_ || in_flight_->sent != f->sent || in_flight_->sender != f->sender) return waited;
+  in_flight_->longest = std::max(in_flight_->longest, waited);
+  return in_flight_->longest;
+}
+
+Micros PositionHistory::AwaitedNow(const InFlight& f, MonoTime now) {
+  auto waited = std::chrono::duration_cast<Micros>(now - f.sent);
+  if (f.sender) {
+    if (f.sender->ResumeEpoch() != f.resumes) return Micros(0);
     // Runnable first: a sender asleep now has no wait for a CPU under way that Busy would miss.
-    if (f->sender->Runnable().value_or(false)) return Micros(0);
-    const auto busy = f->sender->Busy();
-    if (busy && f->busy) waited -= std::chrono::duration_cast<Micros>(*busy - *f->busy);
+    if (f.sender->Runnable().value_or(false)) return Micros(0);
+    const auto busy = f.sender->Busy();
+    if (busy && f.busy) waited -= std::chrono::duration_cast<Micros>(*busy - *f.busy);
   }
-  return std::max(Micros(0), waited);
+  return waited;
 }
 
 void PositionHistory::NoteWritable(MonoTime sent, bool writable,

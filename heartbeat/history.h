@@ -145,6 +145,9 @@ class PositionHistory {
   // SIGSTOP) has the answer waiting when it runs again: the primary is not late for that
   // (PrimaryKnown). A sender asleep on something other than the answer (a lock) counts as
   // waiting for it. Reads the sender's counters (/proc) outside the lock.
+  // A wait once found stays found until the sample ends: a sender asleep had no answer then,
+  // and its being runnable later (its poll waking every 50 ms to look for a stop, or the answer
+  // come and not read yet) does not make the primary less late than it was.
   std::optional<Micros> AnswerAwaited(MonoTime now) const;
 
  private:
@@ -163,8 +166,11 @@ class PositionHistory {
     // The sender's counters as it sent.
     std::optional<std::chrono::nanoseconds> busy;
     int64_t resumes = 0;
+    Micros longest{0};  // the longest wait AnswerAwaited has found for it
   };
-  std::optional<InFlight> in_flight_;      // GUARDED_BY(mu_)
+  mutable std::optional<InFlight> in_flight_;  // GUARDED_BY(mu_); AnswerAwaited keeps `longest`
+  // AnswerAwaited's wait as `f`'s sender's counters say now (may be negative before it was sent).
+  static Micros AwaitedNow(const InFlight& f, MonoTime now);
   std::optional<MonoTime> last_writable_;  // GUARDED_BY(mu_): NoteWritable's last writable sample
   bool read_only_ = false;                 // GUARDED_BY(mu_): its latest found it read-only
 };

@@ -113,31 +113,63 @@ TEST_CASE("a sample's answer is awaited for the time its sender slept, not while
   CHECK_FALSE(h.AnswerAwaited(T(0)).has_value());
   // No sender's counters: the whole time since it was sent.
   h.BeginSample(T(100));
-  CHECK(h.AnswerAwaited(T(180)) == Micros(80'000));
   CHECK(h.AnswerAwaited(T(90)) == Micros(0));  // a moment before it was sent
+  CHECK(h.AnswerAwaited(T(180)) == Micros(80'000));
   h.Add(P("0-1-5"), T(100), T(101));
   CHECK_FALSE(h.AnswerAwaited(T(180)).has_value());
 
   auto sender = std::make_shared<FakeCounters>();
   sender->busy = Millis(500);
-  h.BeginSample(T(200), sender);
-  // Asleep waiting for 100 ms: all of it awaited.
-  CHECK(h.AnswerAwaited(T(300)) == Micros(100'000));
-  // Then runnable (the answer came, or the host holds it back from reading): none.
+  // Runnable from the start (the answer came, or the host holds it back from reading): none.
   sender->runnable = true;
+  h.BeginSample(T(200), sender);
   CHECK(h.AnswerAwaited(T(300)) == Micros(0));
   // It ran, and waited for a CPU, 90 ms of the 120 since: 30 ms awaited.
   sender->runnable = false;
   sender->busy = Millis(590);
   CHECK(h.AnswerAwaited(T(320)) == Micros(30'000));
+  h.Add(P("0-1-6"), T(200), T(321));
+
   // Without the kernel's busy time: the whole time.
   sender->busy.reset();
-  CHECK(h.AnswerAwaited(T(320)) == Micros(120'000));
+  h.BeginSample(T(400), sender);
+  CHECK(h.AnswerAwaited(T(520)) == Micros(120'000));
+  h.RecordFailure(T(530));
+  CHECK_FALSE(h.AnswerAwaited(T(540)).has_value());
+
   // A resume from a stop since it was sent: the stop is not told apart from a wait.
+  h.BeginSample(T(600), sender);
   sender->resumes = 1;
-  CHECK(h.AnswerAwaited(T(320)) == Micros(0));
-  h.RecordFailure(T(330));
-  CHECK_FALSE(h.AnswerAwaited(T(340)).has_value());
+  CHECK(h.AnswerAwaited(T(720)) == Micros(0));
+  h.RecordFailure(T(730));
+  CHECK_FALSE(h.AnswerAwaited(T(740)).has_value());
+}
+
+TEST_CASE("a wait once found for a sample stays found while its sender wakes, until it ends") {
+  // A frozen primary (bench/accuracy, primary-freeze): the sampler's poll wakes every 50 ms to
+  // look for a stop, and a probe judged in that moment found the sender runnable, no wait, and the
+  // primary known: one replica published `lagging` from the last sample 572 ms before.
+  PositionHistory h;
+  auto sender = std::make_shared<FakeCounters>();
+  sender->busy = Millis(500);
+  h.BeginSample(T(1000), sender);
+  CHECK(h.AnswerAwaited(T(1100)) == Micros(100'000));  // asleep: 100 ms awaited
+  sender->runnable = true;                             // a poll wakes
+  CHECK(h.AnswerAwaited(T(1150)) == Micros(100'000));  // still at least as late
+  sender->runnable = false;
+  CHECK(h.AnswerAwaited(T(1200)) == Micros(200'000));
+  sender->resumes = 1;  // nor does a resume from a stop take a wait found before it back
+  CHECK(h.AnswerAwaited(T(1250)) == Micros(200'000));
+  sender->resumes = 0;
+  // The sample ends: the next one starts from nothing.
+  h.Add(P("0-1-7"), T(1000), T(1260));
+  sender->runnable = true;
+  h.BeginSample(T(1300), sender);
+  CHECK(h.AnswerAwaited(T(1400)) == Micros(0));
+  h.RecordFailure(T(1410));
+  h.BeginSample(T(1500), sender);
+  sender->runnable = false;
+  CHECK(h.AnswerAwaited(T(1520)) == Micros(20'000));
 }
 
 TEST_CASE("a cleared heartbeat log forgets every record and acknowledgement") {
