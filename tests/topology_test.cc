@@ -735,13 +735,15 @@ TEST_CASE("an unplanned failover, the old primary back writable (ambiguous), the
   const auto incoherent = watch.Incoherent();
   CHECK_MESSAGE(incoherent.empty(), (incoherent.empty() ? "" : incoherent.front()));
   int ambiguous_events = 0, moves = 0;
+  std::string primary_events;  // all of them, to tell an extra one's cause
   for (const auto& e : events.Events()) {
     if (e.value("event", "") != "primary") continue;
+    primary_events += e.dump() + "\n";
     if (e.value("topology", "") == "ambiguous") ++ambiguous_events;
     if (e.value("previous_primary", nlohmann::json()).is_string()) ++moves;
   }
-  CHECK(ambiguous_events == 1);
-  CHECK(moves == 1);
+  CHECK_MESSAGE(ambiguous_events == 1, primary_events << agent.Log());
+  CHECK_MESSAGE(moves == 1, primary_events);
   CHECK(agent.Stop() == 0);
 }
 
