@@ -4,6 +4,18 @@
 
 namespace lagwatch {
 
+namespace {
+
+// The upper bound at `at` to the nanosecond (LagBounds::UpperAt truncates to whole µs), for a
+// record's delay_us; nullopt without a fresh bound.
+std::optional<std::chrono::nanoseconds> ExactUpper(const std::optional<LagBounds>& bounds,
+                                                   MonoTime at) {
+  if (!bounds || !bounds->fresh_at) return std::nullopt;
+  return at - *bounds->fresh_at;
+}
+
+}  // namespace
+
 ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
                            const Config& config)
     : replica_(replica),
@@ -82,7 +94,7 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   // Stated at the next whole ms after the answer, where delay_ms holds (ProbeInput::to_stated).
   j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
                     a.obs.received + a.to_stated, received_wall + a.to_stated, j.verdict,
-                    a.others_writable_after);
+                    a.others_writable_after, ExactUpper(a.bounds, a.obs.received), received_wall);
   return j;
 }
 
@@ -115,7 +127,8 @@ Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary
   j.previous = health_.last();
   j.verdict = health_.Update(h);
   j.health = h;
-  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict, others_writable_after);
+  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict, others_writable_after,
+                    ExactUpper(bounds_, now), now_wall);
   return j;
 }
 
@@ -175,7 +188,9 @@ void ReplicaJudge::StartOver() {
 ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_ms,
                                      MonoTime measured, WallTime measured_wall,
                                      const HealthTracker::Verdict& v,
-                                     std::optional<MonoTime> others_writable_after) {
+                                     std::optional<MonoTime> others_writable_after,
+                                     std::optional<std::chrono::nanoseconds> exact_upper,
+                                     WallTime exact_wall) {
   ReplicaSnapshot snap;
   snap.id = replica_.endpoint.Id();
   if (bounds_ && h.delay_ms) judged_delay_ms_ = *h.delay_ms;
@@ -187,7 +202,8 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   // then (0 when no other server answers), not the silence, so that a router comparing delay_ms
   // with the limit decides as one reading healthy while that stays under it (every server is
   // probed every sampling interval while no server is writable).
-  if (v.state == ReplicaState::kPrimaryUnknown && v.healthy) {
+  const bool primary_unknown_kept = v.state == ReplicaState::kPrimaryUnknown && v.healthy;
+  if (primary_unknown_kept) {
     snap.delay_ms = others_writable_after && measured > *others_writable_after
                         ? CeilMillis(measured - *others_writable_after)
                         : 0;
@@ -200,6 +216,16 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   snap.max_delay_ms = tier_.max_delay_ms;
   snap.seq = last_seq_;
   snap.measured_at_ms = UnixMillis(measured_wall);  // the moment delay_ms refers to
+  // The same bound at the answer's own microsecond, not carried to the next whole ms: the carry
+  // (0.5 ms on average) is also what a replica catching up at ten times real time applies of
+  // ten times as much history, which a reader comparing at the finer moment does not count.
+  if (exact_upper && h.delay_ms && !primary_unknown_kept) {
+    snap.delay_us = std::max<int64_t>(0, CeilMicros(*exact_upper));
+    snap.measured_at_us = UnixMicros(exact_wall);
+  } else {
+    snap.delay_us = snap.delay_ms * 1000;
+    snap.measured_at_us = snap.measured_at_ms * 1000;
+  }
   snap.agent_id = agent_id_;
   snap.cluster = cluster_;
   // The position the last probe read (positions only move forward, so an earlier read is still a

@@ -158,10 +158,12 @@ class ReplicaJudge {
   Judgement::Notice ChainedNotice(const Assessment& a) const;
   std::optional<Judgement::Notice> ChannelNotice(const Assessment& a);
   // `others_writable_after`: ProbeContext's, for a replica kept healthy while the primary is
-  // unknown.
+  // unknown. `exact_upper`: the same upper bound as h.delay_ms's at `exact_wall`, the answer's
+  // own moment (delay_us at measured_at_us); nullopt where there is none.
   ReplicaSnapshot Record(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
                          WallTime measured_wall, const HealthTracker::Verdict& v,
-                         std::optional<MonoTime> others_writable_after);
+                         std::optional<MonoTime> others_writable_after,
+                         std::optional<std::chrono::nanoseconds> exact_upper, WallTime exact_wall);
 
   // Constant after construction.
   const ReplicaConfig replica_;

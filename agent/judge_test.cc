@@ -96,6 +96,31 @@ TEST_CASE(
   CHECK_FALSE(a.recheck);
 }
 
+TEST_CASE("judge: a record states its bound at the next whole ms and at the answer's own µs") {
+  Primary p(2100);
+  ReplicaJudge judge(Replica(), Tier(), TestConfig());
+  // Answered 0.3 ms into ms 2122: 22.3 ms since the newest sample was sent.
+  ProbeReplies r = Row(2120, 2122, "4", "0-1-4");
+  r.obs.received += Micros(300);
+  r.received_wall += Micros(300);
+  const Judgement j = Probe(judge, p, std::move(r));
+  // delay_ms holds at the next whole ms (23.0 ms), measured_at_ms that ms.
+  CHECK(j.record.measured_at_ms == UnixMillis(W(2123)));
+  CHECK(j.record.delay_ms == 23);
+  // delay_us holds at the answer itself, not carried 0.7 ms forward.
+  CHECK(j.record.measured_at_us == UnixMicros(W(2122) + Micros(300)));
+  CHECK(j.record.delay_us == 22'300);
+  // Where there is no bound, the µs fields state delay_ms's moment.
+  ReplicaJudge unknown(Replica(), Tier(), TestConfig());
+  const WallTime wall = W(2150) + Micros(400);
+  ProbeReplies none = NoAnswer(2100, 2150);
+  none.received_wall = wall;
+  Assessment a = unknown.Observe(std::move(none), kGtid, p.log, p.history);
+  const Judgement k = unknown.Decide(std::move(a), true, wall);
+  CHECK(k.record.measured_at_us == k.record.measured_at_ms * 1000);
+  CHECK(k.record.delay_us == k.record.delay_ms * 1000);
+}
+
 TEST_CASE("judge: a caught-up replica is ok and healthy, and its record says so") {
   Primary p(2100);
   ReplicaJudge judge(Replica(), Tier(), TestConfig());

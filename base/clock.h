@@ -45,6 +45,13 @@ inline int64_t ToMillis(std::chrono::nanoseconds d) {
 inline int64_t UnixMillis(WallTime t) {
   return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
 }
+inline int64_t UnixMicros(WallTime t) {
+  return std::chrono::duration_cast<Micros>(t.time_since_epoch()).count();
+}
+// A duration in whole microseconds, rounded up.
+inline int64_t CeilMicros(std::chrono::nanoseconds d) {
+  return std::chrono::ceil<Micros>(d).count();
+}
 // A duration in whole milliseconds, rounded up: an upper bound stated in ms stays one.
 inline int64_t CeilMillis(std::chrono::nanoseconds d) {
   return std::chrono::ceil<Millis>(d).count();

@@ -43,6 +43,9 @@ inline constexpr char kWeight[] = "weight";
 inline constexpr char kMaxDelayMs[] = "max_delay_ms";
 inline constexpr char kSeq[] = "seq";
 inline constexpr char kMeasuredAtMs[] = "measured_at_ms";
+// The same bound stated at the answer's own microsecond: delay_us at measured_at_us.
+inline constexpr char kDelayUs[] = "delay_us";
+inline constexpr char kMeasuredAtUs[] = "measured_at_us";
 inline constexpr char kAgent[] = "agent";
 inline constexpr char kPosition[] = "position";
 inline constexpr char kPositionKind[] = "position_kind";

@@ -31,6 +31,10 @@ struct ReplicaSnapshot {
   std::optional<int64_t> max_delay_ms;  // nullopt: the tier has no limit
   uint64_t seq = 0;                     // last heartbeat seq seen on the replica
   int64_t measured_at_ms = 0;           // agent wall clock, unix ms
+  // The upper bound at the answer's own microsecond, and that moment (unix µs): delay_ms is the
+  // same bound carried to the next whole ms. Equal to them in µs where there is no finer moment.
+  int64_t delay_us = 0;
+  int64_t measured_at_us = 0;
   int64_t agent_id = 0;
   std::string cluster;  // the agent's Config::cluster
   // The replica's applied position at the probe (read-your-writes: docs/redis.md), as the server

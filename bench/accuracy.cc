@@ -1297,8 +1297,8 @@ std::vector<Report> LagwatchReports(const std::vector<LagwatchRecord>& records) 
       rep.measured_us = r.seen_us;
       rep.over200 = rep.over1000 = true;
     } else {
-      rep.measured_us = r.measured_at_ms * 1000;  // the moment delay_ms holds at, exactly
-      rep.value_ms = r.delay_ms;
+      rep.measured_us = r.measured_us;  // the moment the bound holds at, exactly
+      rep.value_ms = r.value_ms;
       rep.lower_ms = r.delay_lower_ms;
       rep.over200 = !r.healthy;
       rep.over1000 = r.delay_ms > 1000.0;
@@ -1352,11 +1352,11 @@ json SuspectRecords(const Scenario& s, const std::vector<LagwatchRecord>& record
   json out = json::array();
   for (const auto& r : records) {
     if (r.missing || r.seen_us < s.from_us || r.seen_us >= s.to_us) continue;
-    const int64_t at = r.measured_at_ms * 1000;
+    const int64_t at = r.measured_us;
     const auto lo = t.At(at);
     const auto up = t.Upper(at);
     std::string why;
-    if (lo && r.delay_ms < static_cast<double>(*lo) / 1000.0 - 10.0)
+    if (lo && r.value_ms < static_cast<double>(*lo) / 1000.0 - 10.0)
       why += "delay_ms under truth; ";
     if (up && r.delay_lower_ms > static_cast<double>(*up) / 1000.0 + 10.0) {
       why += "delay_lower_ms over the upper bound; ";
@@ -1389,11 +1389,11 @@ json LargestOver(const Scenario& s, const std::vector<LagwatchRecord>& records, 
   std::vector<std::pair<double, const LagwatchRecord*>> over;
   for (const auto& r : records) {
     if (r.missing) continue;
-    const int64_t at = r.measured_at_ms * 1000;
+    const int64_t at = r.measured_us;
     if (at < s.from_us || at >= s.to_us) continue;
     const auto lo = t.At(at);
     if (!lo) continue;
-    const double err = r.delay_ms - static_cast<double>(*lo) / 1000.0;
+    const double err = r.value_ms - static_cast<double>(*lo) / 1000.0;
     if (err > 10.0) over.emplace_back(err, &r);
   }
   std::sort(over.begin(), over.end(),
@@ -1401,12 +1401,13 @@ json LargestOver(const Scenario& s, const std::vector<LagwatchRecord>& records, 
   json out = json::array();
   for (size_t i = 0; i < over.size() && i < 8; ++i) {
     const LagwatchRecord& r = *over[i].second;
-    const int64_t at = r.measured_at_ms * 1000;
+    const int64_t at = r.measured_us;
     const auto up = t.Upper(at);
     out.push_back(
         {{"error_ms", over[i].first},
          {"measured_s", static_cast<double>(at - s.from_us) / 1e6},
          {"delay_ms", r.delay_ms},
+         {"bound_ms", r.value_ms},  // delay_us at measured_at_us: what error_ms compares
          {"delay_lower_ms", r.delay_lower_ms},
          {"state", r.state},
          {"truth_ms", static_cast<double>(*t.At(at)) / 1000.0},

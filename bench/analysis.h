@@ -147,6 +147,10 @@ struct LagwatchRecord {
   bool missing = false;      // the key did not exist
   int64_t measured_at_ms = 0;
   double delay_ms = 0;
+  // The finest statement of the bound the record carries: delay_us at measured_at_us (the
+  // answer's own microsecond), or delay_ms at measured_at_ms from agents without them.
+  int64_t measured_us = 0;
+  double value_ms = 0;
   double delay_lower_ms = 0;
   bool healthy = false;
   std::string state;

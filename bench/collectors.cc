@@ -199,6 +199,13 @@ void RedisPoller::Tick() {
     };
     rec.measured_at_ms = static_cast<int64_t>(num("measured_at_ms"));
     rec.delay_ms = num("delay_ms");
+    if (h.count("delay_us") && h.count("measured_at_us")) {
+      rec.measured_us = static_cast<int64_t>(num("measured_at_us"));
+      rec.value_ms = num("delay_us") / 1000.0;
+    } else {
+      rec.measured_us = rec.measured_at_ms * 1000;
+      rec.value_ms = rec.delay_ms;
+    }
     rec.delay_lower_ms = num("delay_lower_ms");
     rec.healthy = str("healthy") == "1";
     rec.state = str("state");

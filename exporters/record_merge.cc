@@ -94,7 +94,9 @@ std::vector<std::string> ReplicaFields(const ReplicaSnapshot& s) {
           std::to_string(s.delay_lower_ms), f::kState, s.state, f::kHealthy, s.healthy ? "1" : "0",
           f::kTier, s.tier, f::kWeight, std::to_string(s.weight), f::kMaxDelayMs,
           s.max_delay_ms ? std::to_string(*s.max_delay_ms) : "-1", f::kSeq, std::to_string(s.seq),
-          f::kMeasuredAtMs, std::to_string(s.measured_at_ms), f::kAgent, std::to_string(s.agent_id),
+          f::kMeasuredAtMs, std::to_string(s.measured_at_ms), f::kDelayUs,
+          std::to_string(s.delay_us), f::kMeasuredAtUs, std::to_string(s.measured_at_us), f::kAgent,
+          std::to_string(s.agent_id),
           // Always written, "" when unknown: a record without them must not leave another
           // record's position in the key.
           f::kPosition, s.position, f::kPositionKind, s.position_kind, f::kCluster, s.cluster};

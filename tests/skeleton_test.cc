@@ -78,10 +78,10 @@ TEST_CASE("each replica's key carries every Redis contract field with a TTL with
   REQUIRE_MESSAGE(WaitFor([&] { return OkAndHealthy(redis, 1) && OkAndHealthy(redis, 2); }, 10s),
                   E().agent.Log());
   const std::set<std::string> fields = {
-      "delay_ms", "delay_lower_ms", "state",   "healthy",        "tier",
-      "weight",   "max_delay_ms",   "seq",     "measured_at_ms", "agent",
-      "position", "position_kind",  "cluster", "agent:1"};  // this agent's own record, for merging
-                                                            // with other agents' (docs/redis.md)
+      "delay_ms",       "delay_lower_ms", "state",    "healthy",        "tier",
+      "weight",         "max_delay_ms",   "seq",      "measured_at_ms", "delay_us",
+      "measured_at_us", "agent",          "position", "position_kind",  "cluster",
+      "agent:1"};  // this agent's own record, for merging with other agents' (docs/redis.md)
   for (int r : {1, 2}) {
     CAPTURE(r);
     auto h = redis.HGetAll(Key(r));
