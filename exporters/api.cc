@@ -112,12 +112,14 @@ nlohmann::json ReplicaJson(const ReplicaInfo& info, const ReplicaView& view) {
     j[f::kDelayLowerMs] = view.last->delay_lower_ms;
     j[f::kSeq] = view.last->seq;
     j[f::kMeasuredAtMs] = view.last->measured_at_ms;
+    j[f::kDelayUs] = view.last->delay_us;
+    j[f::kMeasuredAtUs] = view.last->measured_at_us;
     j[f::kAgent] = view.last->agent_id;
     j[f::kPosition] = view.last->position;
     j[f::kPositionKind] = view.last->position_kind;
   } else {
-    for (const char* k : {f::kDelayMs, f::kDelayLowerMs, f::kSeq, f::kMeasuredAtMs, f::kAgent,
-                          f::kPosition, f::kPositionKind}) {
+    for (const char* k : {f::kDelayMs, f::kDelayLowerMs, f::kSeq, f::kMeasuredAtMs, f::kDelayUs,
+                          f::kMeasuredAtUs, f::kAgent, f::kPosition, f::kPositionKind}) {
       j[k] = nullptr;
     }
   }

@@ -187,9 +187,9 @@ TEST_CASE("state and health changes are published as JSON events; the API and st
   CHECK(r1["replication"]["seconds_behind_master"].is_null());
   CHECK(r2["state"] == "ok");
   CHECK(r2["healthy"] == 1);
-  for (const char* field :
-       {"delay_ms", "delay_lower_ms", "state", "healthy", "tier", "weight", "max_delay_ms", "seq",
-        "measured_at_ms", "agent", "last_error", "last_error_at_ms"}) {
+  for (const char* field : {"delay_ms", "delay_lower_ms", "state", "healthy", "tier", "weight",
+                            "max_delay_ms", "seq", "measured_at_ms", "delay_us", "measured_at_us",
+                            "agent", "last_error", "last_error_at_ms"}) {
     CAPTURE(field);
     CHECK(r2.contains(field));
   }
