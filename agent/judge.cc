@@ -4,18 +4,6 @@
 
 namespace lagwatch {
 
-namespace {
-
-// The upper bound at `at` to the nanosecond (LagBounds::UpperAt truncates to whole µs), for a
-// record's delay_us; nullopt without a fresh bound.
-std::optional<std::chrono::nanoseconds> ExactUpper(const std::optional<LagBounds>& bounds,
-                                                   MonoTime at) {
-  if (!bounds || !bounds->fresh_at) return std::nullopt;
-  return at - *bounds->fresh_at;
-}
-
-}  // namespace
-
 ReplicaJudge::ReplicaJudge(const ReplicaConfig& replica, const TierConfig& tier,
                            const Config& config)
     : replica_(replica),
@@ -93,8 +81,8 @@ Judgement ReplicaJudge::Decide(Assessment a, bool source_verified, WallTime rece
   j.back_from_unreachable = a.health.reachable && j.previous.state == ReplicaState::kUnreachable;
   // Stated at the next whole ms after the answer, where delay_ms holds (ProbeInput::to_stated).
   j.record = Record(a.health, a.probe_status.ok() && a.bounds ? ToMillis(a.bounds->lower) : 0,
-                    a.obs.received + a.to_stated, received_wall + a.to_stated, j.verdict,
-                    a.others_writable_after, ExactUpper(a.bounds, a.obs.received), received_wall);
+                    a.obs.received, received_wall, a.to_stated, j.verdict, a.others_writable_after,
+                    a.bounds);
   return j;
 }
 
@@ -127,8 +115,7 @@ Judgement ReplicaJudge::AtCrossing(MonoTime now, WallTime now_wall, bool primary
   j.previous = health_.last();
   j.verdict = health_.Update(h);
   j.health = h;
-  j.record = Record(h, 0, now + to_stated, now_wall + to_stated, j.verdict, others_writable_after,
-                    ExactUpper(bounds_, now), now_wall);
+  j.record = Record(h, 0, now, now_wall, to_stated, j.verdict, others_writable_after, bounds_);
   return j;
 }
 
@@ -186,11 +173,13 @@ void ReplicaJudge::StartOver() {
 }
 
 ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_ms,
-                                     MonoTime measured, WallTime measured_wall,
+                                     MonoTime answered, WallTime answered_wall,
+                                     std::chrono::nanoseconds to_stated,
                                      const HealthTracker::Verdict& v,
                                      std::optional<MonoTime> others_writable_after,
-                                     std::optional<std::chrono::nanoseconds> exact_upper,
-                                     WallTime exact_wall) {
+                                     const std::optional<LagBounds>& bounds) {
+  const MonoTime measured = answered + to_stated;  // where delay_ms holds
+  const WallTime measured_wall = answered_wall + to_stated;
   ReplicaSnapshot snap;
   snap.id = replica_.endpoint.Id();
   if (bounds_ && h.delay_ms) judged_delay_ms_ = *h.delay_ms;
@@ -219,9 +208,10 @@ ReplicaSnapshot ReplicaJudge::Record(const HealthInput& h, int64_t delay_lower_m
   // The same bound at the answer's own microsecond, not carried to the next whole ms: the carry
   // (0.5 ms on average) is also what a replica catching up at ten times real time applies of
   // ten times as much history, which a reader comparing at the finer moment does not count.
-  if (exact_upper && h.delay_ms && !primary_unknown_kept) {
-    snap.delay_us = std::max<int64_t>(0, CeilMicros(*exact_upper));
-    snap.measured_at_us = UnixMicros(exact_wall);
+  if (bounds && bounds->fresh_at && h.delay_ms && !primary_unknown_kept) {
+    // To the nanosecond: LagBounds::UpperAt truncates to whole µs.
+    snap.delay_us = std::max<int64_t>(0, CeilMicros(answered - *bounds->fresh_at));
+    snap.measured_at_us = UnixMicros(answered_wall);
   } else {
     snap.delay_us = snap.delay_ms * 1000;
     snap.measured_at_us = snap.measured_at_ms * 1000;

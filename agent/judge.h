@@ -157,13 +157,15 @@ class ReplicaJudge {
   // status poll changed it: ChannelNotice).
   Judgement::Notice ChainedNotice(const Assessment& a) const;
   std::optional<Judgement::Notice> ChannelNotice(const Assessment& a);
-  // `others_writable_after`: ProbeContext's, for a replica kept healthy while the primary is
-  // unknown. `exact_upper`: the same upper bound as h.delay_ms's at `exact_wall`, the answer's
-  // own moment (delay_us at measured_at_us); nullopt where there is none.
-  ReplicaSnapshot Record(const HealthInput& h, int64_t delay_lower_ms, MonoTime measured,
-                         WallTime measured_wall, const HealthTracker::Verdict& v,
+  // The record of an answer (or a crossing) at `answered`: delay_ms, from `bounds` as h.delay_ms
+  // has it, holds `to_stated` later (the next whole ms, measured_at_ms); delay_us is the same
+  // bound at `answered` itself. `others_writable_after`: ProbeContext's, for a replica kept
+  // healthy while the primary is unknown.
+  ReplicaSnapshot Record(const HealthInput& h, int64_t delay_lower_ms, MonoTime answered,
+                         WallTime answered_wall, std::chrono::nanoseconds to_stated,
+                         const HealthTracker::Verdict& v,
                          std::optional<MonoTime> others_writable_after,
-                         std::optional<std::chrono::nanoseconds> exact_upper, WallTime exact_wall);
+                         const std::optional<LagBounds>& bounds);
 
   // Constant after construction.
   const ReplicaConfig replica_;
